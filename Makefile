@@ -1,0 +1,31 @@
+# Two commands: `make run` starts the app at http://localhost:8501, `make test` runs every check.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test install install-dev bench
+
+run: install
+	$(BIN)/streamlit run app.py --server.port 8501
+
+test: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/python -m pytest
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+bench: install
+	$(BIN)/python bench/bench_engine.py

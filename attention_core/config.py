@@ -1,0 +1,152 @@
+"""The knobs of one attention layer, checked before a single tensor is allocated.
+
+Limits (also in the README):
+
+| what                | allowed          | why                                                     |
+|---------------------|------------------|---------------------------------------------------------|
+| tokens n            | 1 .. 4096        | the trace keeps several n x n maps per head              |
+| d_model, d_k, d_v   | 1 .. 4096        | larger than any model this tool can show                 |
+| heads               | 1 .. 64          | a page of 64 small maps is already hard to read          |
+| seed                | 0 .. 2**32 - 1   | fits a URL and every RNG                                 |
+| trace memory        | MEMORY_BUDGET_BYTES (default 2 GiB, env ATTENTION_MEMORY_BUDGET_MB) |
+
+The memory of a trace is dominated by its n x n maps. With b bytes per number
+(4 for float32, 8 for float64) and h heads, `estimate_trace_bytes` returns
+
+    b * h * n^2 * (maps + 2)          the score/weight maps kept, plus two temporaries
+  + b * n * (2 * d_model + h * (2 * d_k + 2 * d_v))      X, Q, K, V, context, output
+  + b * (h * d_model * (2 * d_k + 2 * d_v))              W_Q, W_K, W_V, W_O
+  + n^2                                                  the boolean mask
+
+where maps = 2 (scores, weights) + 1 if scaled (scaled scores) + 1 if causal (masked scores).
+For n = 4096, 12 heads, float32, causal and scaled that is about 4.8 GB, so the default
+budget refuses it with the estimate in the message; a GPU benchmark raises the budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import os
+
+import torch
+
+from attention_core.device import DEVICE_CHOICES
+
+MAX_TOKENS = 4096
+MAX_DIM = 4096
+MAX_HEADS = 64
+MAX_SEED = 2**32 - 1
+INIT_CHOICES = ("normal", "xavier")
+DTYPE_CHOICES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def memory_budget_bytes() -> int:
+    """The largest trace we agree to build, from ATTENTION_MEMORY_BUDGET_MB (default 2048)."""
+    raw = os.environ.get("ATTENTION_MEMORY_BUDGET_MB", "2048")
+    try:
+        megabytes = float(raw)
+    except ValueError:
+        raise ValueError(f"ATTENTION_MEMORY_BUDGET_MB must be a number of megabytes; got {raw!r}") from None
+    return int(megabytes * 2**20)
+
+
+def _check_int(field: str, value: object, low: int, high: int, why: str = "") -> int:
+    """Accept Python/NumPy integers (not bools, not floats) inside [low, high]."""
+    if isinstance(value, bool):
+        raise ValueError(f"{field} must be an integer between {low} and {high}; got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{field} must be an integer between {low} and {high}; got {value!r}") from None
+    if not low <= number <= high:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{field} must be between {low} and {high}{reason}; got {number}")
+    return number
+
+
+def _check_bool(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{field} must be True or False; got {value!r}")
+    return value
+
+
+def _check_choice(field: str, value: object, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"{field} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    """Settings of one multi-head self-attention layer.
+
+    d_model: width of each input row of X.  d_k: width of each head's queries and keys.
+    d_v: width of each head's values (defaults to d_k).  n_heads: number of heads; W_O maps the
+    concatenated n_heads * d_v back to d_model.  causal: hide future tokens.  scaled: divide the
+    scores by sqrt(d_k) (False shows what goes wrong without it).  seed: draws the weights.
+    init: "normal" draws N(0, 1) like the lectures' torch.randn; "xavier" draws
+    U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) (Glorot), the scale of a trained
+    layer's start.  dtype: "float32", or "float64" for exact hand examples.
+    device: "auto" | "cpu" | "cuda" | "mps".
+    """
+
+    d_model: int = 8
+    d_k: int = 4
+    d_v: int | None = None
+    n_heads: int = 1
+    causal: bool = False
+    scaled: bool = True
+    seed: int = 0
+    init: str = "normal"
+    dtype: str = "float32"
+    device: str = "auto"
+
+    def __post_init__(self):
+        set_ = object.__setattr__  # frozen dataclass: normalise once, here
+        set_(self, "d_model", _check_int("d_model", self.d_model, 1, MAX_DIM))
+        set_(self, "d_k", _check_int("d_k", self.d_k, 1, MAX_DIM))
+        d_v = self.d_k if self.d_v is None else self.d_v
+        set_(self, "d_v", _check_int("d_v", d_v, 1, MAX_DIM))
+        set_(self, "n_heads", _check_int("n_heads", self.n_heads, 1, MAX_HEADS))
+        _check_bool("causal", self.causal)
+        _check_bool("scaled", self.scaled)
+        set_(self, "seed", _check_int("seed", self.seed, 0, MAX_SEED))
+        _check_choice("init", self.init, INIT_CHOICES)
+        dtype = self.dtype
+        if isinstance(dtype, torch.dtype):  # accept torch.float32 as well as "float32"
+            dtype = str(dtype).removeprefix("torch.")
+        set_(self, "dtype", _check_choice("dtype", dtype, tuple(DTYPE_CHOICES)))
+        _check_choice("device", self.device, DEVICE_CHOICES)
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return DTYPE_CHOICES[self.dtype]
+
+    def replace(self, **changes) -> AttentionConfig:
+        """A copy with some fields changed (and validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
+    """Peak bytes to build an AttentionTrace for n tokens (formula in the module docstring)."""
+    b = torch.finfo(config.torch_dtype).bits // 8
+    h, d, dk, dv = config.n_heads, config.d_model, config.d_k, config.d_v
+    maps = 2 + int(config.scaled) + int(config.causal)
+    square = b * h * n * n * (maps + 2)
+    rows = b * n * (2 * d + h * (2 * dk + 2 * dv))
+    params = b * h * d * (2 * dk + 2 * dv)
+    return square + rows + params + n * n
+
+
+def check_request(n: int, config: AttentionConfig, budget: int | None = None) -> None:
+    """Refuse a request with too many tokens or a trace larger than the memory budget."""
+    _check_int("number of tokens", n, 1, MAX_TOKENS, "each head keeps several n x n maps")
+    budget = memory_budget_bytes() if budget is None else budget
+    need = estimate_trace_bytes(n, config)
+    if need > budget:
+        raise ValueError(
+            f"this trace would need about {need / 2**20:,.0f} MB ({n} tokens, {config.n_heads} heads, "
+            f"{config.dtype}), more than the memory budget of {budget / 2**20:,.0f} MB: "
+            "use fewer tokens or heads, or raise ATTENTION_MEMORY_BUDGET_MB"
+        )

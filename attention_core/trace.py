@@ -1,0 +1,165 @@
+"""AttentionTrace: every stage of one multi-head self-attention, each kept as its own tensor.
+
+Names, shapes and their aliases elsewhere (h heads, n tokens):
+
+| here                  | shape            | lectures              | TransformerLens  | HF eager                  |
+|-----------------------|------------------|-----------------------|------------------|---------------------------|
+| x                     | [n, d_model]     | input embeddings X    | resid_pre        | hidden_states             |
+| w_q, w_k              | [h, d_model, d_k]| W_Q, W_K              | W_Q, W_K         | q_proj, k_proj (per head) |
+| w_v                   | [h, d_model, d_v]| W_V                   | W_V              | v_proj (per head)         |
+| w_o                   | [h*d_v, d_model] | W_O                   | W_O              | o_proj                    |
+| q, k                  | [h, n, d_k]      | Q, K                  | hook_q, hook_k   | query/key_states          |
+| v                     | [h, n, d_v]      | V                     | hook_v           | value_states              |
+| scores = q·kᵀ         | [h, n, n]        | attention scores      | -                | -                         |
+| scaled_scores         | [h, n, n]        | scaled scores         | -                | attn_weights before mask  |
+| mask (True = may see) | [n, n] or None   | causal mask           | -                | attention_mask (additive) |
+| masked_scores         | [h, n, n]        | -                     | hook_attn_scores | after + mask              |
+| weights               | [h, n, n]        | attention weights     | hook_pattern     | attn_weights              |
+| context = weights·v   | [h, n, d_v]      | context vectors       | hook_z           | attn_output before o_proj |
+| concat                | [n, h*d_v]       | Concat(head_1..h)     | -                | attn_output reshaped      |
+| output = concat·W_O   | [n, d_model]     | final output          | hook_result      | after o_proj              |
+
+Peakiness of each softmax row (per head and query token, shape [h, n]):
+entropy (nats), normalized_entropy (entropy / log(number of keys the row may see): 0 for a
+one-hot row, 1 for a uniform one, 0 where only one key is allowed), max_weight, and
+effective_tokens = exp(entropy) ("how many tokens this row really spreads over").
+
+A real model's head and a from-scratch head are both an AttentionTrace, so every view serves
+both. Real models may leave the projection matrices as None when they are not plain matrices
+(rotary positions, biases).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
+
+
+def _shape(name: str, tensor: torch.Tensor | None, expected: tuple[int, ...]) -> None:
+    if tensor is not None and tuple(tensor.shape) != expected:
+        raise ValueError(f"{name} should have shape {list(expected)}; got {list(tensor.shape)}")
+
+
+def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """Entropy, normalized entropy, max weight and effective tokens of each softmax row.
+
+    weights: [h, n, n_keys], rows sum to 1 (or are all zero where nothing may be seen).
+    mask: [n, n_keys] bool or None. Returns four [h, n] tensors in at least float32.
+    """
+    w = weights if weights.dtype == torch.float64 else weights.float()
+    entropy = torch.special.entr(w).sum(dim=-1)  # -Σ w·log w, with 0·log 0 = 0   [h, n]
+    n_keys = w.shape[-1]
+    if mask is None:
+        allowed = torch.full(w.shape[-2:-1], n_keys, dtype=w.dtype, device=w.device)  # [n]
+    else:
+        allowed = mask.sum(dim=-1).to(w.dtype)  # [n]
+    log_allowed = torch.log(allowed.clamp(min=1.0))
+    normalized = torch.where(log_allowed > 0, entropy / log_allowed.clamp(min=1e-12), torch.zeros_like(entropy))
+    # A fully masked row attends to nothing: it spreads over zero tokens, not exp(0) = 1.
+    effective = torch.where(allowed > 0, torch.exp(entropy), torch.zeros_like(entropy))
+    return {
+        "entropy": entropy,
+        "normalized_entropy": normalized.clamp(0.0, 1.0),
+        "max_weight": w.max(dim=-1).values,
+        "effective_tokens": effective,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionTrace:
+    """Every stage of multi-head self-attention for one sequence (see the module docstring)."""
+
+    tokens: tuple[str, ...]
+    x: torch.Tensor | None
+    w_q: torch.Tensor | None
+    w_k: torch.Tensor | None
+    w_v: torch.Tensor | None
+    w_o: torch.Tensor | None
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    scores: torch.Tensor
+    scale: float
+    scaled_scores: torch.Tensor
+    mask: torch.Tensor | None
+    masked_scores: torch.Tensor
+    weights: torch.Tensor
+    context: torch.Tensor
+    concat: torch.Tensor
+    output: torch.Tensor | None
+    device: str
+    label: str = ""
+    entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
+    normalized_entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
+    max_weight: torch.Tensor = dataclasses.field(init=False, repr=False)
+    effective_tokens: torch.Tensor = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+        h, n, d_k = self.q.shape
+        d_v = self.v.shape[-1]
+        if len(self.tokens) != n:
+            raise ValueError(f"tokens has {len(self.tokens)} entries but q has {n} rows")
+        d_model = self.x.shape[-1] if self.x is not None else None
+        _shape("k", self.k, (h, n, d_k))
+        _shape("v", self.v, (h, n, d_v))
+        for name in SQUARE_STAGES:
+            _shape(name, getattr(self, name), (h, n, n))
+        _shape("mask", self.mask, (n, n))
+        if self.mask is not None and self.mask.dtype != torch.bool:
+            raise ValueError(f"mask must be a bool tensor (True = may attend); got {self.mask.dtype}")
+        _shape("context", self.context, (h, n, d_v))
+        _shape("concat", self.concat, (n, h * d_v))
+        if d_model is not None:
+            _shape("x", self.x, (n, d_model))
+            _shape("w_q", self.w_q, (h, d_model, d_k))
+            _shape("w_k", self.w_k, (h, d_model, d_k))
+            _shape("w_v", self.w_v, (h, d_model, d_v))
+            _shape("w_o", self.w_o, (h * d_v, d_model))
+            _shape("output", self.output, (n, d_model))
+        if not math.isfinite(self.scale) or self.scale <= 0:
+            raise ValueError(f"scale must be a positive finite number; got {self.scale}")
+        for name, value in row_peakiness(self.weights, self.mask).items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.q.shape[1]
+
+    @property
+    def d_k(self) -> int:
+        return self.q.shape[2]
+
+    @property
+    def d_v(self) -> int:
+        return self.v.shape[2]
+
+    def head_summary(self) -> list[dict[str, float]]:
+        """Per head, the mean over query rows of each peakiness statistic."""
+        return [
+            {
+                "head": head,
+                "mean_entropy": float(self.entropy[head].mean()),
+                "mean_normalized_entropy": float(self.normalized_entropy[head].mean()),
+                "mean_max_weight": float(self.max_weight[head].mean()),
+                "mean_effective_tokens": float(self.effective_tokens[head].mean()),
+            }
+            for head in range(self.n_heads)
+        ]
+
+    def to(self, device: torch.device | str) -> AttentionTrace:
+        """The same trace with every tensor moved to `device` (e.g. "cpu" before plotting)."""
+        changes = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.init and isinstance(value, torch.Tensor):
+                changes[field.name] = value.to(device)
+        return dataclasses.replace(self, **changes, device=str(torch.device(device)))

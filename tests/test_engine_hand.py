@@ -1,0 +1,69 @@
+"""Examples small enough to check on paper, and the lectures' own shapes."""
+
+import math
+
+import torch
+
+from attention_core import AttentionConfig, compute_attention, embed, tokenize
+
+
+def test_hand_computed_two_dimensional_example():
+    # X has three tokens in 2-D; W_Q = W_K = W_V = identity, so Q = K = V = X.
+    #   scores = X·Xᵀ = [[1,0,1],[0,1,1],[1,1,2]];  scaled by 1/√2
+    #   row 0: softmax([0.7071, 0, 0.7071]) = e^.7071 / (2·e^.7071 + 1) = [0.40111, 0.19778, 0.40111]
+    #   row 2: softmax([0.7071, 0.7071, 1.4142]) = [0.24826, 0.24826, 0.50349]
+    #   context row 0 = 0.40111·[1,0] + 0.19778·[0,1] + 0.40111·[1,1] = [0.80222, 0.59889]
+    x = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    eye = torch.eye(2)
+    config = AttentionConfig(d_model=2, d_k=2, dtype="float64")
+    trace = compute_attention(x, config, weights={"w_q": eye, "w_k": eye, "w_v": eye}, tokens=["a", "b", "c"])
+
+    expected_scores = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 2.0]], dtype=torch.float64)
+    torch.testing.assert_close(trace.scores[0], expected_scores)
+    assert math.isclose(trace.scale, 1 / math.sqrt(2))
+    expected_weights = torch.tensor(
+        [[0.40111, 0.19778, 0.40111], [0.19778, 0.40111, 0.40111], [0.24826, 0.24826, 0.50349]], dtype=torch.float64
+    )
+    torch.testing.assert_close(trace.weights[0], expected_weights, atol=1e-5, rtol=0)
+    expected_context = torch.tensor([0.80222, 0.59889], dtype=torch.float64)
+    torch.testing.assert_close(trace.context[0, 0], expected_context, atol=1e-5, rtol=0)
+    # Peakiness of row 0: entropy = -Σ w log w, normalized by log 3.
+    w = expected_weights[0]
+    entropy = float(-(w * w.log()).sum())
+    assert math.isclose(float(trace.entropy[0, 0]), entropy, abs_tol=1e-4)
+    assert math.isclose(float(trace.normalized_entropy[0, 0]), entropy / math.log(3), abs_tol=1e-4)
+    assert math.isclose(float(trace.effective_tokens[0, 0]), math.exp(entropy), abs_tol=1e-4)
+    assert math.isclose(float(trace.max_weight[0, 2]), 0.50349, abs_tol=1e-5)
+
+
+def test_lecture_query_for_eat():
+    # The "Alice will eat pizza" lecture multiplies eat = [0.2, 0.8, 0.9] by a 3x2 W_Q.
+    # Done by hand: [0.2·0.3 + 0.8·(-0.2) + 0.9·0.4,  0.2·(-0.1) + 0.8·0.7 + 0.9·0.2] = [0.26, 0.72]
+    # (the slide prints [0.30, 0.61]; the arithmetic gives [0.26, 0.72]).
+    w_q = torch.tensor([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]], dtype=torch.float64)
+    config = AttentionConfig(d_model=3, d_k=2, dtype="float64")
+    trace = compute_attention([[0.2, 0.8, 0.9]], config, weights={"w_q": w_q}, tokens=["eat"])
+    torch.testing.assert_close(trace.q[0, 0], torch.tensor([0.26, 0.72], dtype=torch.float64))
+
+
+def test_lecture_shape_table_the_next_day_is_bright():
+    tokens = tokenize("The next day is bright")
+    assert tokens == ["The", "next", "day", "is", "bright"]
+    x = embed(tokens, d_model=8)
+    trace = compute_attention(x, AttentionConfig(d_model=8, d_k=4), tokens=tokens)
+    assert tuple(trace.x.shape) == (5, 8)  # Input embeddings [5 x 8]
+    assert tuple(trace.w_q.shape[1:]) == (8, 4)  # W_Q [8 x 4]
+    for stage in (trace.q, trace.k, trace.v):  # Q, K, V [5 x 4]
+        assert tuple(stage[0].shape) == (5, 4)
+    assert tuple(trace.scores[0].shape) == (5, 5)  # attention scores [5 x 5]
+    assert tuple(trace.weights[0].shape) == (5, 5)  # attention weights [5 x 5]
+    assert tuple(trace.context[0].shape) == (5, 4)  # context vectors [5 x 4]
+
+
+def test_multi_head_concat_and_output_shapes():
+    # The "All about transformers" lecture: concat is (N, h·d_v), W_O maps it back to (N, d).
+    trace = compute_attention(embed(list("abcdef"), 16), AttentionConfig(d_model=16, d_k=4, d_v=3, n_heads=5))
+    assert tuple(trace.concat.shape) == (6, 15)
+    assert tuple(trace.w_o.shape) == (15, 16)
+    assert tuple(trace.output.shape) == (6, 16)
+    assert len(trace.head_summary()) == 5

@@ -17,12 +17,21 @@ from attention_core.config import (
     memory_budget_bytes,
 )
 from attention_core.device import describe_device, resolve_device
-from attention_core.engine import attend, causal_mask, compute_attention, init_weights, masked_softmax
+from attention_core.engine import (
+    MAX_TEXT_CHARS,
+    attend,
+    causal_mask,
+    compute_attention,
+    init_weights,
+    masked_softmax,
+    trace_sentence,
+)
 from attention_core.scaling import ScalingResult, scaling_experiment
 from attention_core.tokens import embed, sinusoidal_positions, tokenize
 from attention_core.trace import AttentionTrace, row_peakiness
 
 __all__ = [
+    "MAX_TEXT_CHARS",
     "MAX_DIM",
     "MAX_HEADS",
     "MAX_SEED",
@@ -45,4 +54,5 @@ __all__ = [
     "scaling_experiment",
     "sinusoidal_positions",
     "tokenize",
+    "trace_sentence",
 ]

@@ -21,6 +21,7 @@ import torch
 
 from attention_core.config import AttentionConfig, check_request
 from attention_core.device import resolve_device
+from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace
 
 WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o")
@@ -197,3 +198,21 @@ def compute_attention(
         device=str(device),
         **stages,
     )
+
+
+MAX_TEXT_CHARS = 20_000
+
+
+def trace_sentence(text: str, config: AttentionConfig, *, positional: bool = True) -> AttentionTrace:
+    """Tokenize text, embed it (seeded by config.seed) and run compute_attention on it.
+
+    The single entry point of the from-scratch pages, the benchmarks and the tests.
+    """
+    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are allowed")
+    if not isinstance(positional, bool):
+        raise ValueError(f"positional must be True or False; got {positional!r}")
+    tokens = tokenize(text)
+    check_request(len(tokens), config)  # refuse before embedding thousands of rows
+    x = embed(tokens, config.d_model, seed=config.seed, positional=positional)
+    return compute_attention(x, config, tokens=tokens)

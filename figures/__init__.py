@@ -1,0 +1,1 @@
+"""Plotly figure builders for attention traces (no Streamlit here)."""

@@ -1,0 +1,189 @@
+"""The whole app in a real browser (Debian's Chromium driven by Playwright).
+
+Starts `streamlit run app.py` on a free local port, types a sentence, moves a slider, toggles
+the causal mask, and checks what Plotly painted. Screenshots go to test-artifacts/.
+Under CI (CI=true) a missing Chromium is a failure, not a skip.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+AWKWARD = "<b>x</b> the cat saw the dog"
+AWKWARD_TOKENS = ["<", "b", ">", "x", "<", "/", "b", ">", "the", "cat", "saw", "the", "dog"]
+
+pytestmark = pytest.mark.browser
+
+# JavaScript run in the page: what Plotly holds for the chart whose title starts with a prefix.
+PLOT_STATE = """prefix => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const painted = gd.querySelector('.gtitle');
+    const title = painted ? painted.textContent : '';
+    if (!title.startsWith(prefix)) continue;
+    const ticks = [...gd.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent);
+    const bold = gd.querySelectorAll('.ytick tspan[style*="bold"], .xtick tspan[style*="bold"]').length;
+    let masked = null;
+    if (gd.data.length > 1 && gd.data[1].z) {  // plotly keeps decoded rows as index -> value objects
+      const rows = gd.data[1].z._inputArray || gd.data[1].z;
+      masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
+    }
+    return {title, ticks, bold, masked};
+  }
+  return null;
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the browser tests: install Debian's chromium (see .ci/run)")
+        pytest.skip("Debian's chromium is not installed here (apt-get install chromium); CI installs it")
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not become healthy within 60 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
+
+
+def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        state = page.evaluate(PLOT_STATE, prefix)
+        if state and check(state):
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"chart {prefix!r} never reached the expected state; last: {state}")
+
+
+def no_traceback(page):
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert "Traceback" not in page.content()
+
+
+def screenshot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def test_type_slide_toggle_and_see_it_painted(server, page):
+    page.goto(server)
+    wait_for_chart(page, "attention weights", lambda s: s["ticks"] == ["The", "next", "day", "is", "bright"])
+    no_traceback(page)
+    screenshot(page, "walkthrough-default")
+
+    sentence = page.get_by_role("textbox", name="Sentence")
+    sentence.fill(AWKWARD)
+    sentence.press("Control+Enter")
+    wait_for_chart(page, "attention weights", lambda s: s["ticks"] == AWKWARD_TOKENS)
+
+    slider = page.get_by_role("slider", name="d_k (query/key width per head)")
+    slider.focus()
+    slider.press("ArrowRight")  # d_k 4 -> 5
+    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"])
+
+    page.get_by_text("causal mask", exact=True).click()
+    state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
+    n = len(AWKWARD_TOKENS)
+    for i in range(n):
+        for j in range(n):
+            assert (state["masked"][i][j] == 1) == (j > i), (i, j)  # the causal triangle
+    assert state["ticks"] == AWKWARD_TOKENS  # literal "<", repeated "the" and "b" keep their rows
+    assert state["bold"] == 0  # "<b>" was not interpreted as markup
+    no_traceback(page)
+    page.get_by_text("7 · Softmax").scroll_into_view_if_needed()
+    screenshot(page, "walkthrough-awkward-causal")
+
+
+def test_every_page_keeps_the_sidebar_and_paints(server, page):
+    page.goto(f"{server}/?text={quote('the dog chased the ball')}&heads=3")
+    wait_for_chart(page, "attention weights")
+    for link, prefix, name in (
+        ("Multi-head", "weights of all 3 heads", "multihead"),
+        ("Why √d_k", "The variance of a dot product", "why-sqrt-dk"),
+        ("Compare", "attention weights", "compare"),
+    ):
+        page.get_by_role("link", name=link).click()
+        wait_for_chart(page, prefix)
+        assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
+        no_traceback(page)
+        time.sleep(0.5)
+        screenshot(page, name)
+
+
+def test_a_link_restores_the_exact_view(server, page):
+    page.goto(f"{server}/?text={quote(AWKWARD)}&causal=true&d_k=5&seed=7")
+    state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
+    assert state["ticks"] == AWKWARD_TOKENS
+    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"])
+    assert page.get_by_label("seed").input_value() == "7"
+
+
+def test_presentation_mode_steps_through_stages(server, page):
+    page.goto(f"{server}/?present=true")
+    page.get_by_text("1 · Input embeddings X").wait_for()
+    page.get_by_role("button", name="next →").click()
+    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
+    assert not page.locator("section[data-testid='stSidebar']").is_visible()
+    no_traceback(page)
+    screenshot(page, "presentation")

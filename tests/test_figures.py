@@ -1,0 +1,106 @@
+"""Figures against the tensors they show."""
+
+import html
+
+import numpy as np
+import pytest
+
+from attention_core import AttentionConfig, trace_sentence
+from figures.heatmap import MAX_DRAWN, heatmap, pool
+from figures.stages import STAGE_KEYS, Style, multihead_grid, stage_view, weighted_sum_text
+from tests.plotly_spec import decode
+
+
+@pytest.fixture(scope="module")
+def causal_trace():
+    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, init="xavier")
+    return trace_sentence("<b>x</b> the cat saw the dog", config)
+
+
+def test_weights_heatmap_is_the_weights_tensor(causal_trace):
+    view = stage_view(causal_trace, "weights", head=1)
+    heat, masked = view.figures[0].to_plotly_json()["data"][:2]
+    z = decode(heat["z"])
+    weights = causal_trace.weights[1].numpy()
+    lower = causal_trace.mask.numpy()
+    np.testing.assert_allclose(z[lower], weights[lower], rtol=1e-6)
+    assert np.isnan(z[~lower]).all()  # masked cells carry no colour...
+    assert (decode(masked["z"])[~lower] == 1).all()  # ...they are drawn by the grey "masked" layer
+    layout = view.figures[0].to_plotly_json()["layout"]
+    assert layout["yaxis"]["ticktext"] == [html.escape(t, quote=False) for t in causal_trace.tokens]
+    assert layout["yaxis"]["ticktext"].count("the") == 2  # repeated words keep their own rows
+    assert "&lt;" in layout["xaxis"]["ticktext"]
+
+
+def test_weights_hover_shows_the_arithmetic(causal_trace):
+    heat = stage_view(causal_trace, "weights", head=0).figures[0].to_plotly_json()["data"][0]
+    i, j = 10, 8  # "saw" -> the first "the"
+    s = float(causal_trace.scores[0, i, j])
+    w = float(causal_trace.weights[0, i, j])
+    text = heat["text"][i][j]
+    assert f"= {s:.3f}" in text and f"{w:.3f}" in text and "/ 2 =" in text
+    assert "masked" in heat["text"][0][5]
+
+
+def test_every_stage_builds_and_titles_carry_shapes(causal_trace):
+    for key in STAGE_KEYS:
+        view = stage_view(causal_trace, key, head=0, style=Style(font_size=22, show_numbers=False))
+        assert view.heading and view.latex and view.explanation
+    qkv = stage_view(causal_trace, "qkv", 0)
+    n = causal_trace.n_tokens
+    assert qkv.figures[0].layout.title.text.startswith(f"Q = X·W_Q  [{n}x8]·[8x4] = [{n}x4]")
+    np.testing.assert_allclose(decode(qkv.figures[2].to_plotly_json()["data"][0]["z"]), causal_trace.v[0].numpy())
+    csv_text = qkv.matrices[0].to_csv()
+    assert csv_text.splitlines()[1].startswith("<,")  # tokens exported literally
+
+
+def test_large_maps_are_pooled_but_exports_stay_exact():
+    config = AttentionConfig(d_model=16, d_k=4, causal=True)
+    trace = trace_sentence(" ".join(f"w{i}" for i in range(300)), config)
+    view = stage_view(trace, "weights", 0)
+    z = decode(view.figures[0].to_plotly_json()["data"][0]["z"])
+    assert z.shape == (MAX_DRAWN, MAX_DRAWN)
+    assert view.matrices[0].values.shape == (300, 300)
+    assert len(view.figures[0].to_json()) < 400_000
+
+
+def test_pool_averages_only_allowed_cells():
+    matrix = np.arange(16, dtype=float).reshape(4, 4)
+    allowed = np.tril(np.ones((4, 4), bool))
+    pooled, rows, cols = pool(matrix, allowed, limit=2)
+    assert rows == [(0, 2), (2, 4)]
+    assert pooled[0, 0] == pytest.approx((0 + 4 + 5) / 3)
+    assert np.isnan(pooled[0, 1])
+
+
+def test_numbers_in_cells_switch_off_for_large_maps():
+    small = heatmap(np.eye(4), title="t").to_plotly_json()["data"][0]
+    large = heatmap(np.eye(40), title="t").to_plotly_json()["data"][0]
+    assert small.get("texttemplate") == "%{z:.2f}"
+    assert "texttemplate" not in large
+
+
+def test_multihead_grid_has_every_head(causal_trace):
+    spec = multihead_grid(causal_trace, "weights").to_plotly_json()
+    heat = [
+        d
+        for d in spec["data"]
+        if d.get("colorscale") != [[0, "rgba(150, 150, 150, 0.55)"], [1, "rgba(150, 150, 150, 0.55)"]]
+    ]
+    assert len(heat) == 2
+    lower = causal_trace.mask.numpy()
+    np.testing.assert_allclose(decode(heat[1]["z"])[lower], causal_trace.weights[1].numpy()[lower], rtol=1e-6)
+
+
+def test_weighted_sum_text_lists_visible_keys(causal_trace):
+    text = weighted_sum_text(causal_trace, 0, 10)  # "saw" sees the 11 tokens up to itself
+    assert text.startswith("context(saw) = ")
+    assert text.count("·v(") == 11 and "v(saw)" in text and "v(dog)" not in text
+    assert "the 2 later tokens are masked" in text
+
+
+def test_masked_marker_only_on_masked_cells(causal_trace):
+    masked_layer = stage_view(causal_trace, "weights", 0).figures[0].to_plotly_json()["data"][1]
+    lower = causal_trace.mask.numpy()
+    text = np.array(masked_layer["text"])
+    assert (text[~lower] == "✕").all() and (text[lower] == "").all()

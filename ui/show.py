@@ -1,0 +1,133 @@
+"""Shared Streamlit plumbing: cached computation, friendly errors, figures with their exports."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+
+import numpy as np
+import streamlit as st
+
+from attention_core import AttentionConfig, AttentionTrace, scaling_experiment, trace_sentence
+from figures.stages import StageView, Style
+from ui.controls import Settings
+
+log = logging.getLogger("attention_explorer")
+
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
+}
+# Hides the sidebar and enlarges text for a projector. Constant CSS; no user text reaches it.
+PRESENTATION_CSS = """
+<style>
+section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"] { display: none; }
+.block-container { padding-top: 1.2rem; max-width: 100%; }
+.stMarkdown p, .stCaption p { font-size: 1.35rem !important; }
+</style>
+"""
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def cached_trace(text: str, config: AttentionConfig, positional: bool) -> AttentionTrace:
+    """One trace per (text, settings), shared by all sessions: the same inputs give the same numbers,
+    and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
+    several n x n tensors on every rerun)."""
+    return trace_sentence(text, config, positional=positional).to("cpu")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_scaling(d_ks: tuple[int, ...], n_keys: int, samples: int, seed: int):
+    return scaling_experiment(d_ks, n_keys=n_keys, samples=samples, seed=seed, device="cpu")
+
+
+def trace_for(settings: Settings, **changes) -> AttentionTrace:
+    """The trace for the current settings, optionally with some config fields changed."""
+    config = settings.config.replace(**changes) if changes else settings.config
+    with st.spinner("Computing attention…"):
+        return cached_trace(settings.text, config, settings.positional)
+
+
+def style_for(settings: Settings) -> Style:
+    return Style(font_size=settings.font_size, show_numbers=settings.show_numbers)
+
+
+@contextlib.contextmanager
+def friendly_errors():
+    """Show bad input as a plain message and anything unexpected without a traceback."""
+    try:
+        yield
+    except ValueError as error:
+        st.error(f"⚠️ {error}")
+    except Exception as error:
+        if type(error).__module__.startswith("streamlit"):  # st.rerun / st.stop / page switches
+            raise
+        log.exception("unexpected error while drawing a view")
+        st.error("Something went wrong while drawing this view; the details are in the server log. Try other settings.")
+
+
+def apply_presentation(settings: Settings) -> None:
+    if settings.presentation:
+        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+
+
+def show_figure(figure, key: str) -> None:
+    st.plotly_chart(
+        figure,
+        key=key,
+        config={**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}},
+    )
+
+
+def export_buttons(view: StageView, key: str) -> None:
+    """HTML per figure and CSV per matrix; files are built only when a button is clicked."""
+    buttons = [(f"{key}-{i}.html", "HTML", fig) for i, fig in enumerate(view.figures)]
+    csvs = [(f"{m.name}.csv", m) for m in view.matrices]
+    columns = st.columns(max(1, len(buttons) + len(csvs)))
+    for column, (name, label, fig) in zip(columns, buttons, strict=False):
+        column.download_button(
+            f"⬇ {label} {name.split('-')[-1].split('.')[0]}" if len(buttons) > 1 else f"⬇ {label}",
+            data=lambda fig=fig: fig.to_html(include_plotlyjs=True, full_html=True),
+            file_name=name,
+            mime="text/html",
+            key=f"dl-{key}-{name}",
+            on_click="ignore",
+        )
+    for column, (name, matrix) in zip(columns[len(buttons) :], csvs, strict=False):
+        column.download_button(
+            f"⬇ {matrix.name} CSV",
+            data=matrix.to_csv,
+            file_name=name,
+            mime="text/csv",
+            key=f"dl-{key}-{name}",
+            on_click="ignore",
+        )
+
+
+def trace_npz(trace: AttentionTrace) -> bytes:
+    """Every stage of the trace in one .npz (exact float values; tokens as JSON)."""
+    arrays = {
+        name: getattr(trace, name).detach().cpu().numpy()
+        for name in trace.__dataclass_fields__
+        if hasattr(getattr(trace, name), "detach")
+    }
+    arrays["tokens_json"] = np.frombuffer(json.dumps(list(trace.tokens)).encode(), dtype=np.uint8)
+    arrays["scale"] = np.array(trace.scale)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def show_view(view: StageView, key: str, side_by_side: bool = False) -> None:
+    """A stage: heading, formula, one plain sentence, its figures (side by side if asked) and exports."""
+    st.subheader(view.heading)
+    st.latex(view.latex)
+    st.markdown(view.explanation)
+    places = st.columns(len(view.figures)) if side_by_side and len(view.figures) > 1 else None
+    for i, figure in enumerate(view.figures):
+        with places[i] if places else contextlib.nullcontext():
+            show_figure(figure, f"{key}-{i}")
+    if view.figures:
+        export_buttons(view, key)

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import DIVERGING, SEQUENTIAL, escape, heatmap
+from figures.heatmap import SEQUENTIAL, escape, heatmap
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
@@ -454,7 +454,6 @@ def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, sty
         if shared_scale:
             heat.zmin, heat.zmax = (0.0, 1.0) if not diverging else (-bound, bound)
         heat.showscale = i == 0
-        heat.coloraxis = None
         for trace_part in single.data:
             figure.add_trace(trace_part, row=i // cols + 1, col=i % cols + 1)
     figure.update_yaxes(autorange="reversed", showticklabels=False)
@@ -507,25 +506,14 @@ def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go
         height=420,
         font={"size": style.font_size - 2},
     )
+    curves = (
+        (result.max_weight_unscaled, "max weight, unscaled", "solid"),
+        (result.max_weight_scaled, "max weight, scaled", "solid"),
+        (result.entropy_unscaled, "normalized entropy, unscaled", "dash"),
+        (result.entropy_scaled, "normalized entropy, scaled", "dash"),
+    )
     peaks = go.Figure(
-        [
-            go.Scatter(x=d, y=result.max_weight_unscaled, mode="lines+markers", name="max weight, unscaled"),
-            go.Scatter(x=d, y=result.max_weight_scaled, mode="lines+markers", name="max weight, scaled"),
-            go.Scatter(
-                x=d,
-                y=result.entropy_unscaled,
-                mode="lines+markers",
-                name="normalized entropy, unscaled",
-                line={"dash": "dash"},
-            ),
-            go.Scatter(
-                x=d,
-                y=result.entropy_scaled,
-                mode="lines+markers",
-                name="normalized entropy, scaled",
-                line={"dash": "dash"},
-            ),
-        ]
+        [go.Scatter(x=d, y=y, mode="lines+markers", name=name, line={"dash": dash}) for y, name, dash in curves]
     )
     peaks.update_layout(
         title={"text": f"Softmax over {result.n_keys} keys: unscaled rows turn one-hot as d_k grows"},
@@ -538,7 +526,6 @@ def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go
 
 
 __all__ = [
-    "DIVERGING",
     "STAGE_KEYS",
     "Matrix",
     "StageView",

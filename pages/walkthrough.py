@@ -25,7 +25,7 @@ def _step(delta: int) -> None:
     st.session_state["stage"] = STAGE_KEYS[(index + delta) % len(STAGE_KEYS)]
 
 
-def _context_view(trace, head, style, settings):
+def _context_view(trace, head, style):
     st.subheader("Context of one token, term by term")
     query = st.selectbox(
         "query token",
@@ -66,13 +66,13 @@ with friendly_errors():
         key = key or STAGE_KEYS[0]
         show_view(stage_view(trace, key, head, style), key, side_by_side=True)
         if key == "context":
-            _context_view(trace, head, style, settings)
+            _context_view(trace, head, style)
         st.button("Exit presentation mode", on_click=st.session_state.update, kwargs={"present": False})
     else:
         for key in STAGE_KEYS:
             show_view(stage_view(trace, key, head, style), key, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
             if key == "context":
-                _context_view(trace, head, style, settings)
+                _context_view(trace, head, style)
             st.divider()
         st.download_button(
             "⬇ whole trace (.npz)",

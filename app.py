@@ -15,6 +15,7 @@ pages = [
     st.Page("pages/multihead.py", title="Multi-head", icon=":material/view_module:", url_path="multihead"),
     st.Page("pages/why_sqrt_dk.py", title="Why √d_k", icon=":material/functions:", url_path="why-sqrt-dk"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+    st.Page("pages/real_model.py", title="Real model", icon=":material/psychology:", url_path="real-model"),
 ]
 sidebar()
 st.navigation(pages).run()

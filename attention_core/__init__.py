@@ -24,6 +24,7 @@ from attention_core.engine import (
     compute_attention,
     init_weights,
     masked_softmax,
+    rerun_head,
     trace_sentence,
 )
 from attention_core.scaling import ScalingResult, scaling_experiment
@@ -49,6 +50,7 @@ __all__ = [
     "init_weights",
     "masked_softmax",
     "memory_budget_bytes",
+    "rerun_head",
     "resolve_device",
     "row_peakiness",
     "scaling_experiment",

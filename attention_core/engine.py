@@ -129,6 +129,37 @@ def attend(
     }
 
 
+def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None) -> AttentionTrace:
+    """One head of a trace recomputed from its own q, k, v under another mask.
+
+    For "what if this encoder head were causal?": the same q, k, v and scale, a causal mask.
+    Returns a one-head trace (no X or W matrices: they are not recomputed).
+    """
+    if not 0 <= head < trace.n_heads:
+        raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
+    q, k, v = (t[head : head + 1] for t in (trace.q, trace.k, trace.v))  # [1, n, d]
+    stages = attend(q, k, v, scale=trace.scale, mask=mask)
+    n, d_v = trace.n_tokens, trace.d_v
+    return AttentionTrace(
+        tokens=trace.tokens,
+        x=None,
+        w_q=None,
+        w_k=None,
+        w_v=None,
+        w_o=None,
+        q=q,
+        k=k,
+        v=v,
+        scale=trace.scale,
+        mask=mask,
+        concat=stages["context"].transpose(0, 1).reshape(n, d_v),
+        output=None,
+        device=trace.device,
+        label=f"{trace.label} · head {head + 1}",
+        **stages,
+    )
+
+
 def _as_input_matrix(x, config: AttentionConfig) -> torch.Tensor:
     try:
         x = torch.as_tensor(x)

@@ -20,6 +20,12 @@ from figures.heatmap import SEQUENTIAL, escape, heatmap
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
+# A real model's trace starts at Q, K, V: its X and projections (biases, rotary positions) are not plain X·W.
+CAPTURED_STAGE_KEYS = STAGE_KEYS[2:]
+CAPTURED_NOTE = (
+    "Captured from the model's own forward pass: its learned projections (with their biases, "
+    "and rotary positions where the model has them) are already applied."
+)
 
 
 @dataclasses.dataclass
@@ -73,6 +79,11 @@ def _dims(count: int, prefix: str = "d") -> list[str]:
 
 def _tok(trace) -> list[str]:
     return list(trace.tokens)
+
+
+def _captured(trace) -> bool:
+    """A real model's trace (no X or W matrices) rather than a from-scratch one."""
+    return trace.x is None
 
 
 def _head_suffix(trace, head: int) -> str:
@@ -181,16 +192,24 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
         figures, matrices = [], []
         for name, t, width in (("Q", trace.q, dk), ("K", trace.k, dk), ("V", trace.v, dv)):
             values = _np(t[head])
-            title = f"{name} = X·W_{name}  {_shape(n, d_model)}·{_shape(d_model, width)} = {_shape(n, width)}{suffix}"
+            if _captured(trace):
+                title = f"{name}  {_shape(n, width)}{suffix}"
+            else:
+                title = (
+                    f"{name} = X·W_{name}  {_shape(n, d_model)}·{_shape(d_model, width)} = {_shape(n, width)}{suffix}"
+                )
             fig, m = _token_matrix_figure(trace, values, name, title, style)
             figures.append(fig)
             matrices.append(m)
         return StageView(
             key,
             "3 · Queries, keys and values",
-            r"Q = X W_Q, \quad K = X W_K, \quad V = X W_V",
+            r"Q, K, V \text{ as the model computed them}"
+            if _captured(trace)
+            else r"Q = X W_Q, \quad K = X W_K, \quad V = X W_V",
             "Every token makes three cards: a query (what am I looking for?), a key (what do I offer?) "
-            "and a value (what do I pass on?). All tokens at once, in one matrix product each.",
+            "and a value (what do I pass on?). All tokens at once, in one matrix product each."
+            + (" " + CAPTURED_NOTE if _captured(trace) else ""),
             figures,
             matrices,
         )
@@ -221,12 +240,17 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
         return StageView(key, "5 · Scale by √d_k", r"S' = \frac{Q K^{\top}}{\sqrt{d_k}}", note, [fig], [m])
     if key == "mask":
         if trace.mask is None:
+            explanation = (
+                "This model is an encoder: every token sees every other token, before and after it."
+                if _captured(trace)
+                else "Causal masking is off: every token sees every other token, as in an encoder (BERT). "
+                "Switch 'causal' on to hide the future, as a decoder (GPT) must during training."
+            )
             return StageView(
                 key,
                 "6 · Mask",
                 r"\text{no mask: every query may attend to every key}",
-                "Causal masking is off: every token sees every other token, as in an encoder (BERT). "
-                "Switch 'causal' on to hide the future, as a decoder (GPT) must during training.",
+                explanation,
                 [],
                 [],
             )
@@ -334,12 +358,17 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             )
             figures.append(fig)
             matrices.append(m)
+        explanation = (
+            "The heads' context vectors are put side by side and W_O maps them back to d_model, "
+            "so the output has the same shape as X and layers can be stacked."
+        )
+        if trace.w_o is None:
+            explanation += " Here only the concatenation is shown: the model applies its own output projection next."
         return StageView(
             key,
             "9 · Concatenate the heads, project with W_O",
             r"\text{MultiHead}(X) = \text{Concat}(C_1, \dots, C_h)\, W_O",
-            "The heads' context vectors are put side by side and W_O maps them back to d_model, "
-            "so the output has the same shape as X and layers can be stacked.",
+            explanation,
             figures,
             matrices,
         )
@@ -526,6 +555,7 @@ def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go
 
 
 __all__ = [
+    "CAPTURED_STAGE_KEYS",
     "STAGE_KEYS",
     "Matrix",
     "StageView",

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from figures.stages import STAGE_KEYS, context_sum_figure, stage_view, weighted_sum_text
+from figures.stages import STAGE_KEYS, stage_view
 from ui.controls import current_settings
-from ui.show import apply_presentation, friendly_errors, show_figure, show_view, style_for, trace_for, trace_npz
+from ui.show import apply_presentation, context_view, friendly_errors, show_view, style_for, trace_for, trace_npz
 
 SIDE_BY_SIDE_MAX = 10  # beyond this, maps get too narrow to read when placed side by side
 STAGE_NAMES = {
@@ -23,18 +23,6 @@ STAGE_NAMES = {
 def _step(delta: int) -> None:
     index = STAGE_KEYS.index(st.session_state.get("stage", STAGE_KEYS[0]))
     st.session_state["stage"] = STAGE_KEYS[(index + delta) % len(STAGE_KEYS)]
-
-
-def _context_view(trace, head, style):
-    st.subheader("Context of one token, term by term")
-    query = st.selectbox(
-        "query token",
-        range(trace.n_tokens),
-        format_func=lambda i: f"{i}: {trace.tokens[i]}",
-        key="query",
-    )
-    st.code(weighted_sum_text(trace, head, query), language=None, wrap_lines=True)
-    show_figure(context_sum_figure(trace, head, query, style), "context-sum")
 
 
 with friendly_errors():
@@ -66,13 +54,13 @@ with friendly_errors():
         key = key or STAGE_KEYS[0]
         show_view(stage_view(trace, key, head, style), key, side_by_side=True)
         if key == "context":
-            _context_view(trace, head, style)
+            context_view(trace, head, style)
         st.button("Exit presentation mode", on_click=st.session_state.update, kwargs={"present": False})
     else:
         for key in STAGE_KEYS:
             show_view(stage_view(trace, key, head, style), key, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
             if key == "context":
-                _context_view(trace, head, style)
+                context_view(trace, head, style)
             st.divider()
         st.download_button(
             "⬇ whole trace (.npz)",

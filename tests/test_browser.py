@@ -187,3 +187,46 @@ def test_presentation_mode_steps_through_stages(server, page):
     assert not page.locator("section[data-testid='stSidebar']").is_visible()
     no_traceback(page)
     screenshot(page, "presentation")
+
+
+def test_presentation_mode_steps_with_the_arrow_keys(server, page):
+    page.goto(f"{server}/?present=true")
+    page.get_by_text("1 · Input embeddings X").wait_for()
+    page.get_by_role("button", name="next →").wait_for()  # its shortcut is live once it is drawn
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
+    page.keyboard.press("ArrowLeft")
+    page.get_by_text("1 · Input embeddings X").wait_for(timeout=15000)
+    page.keyboard.press("ArrowLeft")  # wraps round to the last stage
+    page.get_by_text("9 · Concatenate the heads").wait_for(timeout=15000)
+    no_traceback(page)
+
+
+def test_real_model_page_paints_a_trained_decoder(server, browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 7000})  # the page scrolls inside its own pane
+    page = context.new_page()
+    try:
+        # Bound select boxes keep their shown label in the URL.
+        model, head = quote("SmolLM2-135M-Instruct (Llama-style decoder)"), quote("head 5 (kv 2)")
+        page.goto(f"{server}/real-model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
+        tokens = ["the", "cat", "saw", "the", "dog", "<", "b", ">"]
+        state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None, timeout=90)
+        assert "(head 5 of 9)" in state["title"]
+        assert state["ticks"] == tokens and state["bold"] == 0
+        for i in range(len(tokens)):
+            for j in range(len(tokens)):
+                assert (state["masked"][i][j] == 1) == (j > i), (i, j)
+        grid = wait_for_chart(page, "Mean normalized entropy")
+        assert grid["ticks"][0] == "layer 1" and grid["ticks"][-1] == "layer 30"
+        wait_for_chart(page, "Attention weights of all 30 layers x 9 heads")
+        no_traceback(page)
+        time.sleep(1)
+        screenshot(page, "real-model-smollm2")
+        page.goto(f"{server}/real-model?text={quote(AWKWARD)}")
+        state = wait_for_chart(page, "attention weights", lambda s: s["ticks"][:2] == ["[CLS]", "<"], timeout=60)
+        assert state["masked"] is None and state["bold"] == 0
+        no_traceback(page)
+        time.sleep(1)
+        screenshot(page, "real-model-minilm-awkward")
+    finally:
+        context.close()

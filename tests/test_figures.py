@@ -1,5 +1,6 @@
 """Figures against the tensors they show."""
 
+import dataclasses
 import html
 
 import numpy as np
@@ -104,3 +105,55 @@ def test_masked_marker_only_on_masked_cells(causal_trace):
     lower = causal_trace.mask.numpy()
     text = np.array(masked_layer["text"])
     assert (text[~lower] == "✕").all() and (text[lower] == "").all()
+
+
+def _model_trace(n_layers=2, causal=True, kv_head_of=(0, 0, 1, 1), text="the cat saw the dog"):
+    """A ModelTrace stand-in built from from-scratch traces (the overview only reads layers, tokens, kv_head_of)."""
+    from attention_core.models import ModelTrace
+
+    heads = len(kv_head_of)
+    layers = tuple(
+        trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=heads, causal=causal, seed=s))
+        for s in range(n_layers)
+    )
+    tokens = layers[0].tokens
+    return ModelTrace(None, tokens, tokens, layers, kv_head_of, total_tokens=len(tokens))
+
+
+def test_thumbnail_mosaic_tiles_every_head_scaled_to_its_maximum():
+    from figures.overview import thumbnail_mosaic
+
+    model_trace = _model_trace()
+    mosaic, t = thumbnail_mosaic(model_trace)
+    assert t == 5 and mosaic.shape == (2 * 6 - 1, 4 * 6 - 1)
+    assert np.isnan(mosaic[5]).all() and np.isnan(mosaic[:, 5]).all()  # blank gaps between maps
+    weights = model_trace.layers[1].weights[2].numpy()
+    block = mosaic[6:11, 12:17]
+    lower = np.tril(np.ones((5, 5), dtype=bool))
+    np.testing.assert_allclose(block[lower], (weights / weights.max())[lower], rtol=1e-6)
+    assert np.isnan(block[~lower]).all()  # masked cells stay blank
+
+
+def test_thumbnails_shrink_so_30_layers_of_9_heads_stay_small():
+    from figures.overview import MOSAIC_CELLS, thumbnail_mosaic
+
+    text = " ".join(f"w{i}" for i in range(40))
+    model_trace = _model_trace(n_layers=30, causal=False, kv_head_of=(0, 0, 0, 1, 1, 1, 2, 2, 2), text=text)
+    mosaic, t = thumbnail_mosaic(model_trace)
+    assert t == 13 and mosaic.shape == (30 * 14 - 1, 9 * 14 - 1)
+    assert mosaic.size <= MOSAIC_CELLS
+    weights = model_trace.layers[29].weights[8].numpy()
+    pooled, _, _ = pool(weights, None, limit=13)
+    np.testing.assert_allclose(mosaic[29 * 14 :, 8 * 14 :], pooled / pooled.max(), rtol=1e-6)
+
+
+def test_overview_labels_show_shared_key_value_heads():
+    from figures.overview import entropy_grid_figure, head_labels
+
+    grouped = _model_trace()
+    assert head_labels(grouped) == ["head 1 (kv 1)", "head 2 (kv 1)", "head 3 (kv 2)", "head 4 (kv 2)"]
+    assert head_labels(dataclasses.replace(grouped, kv_head_of=(0, 1, 2, 3)))[0] == "head 1"
+    figure = entropy_grid_figure(grouped)
+    expected = np.stack([layer.normalized_entropy.mean(-1).numpy() for layer in grouped.layers])
+    np.testing.assert_allclose(figure.data[0].z, expected, rtol=1e-6)
+    assert list(figure.layout.yaxis.ticktext) == ["layer 1", "layer 2"]

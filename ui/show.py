@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from attention_core import AttentionConfig, AttentionTrace, scaling_experiment, trace_sentence
-from figures.stages import StageView, Style
+from figures.stages import StageView, Style, context_sum_figure, weighted_sum_text
 from ui.controls import Settings
 
 log = logging.getLogger("attention_explorer")
@@ -131,3 +131,17 @@ def show_view(view: StageView, key: str, side_by_side: bool = False) -> None:
             show_figure(figure, f"{key}-{i}")
     if view.figures:
         export_buttons(view, key)
+
+
+def context_view(trace: AttentionTrace, head: int, style: Style, key: str = "query") -> None:
+    """One query token's context vector written out as the weighted sum of value rows."""
+    st.subheader("Context of one token, term by term")
+    query = st.selectbox(
+        "query token",
+        range(trace.n_tokens),
+        format_func=lambda i: f"{i}: {trace.tokens[i]}",
+        key=key,
+    )
+    query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
+    st.code(weighted_sum_text(trace, head, query), language=None, wrap_lines=True)
+    show_figure(context_sum_figure(trace, head, query, style), f"{key}-context-sum")

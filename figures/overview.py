@@ -1,0 +1,116 @@
+"""Views of a whole real model: every layer and head at once. Plotly and NumPy only.
+
+They read a ModelTrace (attention_core.models) by duck typing: .layers (one AttentionTrace per
+layer), .kv_head_of, .info. At 30 layers x 9 heads x 128² weights the maps alone would be 18 MB,
+so the thumbnails are block-averaged (to at most THUMB cells a side, and to at most MOSAIC_CELLS
+cells in all) and drawn as ONE heatmap (a mosaic with blank gaps), not 270 subplots: under 0.4 MB
+and fast to paint.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from figures.heatmap import SEQUENTIAL, heatmap, pool
+from figures.stages import DEFAULT_STYLE, Style
+
+THUMB = 24  # thumbnails are at most THUMB x THUMB cells
+MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
+CELL_NUMBERS_MAX = 400  # write the entropy in each cell up to this many layer x head cells
+
+
+def head_labels(model_trace) -> list[str]:
+    """ "head 4 (kv 2)" where key/value heads are shared (grouped-query attention), else "head 4"."""
+    grouped = len(set(model_trace.kv_head_of)) < len(model_trace.kv_head_of)
+    return [
+        f"head {head + 1} (kv {kv + 1})" if grouped else f"head {head + 1}"
+        for head, kv in enumerate(model_trace.kv_head_of)
+    ]
+
+
+def layer_labels(model_trace) -> list[str]:
+    return [f"layer {index + 1}" for index in range(len(model_trace.layers))]
+
+
+def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> go.Figure:
+    """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head."""
+    values = model_trace.mean_normalized_entropy().detach().cpu().double().numpy()
+    figure = heatmap(
+        values,
+        title="Mean normalized entropy per layer and head (0 = each row on one token, 1 = uniform)",
+        row_labels=layer_labels(model_trace),
+        col_labels=head_labels(model_trace),
+        x_title="head",
+        y_title="layer",
+        diverging=False,
+        show_numbers=False,
+        zrange=(0.0, 1.0),
+        font_size=style.font_size,
+        height=int(min(1100, 140 + 30 * values.shape[0])),
+    )
+    # Upright head labels: rotated ones would run into the title.
+    figure.update_xaxes(tickangle=0, tickfont={"size": max(9, style.font_size - (6 if values.shape[1] > 9 else 4))})
+    if values.size <= CELL_NUMBERS_MAX:
+        figure.update_traces(texttemplate="%{z:.2f}", textfont={"size": max(9, style.font_size - 5)})
+    return figure
+
+
+def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
+    """All layers' and heads' weights, each block-averaged to t x t (t <= n, size) and scaled to its
+    own maximum, tiled with one blank (NaN) row/column between maps. Returns (mosaic, t)."""
+    n = len(model_trace.tokens)
+    n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
+    t = max(1, min(n, size, math.isqrt(MOSAIC_CELLS // (n_layers * n_heads)) - 1))  # - 1: the gap
+    mosaic = np.full((n_layers * (t + 1) - 1, n_heads * (t + 1) - 1), np.nan, dtype=np.float32)
+    for layer_index, layer in enumerate(model_trace.layers):
+        weights = layer.weights.detach().cpu().double().numpy()
+        allowed = None if layer.mask is None else layer.mask.cpu().numpy()
+        for head in range(n_heads):
+            small, _, _ = pool(weights[head], allowed, limit=t)
+            peak = np.nanmax(small) if np.isfinite(small).any() else 1.0
+            top, left = layer_index * (t + 1), head * (t + 1)
+            mosaic[top : top + t, left : left + t] = small / (peak or 1.0)
+    return mosaic, t
+
+
+def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB) -> go.Figure:
+    """Small attention maps of every layer x head, in one heatmap (see thumbnail_mosaic)."""
+    mosaic, t = thumbnail_mosaic(model_trace, size)
+    n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
+    centres_y = [i * (t + 1) + (t - 1) / 2 for i in range(n_layers)]
+    centres_x = [j * (t + 1) + (t - 1) / 2 for j in range(n_heads)]
+    figure = go.Figure(
+        go.Heatmap(
+            z=mosaic,
+            colorscale=SEQUENTIAL,
+            zmin=0.0,
+            zmax=1.0,
+            hoverinfo="skip",
+            colorbar={"thickness": 12, "title": {"text": "÷ map max"}},
+        )
+    )
+    pooled = f", each averaged down to {t}x{t}" if t < len(model_trace.tokens) else ""
+    figure.update_layout(
+        title={
+            "text": f"Attention weights of all {n_layers} layers x {n_heads} heads"
+            f"<br><sup>rows = query, columns = key; each map scaled to its own maximum{pooled}</sup>",
+            "font": {"size": style.font_size + 2},
+        },
+        height=int(min(1500, 120 + n_layers * max(48, 3 * t))),
+        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        font={"size": style.font_size - 2},
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    figure.update_yaxes(
+        tickvals=centres_y, ticktext=layer_labels(model_trace), autorange="reversed", showgrid=False, zeroline=False
+    )
+    figure.update_xaxes(
+        tickvals=centres_x, ticktext=head_labels(model_trace), side="top", showgrid=False, zeroline=False
+    )
+    return figure
+
+
+__all__ = ["entropy_grid_figure", "head_labels", "layer_labels", "thumbnail_mosaic", "thumbnails_figure"]

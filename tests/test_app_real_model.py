@@ -1,0 +1,100 @@
+"""The Real model page through AppTest: its heatmaps hold what the bundled models compute."""
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import causal_mask, rerun_head
+from attention_core.models import load_model, trace_text
+from tests.plotly_spec import decode
+from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems
+from ui.controls import EXAMPLES
+
+PAYLOAD_MAX = 2 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {key: load_model(key, device="cpu") for key in ("minilm", "smollm2")}
+
+
+def open_page(text=None, **page_values):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    if text is not None:
+        at.text_area(key="text").set_value(text).run()
+    at.switch_page("pages/real_model.py").run()
+    for key, value in page_values.items():
+        at.selectbox(key=key).set_value(value).run()
+    no_problems(at)
+    return at
+
+
+def payload_bytes(at) -> int:
+    return sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+
+
+def test_default_is_minilm_with_its_numbers_and_tokens(models):
+    at = open_page()
+    traced = trace_text(models["minilm"], EXAMPLES[0])
+    grid = chart_titled(at, "Mean normalized entropy")
+    np.testing.assert_allclose(decode(grid["data"][0]["z"]), traced.mean_normalized_entropy().numpy(), rtol=1e-6)
+    assert grid["layout"]["yaxis"]["ticktext"] == [f"layer {i}" for i in range(1, 7)]
+    weights = chart_titled(at, "attention weights")
+    np.testing.assert_allclose(decode(weights["data"][0]["z"]), traced.layers[0].weights[0].numpy(), rtol=1e-6)
+    assert weights["layout"]["xaxis"]["ticktext"] == ["[CLS]", "the", "next", "day", "is", "bright", "[SEP]"]
+    assert any("running on cpu" in s.proto.label for s in at.get("status"))
+
+
+def test_smollm2_layer_and_head_choice_reaches_the_stage_views(models):
+    at = open_page(text="the cat saw the dog", rm_model="smollm2", rm_layer=17, rm_head=4)
+    traced = trace_text(models["smollm2"], "the cat saw the dog")
+    weights = chart_titled(at, "attention weights")
+    assert "(head 5 of 9)" in weights["layout"]["title"]["text"]
+    z = decode(weights["data"][0]["z"])
+    lower = causal_mask(5).numpy()
+    np.testing.assert_allclose(z[lower], traced.layers[17].weights[4].numpy()[lower], rtol=1e-6)
+    assert np.isnan(z[~lower]).all()  # the future is drawn as masked, not as a colour
+    assert weights["layout"]["yaxis"]["ticktext"] == ["the", "cat", "saw", "the", "dog"]
+    scores = chart_titled(at, "scores = Q·Kᵀ")
+    np.testing.assert_allclose(decode(scores["data"][0]["z"]), traced.layers[17].scores[4].numpy(), rtol=1e-5)
+    captions = " ".join(c.value for c in at.caption)
+    assert "query heads 4, 5, 6 all read key/value head 2" in captions
+    assert "(kv 2)" in at.selectbox(key="rm_head").format_func(4)
+    grid = chart_titled(at, "Mean normalized entropy")
+    assert decode(grid["data"][0]["z"]).shape == (30, 9)
+
+
+def test_what_if_causal_masks_one_encoder_head(models):
+    at = open_page(rm_layer=2, rm_head=3)
+    at.toggle(key="rm_whatif").set_value(True).run()
+    no_problems(at)
+    layer = trace_text(models["minilm"], EXAMPLES[0]).layers[2]
+    expected = rerun_head(layer, 3, causal_mask(layer.n_tokens)).weights[0].numpy()
+    spec = chart_titled(at, "what if causal")
+    z = decode(spec["data"][0]["z"])
+    lower = np.tril(np.ones_like(expected, dtype=bool))
+    np.testing.assert_allclose(z[lower], expected[lower], rtol=1e-6)
+    assert np.isnan(z[~lower]).all()
+    assert any("one-head what-if" in i.value for i in at.info)
+
+
+def test_decoder_has_no_what_if_switch():
+    at = open_page(rm_model="smollm2")
+    assert not [t for t in at.toggle if t.key == "rm_whatif"]
+
+
+def test_long_text_is_truncated_with_a_notice_and_stays_under_2_mb():
+    at = open_page(text=" ".join(["the quick brown fox jumps over the lazy dog"] * 40), rm_model="smollm2")
+    assert any("only the first 128 are shown" in w.value for w in at.warning), [w.value for w in at.warning]
+    thumbs = chart_titled(at, "Attention weights of all 30 layers x 9 heads")
+    assert decode(thumbs["data"][0]["z"]).shape == (30 * 14 - 1, 9 * 14 - 1)  # 13 x 13 thumbnails
+    assert payload_bytes(at) <= PAYLOAD_MAX, payload_bytes(at)
+
+
+def test_html_looking_text_is_shown_literally(models):
+    at = open_page(text="<script>alert(1)</script> <b>x</b>")
+    weights = chart_titled(at, "attention weights")
+    ticks = weights["layout"]["xaxis"]["ticktext"]
+    assert "&lt;" in ticks and "<" not in ticks
+    tokens = trace_text(models["minilm"], "<script>alert(1)</script> <b>x</b>").tokens
+    assert at.code[0].value.startswith("  ".join(f"{i}:{t}" for i, t in enumerate(tokens))[:40])

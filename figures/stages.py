@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import SEQUENTIAL, escape, heatmap
+from figures.heatmap import SEQUENTIAL, axis_ticks, escape, heatmap
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
@@ -402,11 +402,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
             col=index,
         )
         figure.update_xaxes(range=[limits[0], limits[1] * 1.25], row=1, col=index)
-    figure.update_yaxes(
-        tickvals=y if len(y) <= 128 else None,
-        ticktext=tokens if len(y) <= 128 else None,
-        autorange="reversed",
-    )
+    figure.update_yaxes(**axis_ticks(trace.tokens, [(i, i + 1) for i in y], False), autorange="reversed")
     figure.update_layout(
         title={
             "text": f"How peaked is each row?{_head_suffix(trace, head)}<br><sup>{PEAKINESS_NOTE}</sup>",

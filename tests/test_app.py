@@ -160,3 +160,9 @@ def test_presentation_mode_shows_one_stage_and_steps(app):
     app.button[0].click().run()  # "← previous"
     app.button[0].click().run()  # wraps to the last stage
     assert app.subheader[0].value.startswith("9 · Concatenate")
+
+
+def test_every_stage_offers_its_exports(app):
+    labels = [button.label for button in app.get("download_button")]
+    assert "weights (CSV)" in labels and "scores (CSV)" in labels and "W_Q (CSV)" in labels
+    assert any(label.startswith("attention weights = softmax(rows)") and label.endswith("(HTML)") for label in labels)

@@ -100,7 +100,7 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
             "font": {"size": style.font_size + 2},
         },
         height=int(min(1500, 120 + n_layers * max(48, 3 * t))),
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        margin={"l": 10, "r": 10, "t": 130, "b": 10},  # room for the title, its note and the head labels
         font={"size": style.font_size - 2},
         plot_bgcolor="rgba(0,0,0,0)",
     )

@@ -87,7 +87,8 @@ def _captured(trace) -> bool:
 
 
 def _head_suffix(trace, head: int) -> str:
-    return f" (head {head + 1} of {trace.n_heads})" if trace.n_heads > 1 else ""
+    # On its own line: beside the shape it made titles too long for three maps side by side.
+    return f"<br>(head {head + 1} of {trace.n_heads})" if trace.n_heads > 1 else ""
 
 
 def _token_matrix_figure(trace, values, name, title, style, *, x_title="dimension", diverging=True):
@@ -403,9 +404,10 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
         )
         figure.update_xaxes(range=[limits[0], limits[1] * 1.25], row=1, col=index)
     figure.update_yaxes(**axis_ticks(trace.tokens, [(i, i + 1) for i in y], False), autorange="reversed")
+    which = _head_suffix(trace, head).replace("<br>", " ")
     figure.update_layout(
         title={
-            "text": f"How peaked is each row?{_head_suffix(trace, head)}<br><sup>{PEAKINESS_NOTE}</sup>",
+            "text": f"How peaked is each row?{which}<br><sup>{PEAKINESS_NOTE}</sup>",
             "font": {"size": style.font_size + 2},
         },
         showlegend=False,

@@ -177,7 +177,7 @@ def heatmap(
     layout = {
         "title": {"text": title, "font": {"size": font_size + 4}, "yref": "container", "y": 0.99, "yanchor": "top"},
         "height": size,
-        "margin": {"l": 10, "r": 10, "t": 80 + 2 * font_size, "b": 10},
+        "margin": {"l": 10, "r": 10, "t": 80 + 2 * font_size + title.count("<br>") * (font_size + 10), "b": 10},
         "font": {"size": font_size},
         "xaxis": {
             **x_ticks,

@@ -87,8 +87,7 @@ def _captured(trace) -> bool:
 
 
 def _head_suffix(trace, head: int) -> str:
-    # On its own line: beside the shape it made titles too long for three maps side by side.
-    return f"<br>(head {head + 1} of {trace.n_heads})" if trace.n_heads > 1 else ""
+    return f" (head {head + 1} of {trace.n_heads})" if trace.n_heads > 1 else ""
 
 
 def _token_matrix_figure(trace, values, name, title, style, *, x_title="dimension", diverging=True):
@@ -193,12 +192,11 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
         figures, matrices = [], []
         for name, t, width in (("Q", trace.q, dk), ("K", trace.k, dk), ("V", trace.v, dv)):
             values = _np(t[head])
+            # No head suffix: three of these sit side by side and the head is named above them.
             if _captured(trace):
-                title = f"{name}  {_shape(n, width)}{suffix}"
+                title = f"{name}  {_shape(n, width)}"
             else:
-                title = (
-                    f"{name} = X·W_{name}  {_shape(n, d_model)}·{_shape(d_model, width)} = {_shape(n, width)}{suffix}"
-                )
+                title = f"{name} = X·W_{name}  {_shape(n, d_model)}·{_shape(d_model, width)} = {_shape(n, width)}"
             fig, m = _token_matrix_figure(trace, values, name, title, style)
             figures.append(fig)
             matrices.append(m)
@@ -404,7 +402,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
         )
         figure.update_xaxes(range=[limits[0], limits[1] * 1.25], row=1, col=index)
     figure.update_yaxes(**axis_ticks(trace.tokens, [(i, i + 1) for i in y], False), autorange="reversed")
-    which = _head_suffix(trace, head).replace("<br>", " ")
+    which = _head_suffix(trace, head)
     figure.update_layout(
         title={
             "text": f"How peaked is each row?{which}<br><sup>{PEAKINESS_NOTE}</sup>",

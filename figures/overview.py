@@ -50,9 +50,9 @@ def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> go.Figure:
         zrange=(0.0, 1.0),
         font_size=style.font_size,
         height=int(min(1100, 140 + 30 * values.shape[0])),
+        x_tick_angle=0,  # upright head labels: rotated ones would run into the title
     )
-    # Upright head labels: rotated ones would run into the title.
-    figure.update_xaxes(tickangle=0, tickfont={"size": max(9, style.font_size - (6 if values.shape[1] > 9 else 4))})
+    figure.update_xaxes(tickfont={"size": max(9, style.font_size - (6 if values.shape[1] > 9 else 4))})
     if values.size <= CELL_NUMBERS_MAX:
         figure.update_traces(texttemplate="%{z:.2f}", textfont={"size": max(9, style.font_size - 5)})
     return figure

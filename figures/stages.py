@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import SEQUENTIAL, axis_ticks, escape, heatmap
+from figures.heatmap import SEQUENTIAL, axis_ticks, escape, heatmap, shorten, widest_tick
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
@@ -130,10 +130,11 @@ def weights_hover(trace, head: int) -> np.ndarray | None:
     return text
 
 
-def _square(trace, values, name, title, style, head, *, diverging, allowed=None, hover=None):
+def _square(trace, values, name, title, style, head, *, diverging, allowed=None, hover=None, subtitle=""):
     figure = heatmap(
         values,
         title=title,
+        subtitle=subtitle,
         row_labels=_tok(trace),
         col_labels=_tok(trace),
         x_title="key (attended to)",
@@ -293,12 +294,13 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             trace,
             values,
             "weights",
-            f"attention weights = softmax(rows)  {_shape(n, n)}{suffix}",
+            f"attention weights = softmax(rows)  {_shape(n, n)}",
             style,
             head,
             diverging=False,
             allowed=allowed,
             hover=weights_hover(trace, head),
+            subtitle=suffix.strip(" ()"),  # on its own line: this map shares its row with the peakiness bars
         )
         fig.update_traces(zmin=0.0, zmax=1.0, selector={"colorscale": SEQUENTIAL})
         return StageView(
@@ -401,8 +403,12 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
             col=index,
         )
         figure.update_xaxes(range=[limits[0], limits[1] * 1.25], row=1, col=index)
-    figure.update_yaxes(**axis_ticks(trace.tokens, [(i, i + 1) for i in y], False), autorange="reversed")
+    ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], False)
+    figure.update_yaxes(**ticks, autorange="reversed")
+    figure.update_xaxes(automargin=False)  # fixed margins: each chart drawn once (see figures.heatmap)
+    figure.update_yaxes(automargin=False)
     which = _head_suffix(trace, head)
+    font = style.font_size - 2
     figure.update_layout(
         title={
             "text": f"How peaked is each row?{which}<br><sup>{PEAKINESS_NOTE}</sup>",
@@ -410,8 +416,14 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
         },
         showlegend=False,
         height=int(min(700, max(260, 110 + 24 * len(y)))),
-        font={"size": style.font_size - 2},
-        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        font={"size": font},
+        margin={
+            "l": round(16 + widest_tick(ticks, len(y), font)),
+            "r": 10,
+            "t": 80,
+            "b": round(14 + 1.3 * font),
+            "autoexpand": False,
+        },
     )
     figure.update_annotations(font_size=style.font_size - 2)
     return figure
@@ -442,8 +454,8 @@ def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYL
     order = np.argsort(-weights)[:24] if len(weights) > 24 else np.arange(len(weights))
     scaled = weights[order, None] * values[order]
     context = _np(trace.context[head, query])[None]
-    rows = [f"{weights[j]:.2f} · v({escape(trace.tokens[j])})" for j in order] + [
-        f"= context({escape(trace.tokens[query])})"
+    rows = [f"{weights[j]:.2f} · v({escape(shorten(trace.tokens[j]))})" for j in order] + [
+        f"= context({escape(shorten(trace.tokens[query]))})"
     ]
     figure = heatmap(
         np.vstack([scaled, context]),
@@ -452,7 +464,9 @@ def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYL
         show_numbers=style.show_numbers,
         font_size=style.font_size,
     )
-    figure.update_yaxes(tickvals=list(range(len(rows))), ticktext=rows)
+    ticks = {"tickvals": list(range(len(rows))), "ticktext": rows}
+    figure.update_yaxes(**ticks)
+    figure.update_layout(margin_l=round(16 + widest_tick(ticks, len(rows), style.font_size)))
     return figure
 
 

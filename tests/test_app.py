@@ -64,7 +64,7 @@ def test_sidebar_changes_reach_the_heatmaps(app):
     app.segmented_control(key="head").set_value(2).run()
     trace = trace_sentence("the cat saw the <b>dog</b>", default_config(d_k=6, n_heads=3, causal=True, seed=42))
     spec = chart_titled(app, "attention weights")
-    assert "(head 3 of 3)" in title_of(spec)
+    assert spec["layout"]["title"]["subtitle"]["text"] == "head 3 of 3"
     z = decode(spec["data"][0]["z"])
     lower = trace.mask.numpy()
     np.testing.assert_allclose(z[lower], trace.weights[2].numpy()[lower], rtol=1e-6)

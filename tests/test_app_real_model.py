@@ -49,7 +49,7 @@ def test_smollm2_layer_and_head_choice_reaches_the_stage_views(models):
     at = open_page(text="the cat saw the dog", rm_model="smollm2", rm_layer=17, rm_head=4)
     traced = trace_text(models["smollm2"], "the cat saw the dog")
     weights = chart_titled(at, "attention weights")
-    assert "(head 5 of 9)" in weights["layout"]["title"]["text"]
+    assert weights["layout"]["title"]["subtitle"]["text"] == "head 5 of 9"
     z = decode(weights["data"][0]["z"])
     lower = causal_mask(5).numpy()
     np.testing.assert_allclose(z[lower], traced.layers[17].weights[4].numpy()[lower], rtol=1e-6)

@@ -41,6 +41,7 @@ PLOT_STATE = """prefix => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const painted = gd.querySelector('.gtitle');
     const title = painted ? painted.textContent : '';
+    const subtitle = gd.querySelector('.gtitle-subtitle')?.textContent ?? '';
     if (!title.startsWith(prefix)) continue;
     const ticks = [...gd.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent);
     const bold = gd.querySelectorAll('.ytick tspan[style*="bold"], .xtick tspan[style*="bold"]').length;
@@ -49,9 +50,28 @@ PLOT_STATE = """prefix => {
       const rows = gd.data[1].z._inputArray || gd.data[1].z;
       masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
     }
-    return {title, ticks, bold, masked};
+    return {title, subtitle, ticks, bold, masked};
   }
   return null;
+}"""
+
+# JavaScript run in the page: the text of every chart label (ticks, axis titles, colour-bar numbers,
+# titles) that sticks out of its chart. The margins are computed in Python, not measured by Plotly.
+CLIPPED = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const chart = gd.querySelector('.main-svg').getBoundingClientRect();
+    for (const label of gd.querySelectorAll(
+        '.xtick text, .ytick text, .g-xtitle, .g-ytitle, .cbaxis text, .gtitle, .gtitle-subtitle')) {
+      const box = label.getBoundingClientRect();
+      if (box.width === 0) continue;
+      const slack = 4;  // a text box includes the line's leading above the glyphs
+      if (box.left < chart.left - slack || box.right > chart.right + slack ||
+          box.top < chart.top - slack || box.bottom > chart.bottom + slack)
+        out.push(label.textContent);
+    }
+  }
+  return out;
 }"""
 
 
@@ -130,6 +150,7 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     page.goto(server)
     wait_for_chart(page, "attention weights", lambda s: s["ticks"] == ["The", "next", "day", "is", "bright"])
     no_traceback(page)
+    assert page.evaluate(CLIPPED) == []
     screenshot(page, "walkthrough-default")
 
     sentence = page.get_by_role("textbox", name="Sentence")
@@ -151,6 +172,7 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     assert state["ticks"] == AWKWARD_TOKENS  # literal "<", repeated "the" and "b" keep their rows
     assert state["bold"] == 0  # "<b>" was not interpreted as markup
     no_traceback(page)
+    assert page.evaluate(CLIPPED) == []
     page.get_by_text("7 · Softmax").scroll_into_view_if_needed()
     screenshot(page, "walkthrough-awkward-causal")
 
@@ -211,7 +233,7 @@ def test_real_model_page_paints_a_trained_decoder(server, browser):
         page.goto(f"{server}/real-model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
         tokens = ["the", "cat", "saw", "the", "dog", "<", "b", ">"]
         state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None, timeout=90)
-        assert "(head 5 of 9)" in state["title"]
+        assert state["subtitle"] == "head 5 of 9"
         assert state["ticks"] == tokens and state["bold"] == 0
         for i in range(len(tokens)):
             for j in range(len(tokens)):
@@ -220,6 +242,7 @@ def test_real_model_page_paints_a_trained_decoder(server, browser):
         assert grid["ticks"][0] == "layer 1" and grid["ticks"][-1] == "layer 30"
         wait_for_chart(page, "Attention weights of all 30 layers x 9 heads")
         no_traceback(page)
+        assert page.evaluate(CLIPPED) == []
         time.sleep(1)
         screenshot(page, "real-model-smollm2")
         page.goto(f"{server}/real-model?text={quote(AWKWARD)}")

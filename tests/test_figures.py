@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attention_core import AttentionConfig, trace_sentence
-from figures.heatmap import MAX_DRAWN, heatmap, pool
+from figures.heatmap import LABEL_CHARS_MAX, MAX_DRAWN, heatmap, label_width, pool
 from figures.stages import STAGE_KEYS, Style, multihead_grid, stage_view, weighted_sum_text
 from tests.plotly_spec import decode
 
@@ -79,6 +79,51 @@ def test_numbers_in_cells_switch_off_for_large_maps():
     large = heatmap(np.eye(40), title="t").to_plotly_json()["data"][0]
     assert small.get("texttemplate") == "%{z:.2f}"
     assert "texttemplate" not in large
+
+
+def test_numbers_in_cells_replace_the_colour_bar():
+    numbered = heatmap(np.eye(4), title="t").to_plotly_json()
+    coloured = heatmap(np.eye(4), title="t", show_numbers=False).to_plotly_json()
+    assert numbered["data"][0]["showscale"] is False
+    assert coloured["data"][0].get("showscale") is not False
+    assert coloured["layout"]["margin"]["r"] > numbered["layout"]["margin"]["r"]  # room for the bar
+
+
+def test_margins_are_fixed_and_grow_with_the_labels():
+    """Plotly is told the margins (automargin would draw every chart twice); they must still fit the labels."""
+    short = heatmap(np.eye(3), title="t", row_labels=["a", "b", "c"]).to_plotly_json()["layout"]
+    long = heatmap(np.eye(3), title="t", row_labels=["a", "b", "a longer token"]).to_plotly_json()["layout"]
+    assert short["xaxis"]["automargin"] is False and short["yaxis"]["automargin"] is False
+    assert short["margin"]["autoexpand"] is False
+    assert long["margin"]["l"] - short["margin"]["l"] >= label_width("a longer token", 16) - label_width("a", 16) - 1
+    tokens = [f"token{i}" for i in range(8)]
+    upright = heatmap(np.eye(8), title="t", col_labels=tokens, x_tick_angle=0).to_plotly_json()["layout"]
+    leaning = heatmap(np.eye(8), title="t", col_labels=tokens).to_plotly_json()["layout"]
+    assert leaning["xaxis"]["tickangle"] == -45
+    assert leaning["margin"]["t"] > upright["margin"]["t"]  # rotated labels need height
+    two_lines = heatmap(np.eye(3), title="t", subtitle="head 1 of 2").to_plotly_json()["layout"]
+    assert two_lines["margin"]["t"] > heatmap(np.eye(3), title="t").to_plotly_json()["layout"]["margin"]["t"]
+    assert two_lines["height"] > two_lines["margin"]["t"] + 3 * 30 - 1  # the map keeps its rows' height
+
+
+def test_label_width_counts_wide_and_invisible_characters():
+    assert label_width("我们", 10) > label_width("ab", 10)
+    assert label_width("a\u200bb", 10) == label_width("ab", 10)  # zero-width space
+    assert label_width("e\u0301", 10) == label_width("e", 10)  # combining accent
+    assert label_width("MW", 10) > label_width("mw", 10) > 0
+
+
+def test_long_tokens_are_cut_on_the_axes_but_whole_in_the_hover():
+    token = "antidisestablishmentarianism"
+    spec = heatmap(np.eye(2), title="t", row_labels=["a", token], col_labels=["a", token]).to_plotly_json()
+    label = spec["layout"]["yaxis"]["ticktext"][1]
+    assert len(label) == LABEL_CHARS_MAX and label.endswith("…") and token.startswith(label[:-1])
+    assert token in spec["data"][0]["text"][1][1]
+
+
+def test_numbered_dimensions_are_whole_numbers():
+    ticks = heatmap(np.eye(4), title="t").to_plotly_json()["layout"]["xaxis"]
+    assert (ticks["tick0"], ticks["dtick"]) == (0, 1)  # a wide chart would otherwise say 0.5, 1.5, ...
 
 
 def test_multihead_grid_has_every_head(causal_trace):

@@ -172,12 +172,12 @@ def main(only: str | None = None):
                 f"largest rerun sent {largest / 1e6:.2f} MB (target 2 MB)"
             )
 
-            page.goto(f"{url}/real-model?text={quote(' '.join(['the quick brown fox'] * 60))}")
+            page.goto(f"{url}/real_model?text={quote(' '.join(['the quick brown fox'] * 60))}")
             wait_for(page, "attention weights", lambda s: s["ticks"][0] == "[CLS]", timeout=120)
             frames.bytes = 0
             model = quote("SmolLM2-135M-Instruct (Llama-style decoder)")
             start = time.perf_counter()
-            page.goto(f"{url}/real-model?text={quote(' '.join(['the quick brown fox'] * 60))}&rm_model={model}")
+            page.goto(f"{url}/real_model?text={quote(' '.join(['the quick brown fox'] * 60))}&rm_model={model}")
             wait_for(page, "Attention weights of all 30 layers", lambda s: True, timeout=120)
             wait_for(page, "attention weights", lambda s: s["ticks"][0] == "the", timeout=120)
             seconds = time.perf_counter() - start

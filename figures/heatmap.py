@@ -79,14 +79,14 @@ def shorten(label: str, limit: int = LABEL_CHARS_MAX) -> str:
 
 def label_width(text: str, font_size: float) -> float:
     """About how many pixels a label is wide, erring on the wide side: wide characters (CJK, emoji)
-    one em, zero-width and combining characters nothing, lower-case letters, digits and punctuation
+    1.2 em, zero-width and combining characters nothing, lower-case letters, digits and punctuation
     0.6 em, the rest (capitals, other scripts) 0.75 em."""
     ems = 0.0
     for char in text:
         if unicodedata.category(char) in ("Mn", "Me", "Cf"):
             continue
         if unicodedata.east_asian_width(char) in ("W", "F"):
-            ems += 1.0
+            ems += 1.2
         elif char.isascii() and not char.isupper():
             ems += 0.6
         else:

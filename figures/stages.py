@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import SEQUENTIAL, axis_ticks, escape, heatmap, shorten, widest_tick
+from figures.heatmap import SEQUENTIAL, axis_ticks, block_ranges, escape, heatmap, shorten, tick_widths, widest_tick
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
@@ -63,6 +63,7 @@ class Style:
 
 
 DEFAULT_STYLE = Style()
+GRID_PANEL_PIXELS = 240  # the height of one head's map in the multi-head grid
 
 
 def _np(tensor) -> np.ndarray:
@@ -471,7 +472,10 @@ def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYL
 
 
 def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, style: Style = DEFAULT_STYLE) -> go.Figure:
-    """All heads of one n x n stage as small multiples."""
+    """All heads of one n x n stage as small multiples. The queries label the first column, the keys
+    the bottom row (every k-th token where they would overlap); every hover names both tokens. With one
+    colour scale, one colour bar speaks for every head; with a scale per head, no single bar could,
+    so the hover gives each value."""
     h = trace.n_heads
     cols = min(h, 4)
     rows = math.ceil(h / cols)
@@ -480,31 +484,61 @@ def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, sty
     allowed = None if trace.mask is None else trace.mask.cpu().numpy()
     finite = maps[np.isfinite(maps)]
     bound = float(np.abs(finite).max()) if finite.size else 1.0
+    shared_range = ((0.0, 1.0) if not diverging else (-bound, bound)) if shared_scale else None
+    label_font = max(9, style.font_size - 4)
     figure = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=[f"head {i + 1}" for i in range(h)],
         horizontal_spacing=0.04,
-        vertical_spacing=0.08,
+        vertical_spacing=0.12,
     )
     for i in range(h):
-        single = heatmap(maps[i], title="", diverging=diverging, allowed=allowed, show_numbers=False)
-        heat = single.data[0]
-        if shared_scale:
-            heat.zmin, heat.zmax = (0.0, 1.0) if not diverging else (-bound, bound)
-        heat.showscale = i == 0
+        single = heatmap(
+            maps[i],
+            title="",
+            row_labels=_tok(trace),
+            col_labels=_tok(trace),
+            x_title="key",
+            y_title="query",
+            diverging=diverging,
+            allowed=allowed,
+            show_numbers=False,
+            zrange=shared_range,
+        )
+        single.data[0].showscale = shared_scale and i == 0
+        for masked in single.data[1:]:  # grey is enough at this size; crosses would crowd the cells
+            masked.text = masked.texttemplate = None
+        row, col = i // cols + 1, i % cols + 1
         for trace_part in single.data:
-            figure.add_trace(trace_part, row=i // cols + 1, col=i % cols + 1)
-    figure.update_yaxes(autorange="reversed", showticklabels=False)
-    figure.update_xaxes(showticklabels=False)
-    scale_note = "one colour scale for all heads" if shared_scale else "each head its own colour scale"
+            figure.add_trace(trace_part, row=row, col=col)
+    ticks = _grid_ticks(_tok(trace), label_font)
+    figure.update_xaxes(**ticks, showticklabels=False, tickangle=-45)
+    figure.update_xaxes(showticklabels=True, row=rows)  # under the last row of heads
+    figure.update_yaxes(**ticks, showticklabels=False, autorange="reversed")
+    figure.update_yaxes(showticklabels=True, col=1)
+    for i in range(h - cols, (rows - 1) * cols):  # a head in the last row but one with none below it
+        figure.update_xaxes(showticklabels=True, row=i // cols + 1, col=i % cols + 1)
+    figure.update_xaxes(showgrid=False, zeroline=False, tickfont={"size": label_font})
+    figure.update_yaxes(showgrid=False, zeroline=False, tickfont={"size": label_font})
+    below = max(tick_widths(ticks, 1, label_font)) * math.sin(math.pi / 4) + label_font + 10
+    scale_note = "one colour scale for all heads" if shared_scale else "a colour scale per head: hover for values"
     figure.update_layout(
         title={"text": f"{stage} of all {h} heads ({scale_note})", "font": {"size": style.font_size + 2}},
-        height=int(220 * rows + 80),
+        height=round(80 + rows * GRID_PANEL_PIXELS * 1.12 + below),
         font={"size": style.font_size - 2},
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
     return figure
+
+
+def _grid_ticks(tokens: list[str], label_font: int) -> dict:
+    """The walkthrough's token ticks, thinned to every k-th so that neighbours do not overlap."""
+    blocks = block_ranges(len(tokens))
+    ticks = axis_ticks(tokens, blocks, pooled=len(blocks) < len(tokens))
+    fits = max(1, int(GRID_PANEL_PIXELS // (label_font * 1.4)))  # labels one above the other in a panel
+    every = math.ceil(len(ticks["tickvals"]) / fits)
+    return {"tickvals": ticks["tickvals"][::every], "ticktext": ticks["ticktext"][::every]}
 
 
 def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> go.Figure:

@@ -24,7 +24,7 @@ wait_healthy() {  # $1: start time (seconds since epoch, with fractions)
         if [ "$(curl -fsS "http://127.0.0.1:$PORT/_stcore/health" 2>/dev/null)" = "ok" ]; then
             echo "healthy after $(python3 -c "import time; print(f'{time.time() - $1:.1f}')") s"
             curl -fsS "http://127.0.0.1:$PORT/" | grep -q "<title>Streamlit</title>" && echo "page served: /"
-            curl -fsS "http://127.0.0.1:$PORT/real-model" | grep -q "<div id=\"root\">" && echo "page served: /real-model"
+            curl -fsS "http://127.0.0.1:$PORT/real_model" | grep -q "<div id=\"root\">" && echo "page served: /real_model"
             return 0
         fi
         sleep 0.5

@@ -5,6 +5,7 @@ the causal mask, and checks what Plotly painted. Screenshots go to test-artifact
 Under CI (CI=true) a missing Chromium is a failure, not a skip.
 """
 
+import contextlib
 import os
 import shutil
 import socket
@@ -81,8 +82,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def running_app():
+    """`streamlit run app.py` on a free port, as the README starts it; yields its address."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the browser tests: install Debian's chromium (see .ci/run)")
@@ -110,6 +112,12 @@ def server():
 
 
 @pytest.fixture(scope="module")
+def server():
+    with running_app() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
@@ -119,11 +127,26 @@ def browser():
         chromium.close()
 
 
+def outside_requests(page) -> list[str]:
+    """Every address the page asks for that is not this machine: the Docker image runs offline,
+    so a font, icon or script from the internet would be missing in the lecture hall."""
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    return asked  # read after the test: it fills as the page runs
+
+
+def offline(asked: list[str]) -> list[str]:
+    return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
+
+
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    yield context.new_page()
+    page = context.new_page()
+    asked = outside_requests(page)
+    yield page
     context.close()
+    assert offline(asked) == [], "the page fetched from outside this machine"
 
 
 def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
@@ -177,6 +200,19 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     screenshot(page, "walkthrough-awkward-causal")
 
 
+def test_odd_unicode_keeps_every_row_and_every_label_inside_its_chart(server, page):
+    """Right-to-left words, CJK, emoji, a zero-width space and a very long word: one row each,
+    nothing drawn outside its chart, no traceback."""
+    text = "שלום עולם 我们 🙂 zero\u200bwidth antidisestablishmentarianism"
+    page.goto(f"{server}/?text={quote(text)}")
+    state = wait_for_chart(page, "attention weights", lambda s: len(s["ticks"]) == 6)
+    assert state["ticks"][:2] == ["שלום", "עולם"] and state["ticks"][4] == "zerowidth"  # the invisible char is dropped
+    assert state["ticks"][5] == "antidisestablis…"  # cut on the axis (whole in the hover)
+    no_traceback(page)
+    assert page.evaluate(CLIPPED) == []
+    screenshot(page, "walkthrough-odd-unicode")
+
+
 def test_every_page_keeps_the_sidebar_and_paints(server, page):
     page.goto(f"{server}/?text={quote('the dog chased the ball')}&heads=3")
     wait_for_chart(page, "attention weights")
@@ -190,7 +226,28 @@ def test_every_page_keeps_the_sidebar_and_paints(server, page):
         assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
         no_traceback(page)
         time.sleep(0.5)
+        assert page.evaluate(CLIPPED) == [], name
         screenshot(page, name)
+
+
+@pytest.mark.parametrize(("path", "chart"), [("multihead", "weights of all 3 heads"), ("why_sqrt_dk", "The variance")])
+def test_a_link_to_a_page_is_the_first_request_of_a_fresh_server(browser, path, chart):
+    """With a folder named pages/ beside app.py, Streamlit starts in its older multipage mode: such a
+    link once opened its page alone, with 2 heads, the default sentence and no sidebar, or under a
+    "Page not found" box."""
+    with running_app() as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        asked = outside_requests(page)
+        page.goto(f"{url}/{path}?text={quote('the dog chased the ball')}&heads=3")
+        wait_for_chart(page, chart)
+        assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
+        assert page.get_by_text("Page not found").count() == 0
+        page.get_by_role("link", name="Walkthrough").click()  # the link's settings survive a click
+        state = wait_for_chart(page, "attention weights", lambda s: s["subtitle"] == "head 1 of 3")
+        assert state["ticks"] == ["the", "dog", "chased", "the", "ball"]
+        no_traceback(page)
+        page.close()
+        assert offline(asked) == []
 
 
 def test_a_link_restores_the_exact_view(server, page):
@@ -227,10 +284,11 @@ def test_presentation_mode_steps_with_the_arrow_keys(server, page):
 def test_real_model_page_paints_a_trained_decoder(server, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 7000})  # the page scrolls inside its own pane
     page = context.new_page()
+    asked = outside_requests(page)
     try:
         # Bound select boxes keep their shown label in the URL.
         model, head = quote("SmolLM2-135M-Instruct (Llama-style decoder)"), quote("head 5 (kv 2)")
-        page.goto(f"{server}/real-model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
+        page.goto(f"{server}/real_model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
         tokens = ["the", "cat", "saw", "the", "dog", "<", "b", ">"]
         state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None, timeout=90)
         assert state["subtitle"] == "head 5 of 9"
@@ -245,11 +303,12 @@ def test_real_model_page_paints_a_trained_decoder(server, browser):
         assert page.evaluate(CLIPPED) == []
         time.sleep(1)
         screenshot(page, "real-model-smollm2")
-        page.goto(f"{server}/real-model?text={quote(AWKWARD)}")
+        page.goto(f"{server}/real_model?text={quote(AWKWARD)}")
         state = wait_for_chart(page, "attention weights", lambda s: s["ticks"][:2] == ["[CLS]", "<"], timeout=60)
         assert state["masked"] is None and state["bold"] == 0
         no_traceback(page)
         time.sleep(1)
         screenshot(page, "real-model-minilm-awkward")
+        assert offline(asked) == []
     finally:
         context.close()

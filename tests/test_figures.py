@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attention_core import AttentionConfig, trace_sentence
-from figures.heatmap import LABEL_CHARS_MAX, MAX_DRAWN, heatmap, label_width, pool
+from figures.heatmap import LABEL_CHARS_MAX, MAX_DRAWN, escape, heatmap, label_width, pool
 from figures.stages import STAGE_KEYS, Style, multihead_grid, stage_view, weighted_sum_text
 from tests.plotly_spec import decode
 
@@ -136,6 +136,23 @@ def test_multihead_grid_has_every_head(causal_trace):
     assert len(heat) == 2
     lower = causal_trace.mask.numpy()
     np.testing.assert_allclose(decode(heat[1]["z"])[lower], causal_trace.weights[1].numpy()[lower], rtol=1e-6)
+    tokens = [escape(t) for t in causal_trace.tokens]
+    layout = spec["layout"]
+    assert layout["yaxis"]["ticktext"] == tokens and layout["yaxis"]["showticklabels"]  # queries, first column
+    assert layout["xaxis"]["ticktext"] == tokens and layout["xaxis"]["showticklabels"]  # keys, under each head
+    assert layout["yaxis2"]["showticklabels"] is False  # the second head shares the first one's rows
+    assert heat[1]["text"][0][1] == "query &lt; · key b"  # a hover names both tokens, escaped
+    assert [d.get("showscale") for d in heat] == [True, False]  # one colour bar for the shared scale
+
+
+def test_multihead_grid_per_head_scales_draw_no_colour_bar(causal_trace):
+    """One bar cannot speak for several scales: the hover gives each value instead."""
+    spec = multihead_grid(causal_trace, "scores", shared_scale=False).to_plotly_json()
+    heads = [d for d in spec["data"] if "value = " in d.get("hovertemplate", "")]
+    assert len(heads) == 2 and all(d["showscale"] is False for d in heads)
+    for h, data in enumerate(heads):
+        finite = np.abs(causal_trace.scores[h].numpy()[causal_trace.mask.numpy()]).max()
+        assert data["zmax"] == pytest.approx(finite)  # each head fitted to its own numbers
 
 
 def test_weighted_sum_text_lists_visible_keys(causal_trace):

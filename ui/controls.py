@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from attention_core import MAX_SEED, MAX_TEXT_CHARS, AttentionConfig, describe_device, resolve_device
 from attention_core.config import DEVICE_CHOICES, INIT_CHOICES
@@ -119,7 +120,23 @@ def sidebar() -> None:
 
 def current_settings() -> Settings:
     """The sidebar's values, validated (see settings_from)."""
+    run_through_app_py()
     return settings_from(st.session_state)
+
+
+def run_through_app_py() -> None:
+    """Make sure this run goes through app.py's st.navigation (the sidebar, the URL's settings).
+
+    A folder named pages/ beside app.py puts a fresh Streamlit server in its older multipage mode
+    until app.py first calls st.navigation. In that mode a link that is the server's first request
+    runs a page file alone (".../multihead?heads=3" shows 2 heads and no sidebar), or runs app.py as
+    a page of its own whose widgets are forgotten on the next click. Leaving that mode and rerunning
+    gives the link its exact view. Called first thing by app.py and by every page (current_settings).
+    (Streamlit 1.67 has no public switch for this; the flag is its own: streamlit/streamlit#10276.)
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def settings_from(values) -> Settings:

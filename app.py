@@ -7,9 +7,11 @@ to the chosen page. All computation is in attention_core/, all figures in figure
 import streamlit as st
 
 from ui.controls import run_through_app_py, sidebar
+from ui.show import CHART_TEXT_CSS
 
 st.set_page_config(page_title="Self-Attention Explorer", page_icon="👁️", layout="wide")
 run_through_app_py()
+st.html(CHART_TEXT_CSS)  # style only: takes no room on the page
 
 # Each page's address is its file name (/why_sqrt_dk): Streamlit's older multipage mode, which a fresh
 # server starts in (see run_through_app_py), names pages the same way, so a shared link finds its page.

@@ -30,7 +30,7 @@ LABEL_CHARS_MAX = 16  # a longer token is cut to this many characters on an axis
 # Colour-blind-safe scales (ColorBrewer RdBu is diverging and safe; cividis was designed for it).
 DIVERGING = "RdBu_r"
 SEQUENTIAL = "Cividis"
-MASKED_GREY = "rgba(150, 150, 150, 0.55)"
+MASKED_GREY, MASKED_CROSS = "rgb(190, 190, 190)", "rgb(40, 40, 40)"  # opaque: the same on a light or dark page
 AXIS_STANDOFF = 6  # pixels between an axis title and its tick labels
 COLORBAR_GAP, COLORBAR_THICKNESS = 8, 14  # pixels
 CELL_PIXELS = 30  # the height of one row of a map at 16 px type, until the map reaches MAP_PIXELS_MAX
@@ -250,7 +250,7 @@ def heatmap(
                 "hovertemplate": "masked: this query may not look at this key<extra></extra>",
                 "text": np.where(np.isnan(z), "✕", "").tolist() if crosses else None,
                 "texttemplate": "%{text}" if crosses else None,
-                "textfont": {"size": max(10, font_size - 4), "color": "rgba(60,60,60,0.8)"},
+                "textfont": {"size": max(10, font_size - 4), "color": MASKED_CROSS},
                 "xgap": heat["xgap"],
                 "ygap": heat["ygap"],
                 "hoverongaps": False,

@@ -76,6 +76,29 @@ CLIPPED = """() => {
 }"""
 
 
+# JavaScript run in the page: the lowest contrast ratio (WCAG: 4.5 is enough for text) between a chart's
+# labels and the page behind them, with the label that has it.
+CONTRAST = """() => {
+  const luminance = colour => {
+    const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const back = luminance(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
+  let worst = [Infinity, ''];
+  const labels = '.xtick text, .ytick text, .cbaxis text, .xtitle, .ytitle, ' +
+                 '.gtitle, .gtitle-subtitle, .annotation-text';
+  for (const label of document.querySelectorAll(`.js-plotly-plot :is(${labels})`)) {
+    const text = luminance(getComputedStyle(label).fill);
+    const ratio = (Math.max(text, back) + 0.05) / (Math.min(text, back) + 0.05);
+    if (ratio < worst[0]) worst = [ratio, label.textContent];
+  }
+  return worst;
+}"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -211,6 +234,22 @@ def test_odd_unicode_keeps_every_row_and_every_label_inside_its_chart(server, pa
     no_traceback(page)
     assert page.evaluate(CLIPPED) == []
     screenshot(page, "walkthrough-odd-unicode")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_labels_are_readable_in_the_light_and_the_dark_theme(server, browser, scheme):
+    """Streamlit follows the system's colour scheme; every chart label must stand out from the page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?causal=true")
+        wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
+        ratio, label = page.evaluate(CONTRAST)
+        assert ratio >= 4.5, f"{label!r} has contrast {ratio:.1f} in the {scheme} theme"
+        page.get_by_text("7 · Softmax").scroll_into_view_if_needed()
+        screenshot(page, f"walkthrough-{scheme}")
+    finally:
+        context.close()
 
 
 def test_every_page_keeps_the_sidebar_and_paints(server, page):

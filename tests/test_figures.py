@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attention_core import AttentionConfig, trace_sentence
-from figures.heatmap import LABEL_CHARS_MAX, MAX_DRAWN, escape, heatmap, label_width, pool
+from figures.heatmap import LABEL_CHARS_MAX, MASKED_GREY, MAX_DRAWN, escape, heatmap, label_width, pool
 from figures.stages import STAGE_KEYS, Style, multihead_grid, stage_view, weighted_sum_text
 from tests.plotly_spec import decode
 
@@ -128,11 +128,7 @@ def test_numbered_dimensions_are_whole_numbers():
 
 def test_multihead_grid_has_every_head(causal_trace):
     spec = multihead_grid(causal_trace, "weights").to_plotly_json()
-    heat = [
-        d
-        for d in spec["data"]
-        if d.get("colorscale") != [[0, "rgba(150, 150, 150, 0.55)"], [1, "rgba(150, 150, 150, 0.55)"]]
-    ]
+    heat = [d for d in spec["data"] if d.get("colorscale") != [[0, MASKED_GREY], [1, MASKED_GREY]]]
     assert len(heat) == 2
     lower = causal_trace.mask.numpy()
     np.testing.assert_allclose(decode(heat[1]["z"])[lower], causal_trace.weights[1].numpy()[lower], rtol=1e-6)

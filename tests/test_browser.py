@@ -6,6 +6,8 @@ Under CI (CI=true) a missing Chromium is a failure, not a skip.
 """
 
 import contextlib
+import csv
+import json
 import os
 import shutil
 import socket
@@ -16,7 +18,10 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
+import numpy as np
 import pytest
+
+from figures.stages import STAGE_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -250,6 +255,32 @@ def test_labels_are_readable_in_the_light_and_the_dark_theme(server, browser, sc
         screenshot(page, f"walkthrough-{scheme}")
     finally:
         context.close()
+
+
+def test_exports_download_the_exact_numbers(server, page):
+    """The weights' CSV and the whole trace's .npz, downloaded as a user would, agree with each other;
+    the chart's HTML carries plotly.js inside it."""
+    page.goto(f"{server}/?text={quote('the cat saw the <b>dog</b>')}&causal=true")
+    wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
+    page.get_by_role("button", name="⬇ export").nth(STAGE_KEYS.index("weights")).click()
+    with page.expect_download() as csv_download:
+        page.get_by_role("button", name="weights (CSV)").click()
+    rows = list(csv.reader(Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()))
+    with page.expect_download() as html_download:
+        page.get_by_role("button", name="attention weights = softmax(rows) (HTML)").click()
+    standalone = Path(html_download.value.path()).read_text(encoding="utf-8")
+    assert "<script src=" not in standalone and "Plotly.newPlot" in standalone  # plotly.js inside: opens offline
+    page.keyboard.press("Escape")
+    with page.expect_download() as npz_download:
+        page.get_by_role("button", name="⬇ whole trace (.npz)").click()
+    trace = np.load(npz_download.value.path())
+    tokens = json.loads(trace["tokens_json"].tobytes())
+    assert tokens == ["the", "cat", "saw", "the", "<", "b", ">", "dog", "<", "/", "b", ">"]
+    assert rows[0] == ["weights", *tokens] and [row[0] for row in rows[1:]] == tokens
+    weights = np.array([row[1:] for row in rows[1:]], dtype=np.float32)
+    np.testing.assert_array_equal(weights, trace["weights"][0])  # 9 digits: float32 round-trips exactly
+    assert np.allclose(weights.sum(axis=1), 1) and np.all(np.triu(weights, 1) == 0)  # causal rows
+    no_traceback(page)
 
 
 def test_every_page_keeps_the_sidebar_and_paints(server, page):

@@ -88,11 +88,13 @@ def sidebar() -> None:
             ("heads", "heads", 1, "W_O maps heads · d_v back to d_model."),
         ):
             st.slider(label, low, SLIDER_MAX[key], value=DEFAULTS[key], key=key, bind="query-params", help=help_text)
-        left, right = st.columns(2)
-        left.toggle("causal mask", value=DEFAULTS["causal"], key="causal", bind="query-params")
-        right.toggle("scale by √d_k", value=DEFAULTS["scaled"], key="scaled", bind="query-params")
-        left.toggle("positions", value=DEFAULTS["positional"], key="positional", bind="query-params")
-        right.toggle("numbers in cells", value=DEFAULTS["numbers"], key="numbers", bind="query-params")
+        for key, label, help_text in (  # one per line: two side by side cut their labels short ("numbers i…")
+            ("causal", "causal mask", "Each token sees only itself and the tokens before it (as in GPT)."),
+            ("scaled", "scale by √d_k", "Divide the scores by √d_k before the softmax; off shows why it matters."),
+            ("positional", "positional encoding", "Add sinusoidal positions to X, so word order changes the numbers."),
+            ("numbers", "numbers in cells", "Write each value in its cell (maps up to 16 x 16)."),
+        ):
+            st.toggle(label, value=DEFAULTS[key], key=key, bind="query-params", help=help_text)
         st.number_input("seed", 0, MAX_SEED, value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
         st.selectbox(
             "weight init",

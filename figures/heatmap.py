@@ -25,6 +25,8 @@ MAX_DRAWN = 128  # a map with more rows or columns is block-averaged down to thi
 NUMBERS_MAX = 16  # numbers are written in the cells up to this many rows and columns
 HOVER_TEXT_MAX = 64  # per-cell hover text (tokens, arithmetic) up to this size
 TICKS_MAX = 40  # at most this many tick labels per axis; past it every k-th (hover gives the position)
+PAGE_PIXELS = 900  # about how wide a chart is drawn across the page (wide layout, 1400-px window)
+BESIDE_MAP_PIXELS = 160  # of a chart's width, about what the row labels and the colour bar take
 EVERY_NUMBER_MAX = 12  # up to this many numbered dimensions, each is labelled
 LABEL_CHARS_MAX = 16  # a longer token is cut to this many characters on an axis ("…"); hovers keep it whole
 # Colour-blind-safe scales (ColorBrewer RdBu is diverging and safe; cividis was designed for it).
@@ -102,14 +104,15 @@ def _tick_text(labels, blocks) -> list[str]:
     return [f"{escape(shorten(labels[a]))} ({a}–{b - 1})" for a, b in blocks]
 
 
-def axis_ticks(labels, blocks, pooled: bool) -> dict:
-    """Tick positions and text for one axis. Past TICKS_MAX labels only every k-th token is written:
-    a browser spends ~0.3 s laying out 128 rotated labels per chart, and they overlap anyway.
+def axis_ticks(labels, blocks, pooled: bool, most: int = TICKS_MAX) -> dict:
+    """Tick positions and text for one axis. Past `most` labels only every k-th token is written:
+    where they would overlap, and because a browser spends ~0.3 s laying out 128 rotated labels.
     Numbered dimensions are left to Plotly; a few get every number (else a wide chart says 0.5, 1.5…)."""
     if labels is None and not pooled:
         return {"tick0": 0, "dtick": 1} if len(blocks) <= EVERY_NUMBER_MAX else {}
     text = _tick_text(labels, blocks)
-    stride = math.ceil(len(text) / TICKS_MAX) if len(text) > TICKS_MAX else 1
+    most = max(1, min(most, TICKS_MAX))
+    stride = math.ceil(len(text) / most) if len(text) > most else 1
     positions = list(range(0, len(text), stride))
     return {"tickvals": positions, "ticktext": [text[i] for i in positions]}
 
@@ -171,6 +174,7 @@ def heatmap(
     height: int | None = None,
     x_tick_angle: int | None = None,
     subtitle: str = "",
+    width: int = PAGE_PIXELS,
 ) -> go.Figure:
     """A labelled heatmap of a 2-D array (rows top to bottom, like the matrix on paper).
 
@@ -183,6 +187,9 @@ def heatmap(
     x_tick_angle: the column labels' angle; by default -45° when there are more than 6 tokens.
     subtitle: a second, smaller line under the title (one line each: Plotly misplaces a title with
     "<br>" when it is anchored at the top).
+    width: about how many pixels wide the chart will be drawn. Where labels would run into each other
+    (a slanted column label needs ~1.5 font sizes of width, a row label one of height), only every
+    k-th is written; hovers still name every row and column.
     """
     data = np.asarray(matrix, dtype=np.float64)
     ok = None if allowed is None else np.asarray(allowed, dtype=bool)
@@ -258,8 +265,10 @@ def heatmap(
         )
 
     label_font = font_size if max(len(rows), len(cols)) <= 40 else max(9, font_size - 6)
-    x_ticks = axis_ticks(col_labels, cols, pooled)
-    y_ticks = axis_ticks(row_labels, rows, pooled)
+    cell = CELL_PIXELS * font_size / 16  # larger type (presentation mode) gets larger cells
+    map_pixels = round(min(MAP_PIXELS_MAX, max(MAP_PIXELS_MIN, cell * len(rows))))
+    x_ticks = axis_ticks(col_labels, cols, pooled, most=int((width - BESIDE_MAP_PIXELS) / (1.5 * label_font)))
+    y_ticks = axis_ticks(row_labels, rows, pooled, most=int(map_pixels / label_font))  # one line of type a row
     if x_tick_angle is None:
         x_tick_angle = -45 if col_labels is not None and len(cols) > 6 else 0
     margin = fixed_margins(
@@ -274,8 +283,6 @@ def heatmap(
         y_title=bool(y_title),
         colorbar=not numbers,
     )
-    cell = CELL_PIXELS * font_size / 16  # larger type (presentation mode) gets larger cells
-    map_pixels = round(min(MAP_PIXELS_MAX, max(MAP_PIXELS_MIN, cell * len(rows))))
     axis = {"automargin": False, "showgrid": False, "zeroline": False, "tickfont": {"size": label_font}}
     layout = {
         "template": NO_TEMPLATE,

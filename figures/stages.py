@@ -16,7 +16,17 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from figures.heatmap import SEQUENTIAL, axis_ticks, block_ranges, escape, heatmap, shorten, tick_widths, widest_tick
+from figures.heatmap import (
+    PAGE_PIXELS,
+    SEQUENTIAL,
+    axis_ticks,
+    block_ranges,
+    escape,
+    heatmap,
+    shorten,
+    tick_widths,
+    widest_tick,
+)
 
 PEAKINESS_NOTE = "normalized entropy: 0 = all on one token, 1 = uniform; effective tokens = e^entropy"
 STAGE_KEYS = ("x", "projections", "qkv", "scores", "scaled", "mask", "weights", "context", "output")
@@ -60,6 +70,13 @@ class StageView:
 class Style:
     font_size: int = 16
     show_numbers: bool = True
+    width: int = PAGE_PIXELS  # about how wide a chart is drawn, in pixels
+    side_by_side: bool = False  # a stage's figures share one row of the page (each gets a share of `width`)
+
+
+def _beside(style: Style, count: int) -> Style:
+    """The style for each of a stage's `count` figures: narrower when they share a row."""
+    return dataclasses.replace(style, width=style.width // count) if style.side_by_side else style
 
 
 DEFAULT_STYLE = Style()
@@ -101,6 +118,7 @@ def _token_matrix_figure(trace, values, name, title, style, *, x_title="dimensio
         diverging=diverging,
         show_numbers=style.show_numbers,
         font_size=style.font_size,
+        width=style.width,
     )
     return figure, Matrix(name, values, _tok(trace), _dims(values.shape[1]))
 
@@ -145,6 +163,7 @@ def _square(trace, values, name, title, style, head, *, diverging, allowed=None,
         show_numbers=style.show_numbers,
         hover_text=hover,
         font_size=style.font_size,
+        width=style.width,
     )
     return figure, Matrix(name, values, _tok(trace), _tok(trace))
 
@@ -168,7 +187,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             [m],
         )
     if key == "projections":
-        figures, matrices = [], []
+        figures, matrices, style = [], [], _beside(style, 3)
         for name, w, width in (("W_Q", trace.w_q, dk), ("W_K", trace.w_k, dk), ("W_V", trace.w_v, dv)):
             values = _np(w[head])
             figures.append(
@@ -179,6 +198,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
                     y_title="input dimension",
                     show_numbers=style.show_numbers,
                     font_size=style.font_size,
+                    width=style.width,
                 )
             )
             matrices.append(Matrix(name, values, _dims(d_model), _dims(width)))
@@ -191,7 +211,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             matrices,
         )
     if key == "qkv":
-        figures, matrices = [], []
+        figures, matrices, style = [], [], _beside(style, 3)
         for name, t, width in (("Q", trace.q, dk), ("K", trace.k, dk), ("V", trace.v, dv)):
             values = _np(t[head])
             # No head suffix: three of these sit side by side and the head is named above them.
@@ -255,7 +275,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
                 [],
                 [],
             )
-        values = allowed.astype(np.float64)
+        values, style = allowed.astype(np.float64), _beside(style, 2)
         fig = heatmap(
             values,
             title=f"causal mask  {_shape(n, n)}: 1 = may attend, grey ✕ = hidden",
@@ -268,6 +288,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             show_numbers=style.show_numbers,
             zrange=(0.0, 1.0),
             font_size=style.font_size,
+            width=style.width,
         )
         masked = np.where(allowed, _np(trace.scaled_scores[head]), np.nan)
         fig2, m2 = _square(
@@ -290,7 +311,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
             [Matrix("mask", values, _tok(trace), _tok(trace)), m2],
         )
     if key == "weights":
-        values = _np(trace.weights[head])
+        values, style = _np(trace.weights[head]), _beside(style, 2)
         fig, m = _square(
             trace,
             values,
@@ -327,6 +348,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
         )
     if key == "output":
         figures, matrices = [], []
+        style = _beside(style, 1 + (trace.w_o is not None) + (trace.output is not None))
         concat = _np(trace.concat)
         figures.append(
             heatmap(
@@ -337,6 +359,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
                 y_title="token",
                 show_numbers=style.show_numbers,
                 font_size=style.font_size,
+                width=style.width,
             )
         )
         matrices.append(Matrix("concat", concat, _tok(trace), _dims(h * dv)))
@@ -350,6 +373,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> 
                     y_title="concat dimension",
                     show_numbers=style.show_numbers,
                     font_size=style.font_size,
+                    width=style.width,
                 )
             )
             matrices.append(Matrix("W_O", w_o, _dims(h * dv), _dims(d_model)))
@@ -464,6 +488,7 @@ def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYL
         x_title="value dimension",
         show_numbers=style.show_numbers,
         font_size=style.font_size,
+        width=style.width,
     )
     ticks = {"tickvals": list(range(len(rows))), "ticktext": rows}
     figure.update_yaxes(**ticks)

@@ -25,7 +25,7 @@ def _label(changes, config):
 with friendly_errors():
     settings = current_settings()
     apply_presentation(settings)
-    style = style_for(settings)
+    style = style_for(settings, columns=2)
     st.title("Compare two settings")
     what = st.segmented_control("compare", tuple(CHOICES), default="causal vs not", key="cmp_what") or "causal vs not"
     stage = (

@@ -10,7 +10,7 @@ from ui.controls import current_settings
 from ui.real import model_for, model_trace_for
 from ui.show import apply_presentation, context_view, friendly_errors, show_figure, show_view, style_for
 
-SIDE_BY_SIDE_MAX = 10
+SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
 
 
 def _fixed_by_architecture(info) -> None:
@@ -113,8 +113,9 @@ with friendly_errors():
     layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
     layer_trace = model_trace.layers[layer]
     st.caption(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
+    beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
     for stage in CAPTURED_STAGE_KEYS:
-        show_view(stage_view(layer_trace, stage, head, style), f"rm-{stage}", layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
+        show_view(stage_view(layer_trace, stage, head, beside), f"rm-{stage}", beside.side_by_side)
         if stage == "context":
             context_view(layer_trace, head, style, key="rm_query")
         if stage == "weights" and not info.causal:

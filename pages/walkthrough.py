@@ -6,7 +6,7 @@ from figures.stages import STAGE_KEYS, stage_view
 from ui.controls import current_settings
 from ui.show import apply_presentation, context_view, friendly_errors, show_view, style_for, trace_for, trace_npz
 
-SIDE_BY_SIDE_MAX = 10  # beyond this, maps get too narrow to read when placed side by side
+SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
 STAGE_NAMES = {
     "x": "X",
     "projections": "W_Q W_K W_V",
@@ -29,7 +29,8 @@ with friendly_errors():
     settings = current_settings()
     apply_presentation(settings)
     trace = trace_for(settings)
-    style = style_for(settings)
+    # A stage's figures share a row in presentation mode, and where the maps stay wide enough to read.
+    style = style_for(settings, side_by_side=settings.presentation or trace.n_tokens <= SIDE_BY_SIDE_MAX)
     st.title("Self-attention, step by step")
     st.caption(
         f"{trace.n_tokens} tokens · d_model {settings.config.d_model} · d_k {trace.d_k} · d_v {trace.d_v} · "
@@ -52,13 +53,13 @@ with friendly_errors():
                 "stage", STAGE_KEYS, format_func=STAGE_NAMES.get, default=STAGE_KEYS[0], key="stage"
             )
         key = key or STAGE_KEYS[0]
-        show_view(stage_view(trace, key, head, style), key, side_by_side=True)
+        show_view(stage_view(trace, key, head, style), key, side_by_side=style.side_by_side)
         if key == "context":
             context_view(trace, head, style)
         st.button("Exit presentation mode", on_click=st.session_state.update, kwargs={"present": False})
     else:
         for key in STAGE_KEYS:
-            show_view(stage_view(trace, key, head, style), key, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
+            show_view(stage_view(trace, key, head, style), key, side_by_side=style.side_by_side)
             if key == "context":
                 context_view(trace, head, style)
             st.divider()

@@ -121,6 +121,19 @@ def test_long_tokens_are_cut_on_the_axes_but_whole_in_the_hover():
     assert token in spec["data"][0]["text"][1][1]
 
 
+def test_column_labels_thin_out_where_the_chart_is_narrow():
+    """26 slanted labels fit across the page; in half of it (Compare), (450 − 160) / (1.5 · 16) = 12 fit,
+    so every third is written."""
+    tokens = [f"word{i}" for i in range(26)]
+    wide = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens).to_plotly_json()["layout"]
+    narrow = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens, width=450).to_plotly_json()
+    assert wide["xaxis"]["ticktext"] == tokens
+    assert narrow["layout"]["xaxis"]["tickvals"] == list(range(0, 26, 3))
+    assert narrow["layout"]["xaxis"]["ticktext"] == tokens[::3]
+    assert narrow["layout"]["yaxis"]["ticktext"] == tokens  # rows keep their height, so all their labels
+    assert narrow["data"][0]["text"][0][1].endswith("word1")  # the hover still names every column
+
+
 def test_numbered_dimensions_are_whole_numbers():
     ticks = heatmap(np.eye(4), title="t").to_plotly_json()["layout"]["xaxis"]
     assert (ticks["tick0"], ticks["dtick"]) == (0, 1)  # a wide chart would otherwise say 0.5, 1.5, ...

@@ -11,6 +11,7 @@ import numpy as np
 import streamlit as st
 
 from attention_core import AttentionConfig, AttentionTrace, scaling_experiment, trace_sentence
+from figures.heatmap import PAGE_PIXELS
 from figures.stages import StageView, Style, context_sum_figure, weighted_sum_text
 from ui.controls import Settings
 
@@ -60,8 +61,15 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
         return cached_trace(settings.text, config, settings.positional)
 
 
-def style_for(settings: Settings) -> Style:
-    return Style(font_size=settings.font_size, show_numbers=settings.show_numbers)
+def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 1) -> Style:
+    """How figures are drawn: type size and numbers from the sidebar; `side_by_side` when a stage's
+    figures share a row; `columns` when the page itself is split (Compare: 2)."""
+    return Style(
+        font_size=settings.font_size,
+        show_numbers=settings.show_numbers,
+        width=PAGE_PIXELS // columns,
+        side_by_side=side_by_side,
+    )
 
 
 @contextlib.contextmanager

@@ -27,9 +27,15 @@ with friendly_errors():
     apply_presentation(settings)
     style = style_for(settings, columns=2)
     st.title("Compare two settings")
-    what = st.segmented_control("compare", tuple(CHOICES), default="causal vs not", key="cmp_what") or "causal vs not"
+    what = (
+        st.segmented_control("compare", tuple(CHOICES), default="causal vs not", key="cmp_what", bind="query-params")
+        or "causal vs not"
+    )
     stage = (
-        st.segmented_control("stage", ("weights", "scores", "scaled"), default="weights", key="cmp_stage") or "weights"
+        st.segmented_control(
+            "stage", ("weights", "scores", "scaled"), default="weights", key="cmp_stage", bind="query-params"
+        )
+        or "weights"
     )
     left_changes, right_changes = CHOICES[what](settings.config)
     for column, changes, side in zip(st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True):

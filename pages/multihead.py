@@ -19,10 +19,12 @@ with friendly_errors():
     )
     left, right = st.columns(2)
     stage = (
-        left.segmented_control("map", ("weights", "scaled_scores", "scores"), default="weights", key="mh_stage")
+        left.segmented_control(
+            "map", ("weights", "scaled_scores", "scores"), default="weights", key="mh_stage", bind="query-params"
+        )
         or "weights"
     )
-    shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared")
+    shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
     show_figure(multihead_grid(trace, stage, shared, style), "multihead-grid")
     show_figure(head_summary_figure(trace, style), "head-summary")
     st.dataframe(

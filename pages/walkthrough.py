@@ -40,7 +40,12 @@ with friendly_errors():
     head = 0
     if trace.n_heads > 1:
         head = st.segmented_control(
-            "head", list(range(trace.n_heads)), format_func=lambda i: f"head {i + 1}", default=0, key="head"
+            "head",
+            list(range(trace.n_heads)),
+            format_func=lambda i: f"head {i + 1}",
+            default=0,
+            key="head",
+            bind="query-params",
         )
         head = 0 if head is None else min(head, trace.n_heads - 1)
 
@@ -50,7 +55,12 @@ with friendly_errors():
         right.button("next →", on_click=_step, args=(1,), shortcut="Right", width="stretch")
         with middle:
             key = st.segmented_control(
-                "stage", STAGE_KEYS, format_func=STAGE_NAMES.get, default=STAGE_KEYS[0], key="stage"
+                "stage",
+                STAGE_KEYS,
+                format_func=STAGE_NAMES.get,
+                default=STAGE_KEYS[0],
+                key="stage",
+                bind="query-params",
             )
         key = key or STAGE_KEYS[0]
         show_view(stage_view(trace, key, head, style), key, side_by_side=style.side_by_side)

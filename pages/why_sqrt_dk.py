@@ -23,8 +23,8 @@ with friendly_errors():
         "Dividing by √d_k brings the variance back to 1."
     )
     left, right = st.columns(2)
-    n_keys = left.slider("keys per softmax row", 2, 256, 16, key="sq_keys")
-    samples = right.slider("samples", 200, 5000, 2000, step=100, key="sq_samples")
+    n_keys = left.slider("keys per softmax row", 2, 256, 16, key="sq_keys", bind="query-params")
+    samples = right.slider("samples", 200, 5000, 2000, step=100, key="sq_samples", bind="query-params")
     result = cached_scaling(D_KS, n_keys, samples, settings.config.seed)
     variance, peaks = scaling_figures(result, style)
     left, right = st.columns(2)
@@ -47,7 +47,11 @@ with friendly_errors():
     scaled = trace_for(settings, scaled=True)
     unscaled = trace_for(settings, scaled=False)
     query = st.selectbox(
-        "query token", range(scaled.n_tokens), format_func=lambda i: f"{i}: {scaled.tokens[i]}", key="sq_query"
+        "query token",
+        range(scaled.n_tokens),
+        format_func=lambda i: f"{i}: {scaled.tokens[i]}",
+        key="sq_query",
+        bind="query-params",
     )
     tokens = [escape(t) for t in scaled.tokens]
     figure = go.Figure(

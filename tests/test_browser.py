@@ -328,6 +328,27 @@ def test_a_link_restores_the_exact_view(server, page):
     assert page.get_by_label("seed").input_value() == "7"
 
 
+def test_a_copied_address_restores_the_stage_head_and_page_choices(server, page, browser):
+    """The lecturer picks a stage and a head; the address bar, opened elsewhere, shows the same."""
+    page.goto(f"{server}/?present=true&heads=3")
+    page.get_by_text("1 · Input embeddings X").wait_for()
+    page.get_by_role("radio", name="softmax", exact=True).click()
+    page.get_by_role("radio", name="head 3", exact=True).click()
+    wait_for_chart(page, "attention weights", lambda s: s["subtitle"] == "head 3 of 3")
+    elsewhere = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        elsewhere.goto(page.url)
+        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"] == "head 3 of 3")
+        assert elsewhere.get_by_text("8 · Context vectors").count() == 0  # one stage per screen, still
+        elsewhere.goto(f"{server}/multihead?heads=3&mh_stage=scores&mh_shared=false")
+        wait_for_chart(elsewhere, "scores of all 3 heads (a colour scale per head")
+        elsewhere.goto(f"{server}/?heads=2&head={quote('head 5')}")  # a head this link no longer has
+        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"] == "head 1 of 2")
+        no_traceback(elsewhere)
+    finally:
+        elsewhere.close()
+
+
 def test_presentation_mode_steps_through_stages(server, page):
     page.goto(f"{server}/?present=true")
     page.get_by_text("1 · Input embeddings X").wait_for()

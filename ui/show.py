@@ -165,6 +165,7 @@ def context_view(trace: AttentionTrace, head: int, style: Style, key: str = "que
         range(trace.n_tokens),
         format_func=lambda i: f"{i}: {trace.tokens[i]}",
         key=key,
+        bind="query-params",
     )
     query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
     st.code(weighted_sum_text(trace, head, query), language=None, wrap_lines=True)

@@ -558,12 +558,10 @@ def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, sty
 
 
 def _grid_ticks(tokens: list[str], label_font: int) -> dict:
-    """The walkthrough's token ticks, thinned to every k-th so that neighbours do not overlap."""
+    """The walkthrough's token ticks, as many as fit one above the other in a panel."""
     blocks = block_ranges(len(tokens))
-    ticks = axis_ticks(tokens, blocks, pooled=len(blocks) < len(tokens))
-    fits = max(1, int(GRID_PANEL_PIXELS // (label_font * 1.4)))  # labels one above the other in a panel
-    every = math.ceil(len(ticks["tickvals"]) / fits)
-    return {"tickvals": ticks["tickvals"][::every], "ticktext": ticks["ticktext"][::every]}
+    fits = int(GRID_PANEL_PIXELS // (label_font * 1.4))
+    return axis_ticks(tokens, blocks, pooled=len(blocks) < len(tokens), most=fits)
 
 
 def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> go.Figure:

@@ -8,9 +8,15 @@ from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
 from figures.stages import CAPTURED_STAGE_KEYS, stage_view
 from ui.controls import current_settings
 from ui.real import model_for, model_trace_for
-from ui.show import apply_presentation, context_view, friendly_errors, show_figure, show_view, style_for
-
-SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
+from ui.show import (
+    SIDE_BY_SIDE_MAX,
+    apply_presentation,
+    context_view,
+    friendly_errors,
+    show_figure,
+    show_view,
+    style_for,
+)
 
 
 def _fixed_by_architecture(info) -> None:

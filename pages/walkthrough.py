@@ -4,9 +4,17 @@ import streamlit as st
 
 from figures.stages import STAGE_KEYS, stage_view
 from ui.controls import current_settings
-from ui.show import apply_presentation, context_view, friendly_errors, show_view, style_for, trace_for, trace_npz
+from ui.show import (
+    SIDE_BY_SIDE_MAX,
+    apply_presentation,
+    context_view,
+    friendly_errors,
+    show_view,
+    style_for,
+    trace_for,
+    trace_npz,
+)
 
-SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
 STAGE_NAMES = {
     "x": "X",
     "projections": "W_Q W_K W_V",

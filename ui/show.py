@@ -61,6 +61,9 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
         return cached_trace(settings.text, config, settings.positional)
 
 
+SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
+
+
 def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 1) -> Style:
     """How figures are drawn: type size and numbers from the sidebar; `side_by_side` when a stage's
     figures share a row; `columns` when the page itself is split (Compare: 2)."""

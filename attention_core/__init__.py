@@ -1,48 +1,66 @@
 """attention_core: every stage of scaled dot-product self-attention, with no Streamlit in it.
 
 Layers, bottom up: `device` (where the maths runs), `tokens` (text -> X), `config` (knobs and
-limits), `engine` (the maths), `trace` (the result object every view reads, with the alias
-table of names), `scaling` (the √d_k experiment). Only `models` (real pretrained transformers)
-imports transformers; import it explicitly.
+every request limit), `weights` (how W_Q, W_K, W_V, W_O are drawn or checked), `engine` (the
+maths), `trace` (the result object every view reads, with the alias table of names), `scaling`
+(the √d_k experiment), `matrices` (typed numbers), `lectures` (the lectures' own examples).
+Only `models` (real pretrained transformers) imports transformers; import it explicitly.
 """
 
 from attention_core.config import (
+    INIT_CHOICES,
+    INITS,
     MAX_DIM,
     MAX_HEADS,
+    MAX_MODEL_TOKENS,
     MAX_SEED,
+    MAX_TEXT_CHARS,
     MAX_TOKENS,
     AttentionConfig,
     check_request,
+    check_text,
     estimate_trace_bytes,
     memory_budget_bytes,
 )
 from attention_core.device import describe_device, resolve_device
 from attention_core.engine import (
-    MAX_TEXT_CHARS,
     attend,
     causal_mask,
     compute_attention,
-    init_weights,
     masked_softmax,
     rerun_head,
     trace_sentence,
 )
-from attention_core.scaling import ScalingResult, scaling_experiment
+from attention_core.scaling import (
+    ScalingResult,
+    ScoreVariance,
+    SentenceScaling,
+    scaling_experiment,
+    score_variances,
+    sentence_scaling,
+)
 from attention_core.tokens import embed, sinusoidal_positions, tokenize
 from attention_core.trace import AttentionTrace, row_peakiness
+from attention_core.weights import init_weights
 
 __all__ = [
-    "MAX_TEXT_CHARS",
+    "INITS",
+    "INIT_CHOICES",
     "MAX_DIM",
     "MAX_HEADS",
+    "MAX_MODEL_TOKENS",
     "MAX_SEED",
+    "MAX_TEXT_CHARS",
     "MAX_TOKENS",
     "AttentionConfig",
     "AttentionTrace",
     "ScalingResult",
+    "ScoreVariance",
+    "SentenceScaling",
     "attend",
     "causal_mask",
     "check_request",
+    "check_text",
     "compute_attention",
     "describe_device",
     "embed",
@@ -54,6 +72,8 @@ __all__ = [
     "resolve_device",
     "row_peakiness",
     "scaling_experiment",
+    "score_variances",
+    "sentence_scaling",
     "sinusoidal_positions",
     "tokenize",
     "trace_sentence",

@@ -8,7 +8,14 @@ Limits (also in the README):
 | d_model, d_k, d_v   | 1 .. 4096        | larger than any model this tool can show                 |
 | heads               | 1 .. 64          | a page of 64 small maps is already hard to read          |
 | seed                | 0 .. 2**32 - 1   | fits a URL and every RNG                                 |
+| text                | 20,000 characters| a sentence, not a book; checked before tokenizing        |
+| real-model tokens   | 128              | 30 layers x 9 heads of n x n maps add up                 |
+| typed numbers       | 8 tokens, widths 8 | a table you can type into and read                     |
+| √d_k experiment     | 100,000 samples, 1,024 keys | its memory grows with samples x keys x d_k    |
 | trace memory        | MEMORY_BUDGET_BYTES (default 2 GiB, env ATTENTION_MEMORY_BUDGET_MB) |
+
+Every limit of a request lives here, so that the engine, the model adapters and the pages refuse
+the same things with the same words.
 
 The memory of a trace is dominated by its n x n maps. With b bytes per number
 (4 for float32, 8 for float64) and h heads, `estimate_trace_bytes` returns
@@ -37,7 +44,20 @@ MAX_TOKENS = 4096
 MAX_DIM = 4096
 MAX_HEADS = 64
 MAX_SEED = 2**32 - 1
-INIT_CHOICES = ("normal", "xavier")
+MAX_TEXT_CHARS = 20_000
+MAX_MODEL_TOKENS = 128  # real models: tokens past this are cut, with a notice
+MAX_TYPED_TOKENS = 8  # typed numbers (X, W_Q, ...): at most this many tokens
+MAX_TYPED_DIM = 8  # ... and d_model, d_k, d_v at most this
+MAX_SAMPLES = 100_000  # the √d_k experiment
+MAX_KEYS = 1024
+# How W_Q, W_K, W_V, W_O are drawn (fan_in = rows, fan_out = columns of the matrix).
+INITS = {
+    "normal": "N(0, 1) for every entry, like the lectures' torch.randn",
+    "xavier": "Glorot: U(−a, a), a = √(6 / (fan_in + fan_out)); shrinks as d_k grows",
+    "kaiming": "nn.Linear's default (Kaiming-uniform, a = √5): U(−1/√fan_in, 1/√fan_in)",
+    "unit": "N(0, 1/fan_in): q and k keep the variance of X's entries, whatever d_k",
+}
+INIT_CHOICES = tuple(INITS)
 DTYPE_CHOICES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -65,6 +85,15 @@ def _check_int(field: str, value: object, low: int, high: int, why: str = "") ->
     return number
 
 
+def check_text(text: object, field: str = "text") -> str:
+    """Refuse anything but a string of at most MAX_TEXT_CHARS characters (before any tokenizer sees it)."""
+    if not isinstance(text, str):
+        raise ValueError(f"{field} must be text; got {type(text).__name__}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"{field} has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are allowed")
+    return text
+
+
 def _check_bool(field: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{field} must be True or False; got {value!r}")
@@ -85,10 +114,10 @@ class AttentionConfig:
     d_v: width of each head's values (defaults to d_k).  n_heads: number of heads; W_O maps the
     concatenated n_heads * d_v back to d_model.  causal: hide future tokens.  scaled: divide the
     scores by sqrt(d_k) (False shows what goes wrong without it).  seed: draws the weights.
-    init: "normal" draws N(0, 1) like the lectures' torch.randn; "xavier" draws
-    U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) (Glorot), the scale of a trained
-    layer's start.  dtype: "float32", or "float64" for exact hand examples.
-    device: "auto" | "cpu" | "cuda" | "mps".
+    init: how the W matrices are drawn (INITS above).  dtype: "float32", or "float64" for exact
+    hand examples.  device: "auto" | "cpu" | "cuda" | "mps".
+    projections: False skips W_Q, W_K, W_V and W_O (lecture 003's first attempt: Q = K = V = X);
+    then d_k = d_v = d_model and there is one head, whatever the other fields say.
     """
 
     d_model: int = 8
@@ -101,9 +130,11 @@ class AttentionConfig:
     init: str = "normal"
     dtype: str = "float32"
     device: str = "auto"
+    projections: bool = True
 
     def __post_init__(self):
         set_ = object.__setattr__  # frozen dataclass: normalise once, here
+        _check_bool("projections", self.projections)
         set_(self, "d_model", _check_int("d_model", self.d_model, 1, MAX_DIM))
         set_(self, "d_k", _check_int("d_k", self.d_k, 1, MAX_DIM))
         d_v = self.d_k if self.d_v is None else self.d_v
@@ -118,6 +149,10 @@ class AttentionConfig:
             dtype = str(dtype).removeprefix("torch.")
         set_(self, "dtype", _check_choice("dtype", dtype, tuple(DTYPE_CHOICES)))
         _check_choice("device", self.device, DEVICE_CHOICES)
+        if not self.projections:  # Q = K = V = X: the widths are X's, and heads would all be the same one
+            set_(self, "d_k", self.d_model)
+            set_(self, "d_v", self.d_model)
+            set_(self, "n_heads", 1)
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -135,7 +170,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     maps = 2 + int(config.scaled) + int(config.causal)
     square = b * h * n * n * (maps + 2)
     rows = b * n * (2 * d + h * (2 * dk + 2 * dv))
-    params = b * h * d * (2 * dk + 2 * dv)
+    params = b * h * d * (2 * dk + 2 * dv) if config.projections else 0
     return square + rows + params + n * n
 
 

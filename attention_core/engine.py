@@ -1,8 +1,8 @@
 """Scaled dot-product self-attention, one named stage at a time.
 
-    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head
+    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head (or Q = K = V = X without projections)
     scores = Q·Kᵀ                                       how well each query matches each key
-    scaled_scores = scores · scale,  scale = 1/√d_k     keeps the variance near 1
+    scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k
     masked_scores = scaled_scores, -inf where masked    a causal mask hides the future
     weights = softmax(masked_scores) along each row     rows sum to 1
     context = weights·V                                 each row a weighted sum of value rows
@@ -13,73 +13,17 @@ Shapes use h heads, n tokens: X [n, d_model], Q/K [h, n, d_k], V [h, n, d_v].
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
 from collections.abc import Mapping
 
 import torch
 
-from attention_core.config import AttentionConfig, check_request
+from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
 from attention_core.tokens import embed, tokenize
-from attention_core.trace import AttentionTrace
-
-WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o")
-
-
-def weight_shapes(config: AttentionConfig) -> dict[str, tuple[int, ...]]:
-    """The shape of each projection matrix for this config."""
-    h, d = config.n_heads, config.d_model
-    return {
-        "w_q": (h, d, config.d_k),
-        "w_k": (h, d, config.d_k),
-        "w_v": (h, d, config.d_v),
-        "w_o": (h * config.d_v, d),
-    }
-
-
-@functools.lru_cache(maxsize=16)
-def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor]:
-    generator = torch.Generator(device="cpu").manual_seed(seed)
-    drawn = {}
-    for name, shape in shapes:
-        if init == "normal":
-            drawn[name] = torch.randn(shape, generator=generator)
-        else:  # xavier: U(-a, a), a = sqrt(6 / (fan_in + fan_out))
-            fan_in, fan_out = shape[-2], shape[-1]
-            bound = math.sqrt(6.0 / (fan_in + fan_out))
-            drawn[name] = (torch.rand(shape, generator=generator) * 2 - 1) * bound
-    return drawn
-
-
-def init_weights(config: AttentionConfig) -> dict[str, torch.Tensor]:
-    """Draw W_Q, W_K, W_V, W_O (float32, CPU) from a generator seeded by config.seed.
-
-    A local CPU generator gives the same numbers on every device and in every thread; the
-    global RNG would differ between CPU and CUDA and be shared between sessions. Draws are
-    cached (drawing is most of the cost of a small trace); callers get their own copies.
-    """
-    shapes = tuple(weight_shapes(config).items())
-    return {name: w.clone() for name, w in _draw_weights(shapes, config.init, config.seed).items()}
-
-
-def _given_weights(given: Mapping, config: AttentionConfig) -> dict[str, torch.Tensor]:
-    """Check user-given matrices; a single head's [d_model, d_k] may omit the head axis."""
-    unknown = set(given) - set(WEIGHT_NAMES)
-    if unknown:
-        raise ValueError(f"weights has unknown names {sorted(unknown)}; allowed: {', '.join(WEIGHT_NAMES)}")
-    shapes = weight_shapes(config)
-    checked = {}
-    for name, value in given.items():
-        tensor = torch.as_tensor(value, dtype=torch.float64 if config.dtype == "float64" else torch.float32)
-        if tensor.dim() == 2 and name != "w_o" and config.n_heads == 1:
-            tensor = tensor.unsqueeze(0)
-        if tuple(tensor.shape) != shapes[name]:
-            raise ValueError(f"weights[{name!r}] should have shape {list(shapes[name])}; got {list(tensor.shape)}")
-        if not torch.isfinite(tensor).all():
-            raise ValueError(f"weights[{name!r}] contains NaN or infinity")
-        checked[name] = tensor
-    return checked
+from attention_core.trace import AttentionTrace, concat_heads
+from attention_core.weights import WEIGHT_NAMES, check_given_weights, init_weights
 
 
 def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -137,7 +81,6 @@ def trace_from_stages(
     stages: scores, scaled_scores, masked_scores, weights, context (as attend returns them).
     X, the W matrices and the output are left None: they are not plain matrices there, or not recomputed.
     """
-    h, n, d_v = v.shape
     return AttentionTrace(
         tokens=tuple(tokens),
         x=None,
@@ -150,7 +93,6 @@ def trace_from_stages(
         v=v,
         scale=scale,
         mask=mask,
-        concat=stages["context"].transpose(0, 1).reshape(n, h * d_v),  # [n, h*d_v]
         output=None,
         device=device,
         label=label,
@@ -158,17 +100,18 @@ def trace_from_stages(
     )
 
 
-def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None) -> AttentionTrace:
+def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None, label: str = "") -> AttentionTrace:
     """One head of a trace recomputed from its own q, k, v under another mask.
 
     For "what if this encoder head were causal?": the same q, k, v and scale, a causal mask.
-    Returns a one-head trace (no X or W matrices: they are not recomputed).
+    Returns a one-head trace (no X or W matrices: they are not recomputed), labelled `label`
+    (default: the trace's label and the head).
     """
     if not 0 <= head < trace.n_heads:
         raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
     q, k, v = (t[head : head + 1] for t in (trace.q, trace.k, trace.v))  # [1, n, d]
     stages = attend(q, k, v, scale=trace.scale, mask=mask)
-    label = f"{trace.label} · head {head + 1}"
+    label = label or f"{trace.label} · head {head + 1}"
     return trace_from_stages(
         trace.tokens, q, k, v, stages, scale=trace.scale, mask=mask, device=trace.device, label=label
     )
@@ -215,19 +158,21 @@ def compute_attention(
 
     device = resolve_device(config.device)
     dtype = config.torch_dtype
-    params = init_weights(config)
-    params.update(_given_weights(weights or {}, config))
-    params = {name: value.to(device=device, dtype=dtype) for name, value in params.items()}
+    typed = check_given_weights(weights or {}, config)
+    params = {**dict.fromkeys(WEIGHT_NAMES), **init_weights(config), **typed}
+    params = {name: None if w is None else w.to(device=device, dtype=dtype) for name, w in params.items()}
     x = x.to(device=device, dtype=dtype)
 
-    q = x @ params["w_q"]  # [n, d_model] @ [h, d_model, d_k] -> [h, n, d_k]
-    k = x @ params["w_k"]  # [h, n, d_k]
-    v = x @ params["w_v"]  # [h, n, d_v]
+    if config.projections:
+        q = x @ params["w_q"]  # [n, d_model] @ [h, d_model, d_k] -> [h, n, d_k]
+        k = x @ params["w_k"]  # [h, n, d_k]
+        v = x @ params["w_v"]  # [h, n, d_v]
+    else:
+        q = k = v = x.unsqueeze(0)  # [1, n, d_model]: every token compares its own vector with the others'
     scale = 1.0 / math.sqrt(config.d_k) if config.scaled else 1.0
     mask = causal_mask(n, device) if config.causal else None
     stages = attend(q, k, v, scale=scale, mask=mask)
-    concat = stages["context"].transpose(0, 1).reshape(n, config.n_heads * config.d_v)  # [n, h*d_v]
-    output = concat @ params["w_o"]  # [n, d_model]
+    output = concat_heads(stages["context"]) @ params["w_o"] if config.projections else None  # [n, d_model]
 
     return AttentionTrace(
         tokens=tuple(tokens),
@@ -238,26 +183,32 @@ def compute_attention(
         v=v,
         scale=scale,
         mask=mask,
-        concat=concat,
         output=output,
         device=str(device),
+        given=tuple(name for name in WEIGHT_NAMES if name in typed),
+        drawn=f"{config.init} init, seed {config.seed}" if config.projections else "",
         **stages,
     )
 
 
-MAX_TEXT_CHARS = 20_000
-
-
-def trace_sentence(text: str, config: AttentionConfig, *, positional: bool = True) -> AttentionTrace:
+def trace_sentence(
+    text: str, config: AttentionConfig, *, positional: bool = True, x=None, weights: Mapping | None = None
+) -> AttentionTrace:
     """Tokenize text, embed it (seeded by config.seed) and run compute_attention on it.
 
+    x: a typed input matrix to use instead of the embedding (one row per token).
+    weights: typed matrices, as compute_attention takes them.
     The single entry point of the from-scratch pages, the benchmarks and the tests.
     """
-    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
-        raise ValueError(f"text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are allowed")
+    check_text(text)
     if not isinstance(positional, bool):
         raise ValueError(f"positional must be True or False; got {positional!r}")
     tokens = tokenize(text)
     check_request(len(tokens), config)  # refuse before embedding thousands of rows
-    x = embed(tokens, config.d_model, seed=config.seed, positional=positional)
-    return compute_attention(x, config, tokens=tokens)
+    if x is None:
+        return compute_attention(embed(tokens, config.d_model, seed=config.seed, positional=positional), config,
+                                 weights=weights, tokens=tokens)  # fmt: skip
+    if len(x) != len(tokens):
+        raise ValueError(f"X has {len(x)} rows but the sentence has {len(tokens)} tokens: X needs one row per token")
+    trace = compute_attention(x, config, weights=weights, tokens=tokens)
+    return dataclasses.replace(trace, given=("x", *trace.given))

@@ -26,7 +26,7 @@ effective_tokens = exp(entropy) ("how many tokens this row really spreads over")
 
 A real model's head and a from-scratch head are both an AttentionTrace, so every view serves
 both. Real models may leave the projection matrices as None when they are not plain matrices
-(rotary positions, biases).
+(rotary positions, biases); so does a trace computed without projections (Q = K = V = X).
 """
 
 from __future__ import annotations
@@ -42,6 +42,12 @@ SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
 def _shape(name: str, tensor: torch.Tensor | None, expected: tuple[int, ...]) -> None:
     if tensor is not None and tuple(tensor.shape) != expected:
         raise ValueError(f"{name} should have shape {list(expected)}; got {list(tensor.shape)}")
+
+
+def concat_heads(context: torch.Tensor) -> torch.Tensor:
+    """Concat(head_1, ..., head_h): context [h, n, d_v] -> [n, h*d_v], each token's heads side by side."""
+    h, n, d_v = context.shape
+    return context.transpose(0, 1).reshape(n, h * d_v)
 
 
 def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
@@ -89,10 +95,12 @@ class AttentionTrace:
     masked_scores: torch.Tensor
     weights: torch.Tensor
     context: torch.Tensor
-    concat: torch.Tensor
     output: torch.Tensor | None
     device: str
     label: str = ""
+    given: tuple[str, ...] = ()  # which of x, w_q, w_k, w_v, w_o were typed rather than drawn
+    drawn: str = ""  # how the others were drawn, e.g. "xavier init, seed 0" ("" for a real model's)
+    concat: torch.Tensor = dataclasses.field(init=False, repr=False)  # derived from context
     entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
     normalized_entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
     max_weight: torch.Tensor = dataclasses.field(init=False, repr=False)
@@ -113,7 +121,7 @@ class AttentionTrace:
         if self.mask is not None and self.mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor (True = may attend); got {self.mask.dtype}")
         _shape("context", self.context, (h, n, d_v))
-        _shape("concat", self.concat, (n, h * d_v))
+        object.__setattr__(self, "concat", concat_heads(self.context))
         if d_model is not None:
             _shape("x", self.x, (n, d_model))
             _shape("w_q", self.w_q, (h, d_model, d_k))
@@ -154,6 +162,16 @@ class AttentionTrace:
             }
             for head in range(self.n_heads)
         ]
+
+    def first_key_share(self, head: int) -> float | None:
+        """The mean weight that query rows 2..n put on the first token; None for a one-token text.
+
+        Row 1 is left out: under a causal mask it can only look at the first token. A large share
+        marks an "attention sink": a head parks its attention on token 1 when nothing else matches.
+        """
+        if self.n_tokens < 2:
+            return None
+        return float(self.weights[head, 1:, 0].double().mean())
 
     def to(self, device: torch.device | str) -> AttentionTrace:
         """The same trace with every tensor moved to `device` (e.g. "cpu" before plotting)."""

@@ -23,8 +23,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_core import MAX_TOKENS  # noqa: E402
-from tests.test_browser import CHROMIUM, CHROMIUM_FLAGS, _free_port  # noqa: E402
-from tests.test_browser import wait_for_chart as wait_for  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, wait_for_chart  # noqa: E402
 
 REPEATS = 10
 
@@ -111,7 +110,7 @@ def main(only: str | None = None):
     """All cases, or with only="default" the start and the default sentence (a quick check)."""
     from playwright.sync_api import sync_playwright
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
@@ -128,7 +127,7 @@ def main(only: str | None = None):
                     time.sleep(0.05)
             healthy = time.perf_counter() - started
             page.goto(url)
-            wait_for(page, "attention weights", lambda s: len(s["ticks"]) == 5)
+            wait_for_chart(page, "attention weights", lambda s: len(s["ticks"]) == 5)
             first = time.perf_counter() - started
             print(f"streamlit run -> healthy {healthy:.1f} s, -> first heatmap painted {first:.1f} s (target 10 s)")
 
@@ -141,12 +140,12 @@ def main(only: str | None = None):
                 return
 
             page.goto(f"{url}/?present=true")
-            wait_for(page, "X  [", lambda s: True)
+            wait_for_chart(page, "X  [", lambda s: True)
             steps = []
             for prefix in ("W_Q", "Q = X·W_Q", "scores = Q·Kᵀ", "scaled scores", "W_Q", "Q = X·W_Q"):
                 if prefix == "W_Q" and steps:  # back to the start: X is the first stage again
                     page.goto(f"{url}/?present=true")
-                    wait_for(page, "X  [", lambda s: True)
+                    wait_for_chart(page, "X  [", lambda s: True)
                 page.evaluate(WATCH, [prefix, ""])
                 page.keyboard.press("ArrowRight")
                 page.wait_for_function("window.__latency !== null", timeout=60_000, polling=100)
@@ -156,7 +155,7 @@ def main(only: str | None = None):
 
             words = " ".join(f"w{i}" for i in range(128))
             page.goto(f"{url}/?text={quote(words)}")
-            wait_for(page, "attention weights", lambda s: "[128x128]" in s["title"], timeout=180)
+            wait_for_chart(page, "attention weights", lambda s: "[128x128]" in s["title"], timeout=180)
             median, whole, _ = slider_steps(page, frames, REPEATS)
             print(
                 f"d_k change -> Q painted, 128 tokens: median {median:.0f} ms (target 1000 ms); "
@@ -165,7 +164,7 @@ def main(only: str | None = None):
 
             words = " ".join(string.ascii_lowercase[i % 26] for i in range(MAX_TOKENS))  # within the 20,000 characters
             page.goto(f"{url}/?text={quote(words)}")
-            wait_for(page, "attention weights", lambda s: "[4096x4096]" in s["title"], timeout=300)
+            wait_for_chart(page, "attention weights", lambda s: "[4096x4096]" in s["title"], timeout=300)
             median, _, largest = slider_steps(page, frames, 4, quiet=3.0)  # seconds pass between its messages
             print(
                 f"d_k change at the {MAX_TOKENS}-token cap: median {median:.0f} ms; "
@@ -173,13 +172,13 @@ def main(only: str | None = None):
             )
 
             page.goto(f"{url}/real_model?text={quote(' '.join(['the quick brown fox'] * 60))}")
-            wait_for(page, "attention weights", lambda s: s["ticks"][0] == "[CLS]", timeout=120)
+            wait_for_chart(page, "attention weights", lambda s: s["ticks"][0] == "[CLS]", timeout=120)
             frames.bytes = 0
             model = quote("SmolLM2-135M-Instruct (Llama-style decoder)")
             start = time.perf_counter()
             page.goto(f"{url}/real_model?text={quote(' '.join(['the quick brown fox'] * 60))}&rm_model={model}")
-            wait_for(page, "Attention weights of all 30 layers", lambda s: True, timeout=120)
-            wait_for(page, "attention weights", lambda s: s["ticks"][0] == "the", timeout=120)
+            wait_for_chart(page, "Attention weights of all 30 layers", lambda s: True, timeout=120)
+            wait_for_chart(page, "attention weights", lambda s: s["ticks"][0] == "the", timeout=120)
             seconds = time.perf_counter() - start
             frames.wait_quiet(page)
             print(

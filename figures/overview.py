@@ -14,12 +14,11 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.heatmap import SEQUENTIAL, heatmap, pool
-from figures.stages import DEFAULT_STYLE, Style
+from figures.heatmap import heatmap, pool
+from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Style, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
 MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
-CELL_NUMBERS_MAX = 400  # write the entropy in each cell up to this many layer x head cells
 
 
 def head_labels(model_trace) -> list[str]:
@@ -36,26 +35,21 @@ def layer_labels(model_trace) -> list[str]:
 
 
 def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> go.Figure:
-    """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head."""
+    """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head. The numbers are
+    written in the cells where they fit (they do for 30 layers x 9 heads across the page)."""
     values = model_trace.mean_normalized_entropy().detach().cpu().double().numpy()
-    figure = heatmap(
+    return heatmap(
         values,
-        title="Mean normalized entropy per layer and head (0 = each row on one token, 1 = uniform)",
+        title="Mean normalized entropy per layer and head",
+        subtitle="0 = each row on one token, 1 = spread evenly",
+        style=style,
         row_labels=layer_labels(model_trace),
         col_labels=head_labels(model_trace),
         x_title="head",
         y_title="layer",
         diverging=False,
-        show_numbers=False,
         zrange=(0.0, 1.0),
-        font_size=style.font_size,
-        height=int(min(1100, 140 + 30 * values.shape[0])),
-        x_tick_angle=0,  # upright head labels: rotated ones would run into the title
     )
-    figure.update_xaxes(tickfont={"size": max(9, style.font_size - (6 if values.shape[1] > 9 else 4))})
-    if values.size <= CELL_NUMBERS_MAX:
-        figure.update_traces(texttemplate="%{z:.2f}", textfont={"size": max(9, style.font_size - 5)})
-    return figure
 
 
 def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
@@ -82,35 +76,35 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
     n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
     centres_y = [i * (t + 1) + (t - 1) / 2 for i in range(n_layers)]
     centres_x = [j * (t + 1) + (t - 1) / 2 for j in range(n_heads)]
-    figure = go.Figure(
-        go.Heatmap(
-            z=mosaic,
-            colorscale=SEQUENTIAL,
-            zmin=0.0,
-            zmax=1.0,
-            hoverinfo="skip",
-            colorbar={"thickness": 12, "title": {"text": "÷ map max"}},
-        )
-    )
     pooled = f", each averaged down to {t}x{t}" if t < len(model_trace.tokens) else ""
-    figure.update_layout(
-        title={
-            "text": f"Attention weights of all {n_layers} layers x {n_heads} heads"
-            f"<br><sup>rows = query, columns = key; each map scaled to its own maximum{pooled}</sup>",
-            "font": {"size": style.font_size + 2},
+    axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
+    subtitle = f"rows = query, columns = key; each map scaled to its own maximum{pooled}"
+    layout = style.layout(
+        title=style.title(f"Attention weights of all {n_layers} layers x {n_heads} heads", subtitle),
+        height=int(min(1500, 140 + n_layers * max(48, 3 * t))),
+        # the title and its subtitle, then the head labels on top of the mosaic
+        margin={
+            "l": 10,
+            "r": 10,
+            "t": round(
+                TITLE_PAD + title_height(style.font_size + 2, style.font_size - 2) + 14 + 1.3 * (style.font_size - 2)
+            ),
+            "b": 10,
         },
-        height=int(min(1500, 120 + n_layers * max(48, 3 * t))),
-        margin={"l": 10, "r": 10, "t": 130, "b": 10},  # room for the title, its note and the head labels
-        font={"size": style.font_size - 2},
         plot_bgcolor="rgba(0,0,0,0)",
+        yaxis={**axis, "tickvals": centres_y, "ticktext": layer_labels(model_trace), "autorange": "reversed"},
+        xaxis={**axis, "tickvals": centres_x, "ticktext": head_labels(model_trace), "side": "top"},
     )
-    figure.update_yaxes(
-        tickvals=centres_y, ticktext=layer_labels(model_trace), autorange="reversed", showgrid=False, zeroline=False
+    layout["font"] = {**layout["font"], "size": style.font_size - 2}
+    heat = go.Heatmap(
+        z=mosaic,
+        colorscale=SEQUENTIAL,
+        zmin=0.0,
+        zmax=1.0,
+        hoverinfo="skip",
+        colorbar=style.colorbar(thickness=12, title={"text": "÷ map max"}),
     )
-    figure.update_xaxes(
-        tickvals=centres_x, ticktext=head_labels(model_trace), side="top", showgrid=False, zeroline=False
-    )
-    return figure
+    return go.Figure(heat, layout=layout)
 
 
 __all__ = ["entropy_grid_figure", "head_labels", "layer_labels", "thumbnail_mosaic", "thumbnails_figure"]

@@ -2,30 +2,43 @@
 
 import streamlit as st
 
-from figures.stages import head_summary_figure, multihead_grid, stage_view
+from figures.multihead import head_summary_figure, multihead_grid
+from figures.stages import BY_KEY, GRID_STAGES
 from ui.controls import current_settings
-from ui.show import apply_presentation, friendly_errors, show_figure, show_view, style_for, trace_for
+from ui.show import (
+    friendly_errors,
+    show_figure,
+    show_stage,
+    show_typed_refusals,
+    style_for,
+    trace_for,
+)
 
 with friendly_errors():
     settings = current_settings()
-    apply_presentation(settings)
     trace = trace_for(settings)
     style = style_for(settings)
-    st.title(f"{trace.n_heads} heads in parallel")
+    h = trace.n_heads
+    st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
+    show_typed_refusals(settings)
+    here = (
+        "the weights here are random, so how the heads differ is chance"
+        if not trace.given
+        else "some weights here are typed, the others random"
+    )
     st.markdown(
-        "Each head has its own W_Q, W_K, W_V, so each can look for a different relationship "
-        "(one for grammar, one for what 'he' refers to…). Their context vectors are concatenated and "
-        "W_O maps them back to d_model."
+        "Each head has its own W_Q, W_K, W_V, so each can look for something else ([multi-head](glossary#multi-head)). "
+        f"In a trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
+        "vectors are concatenated and W_O maps them back to d_model."
     )
-    left, right = st.columns(2)
-    stage = (
-        left.segmented_control(
-            "map", ("weights", "scaled_scores", "scores"), default="weights", key="mh_stage", bind="query-params"
-        )
-        or "weights"
+    if h == 1:
+        st.info("One head: raise **heads** in the sidebar to see several side by side.")
+    choices = [stage.key for stage in GRID_STAGES]
+    stage = st.segmented_control(
+        "map", choices, format_func=lambda k: BY_KEY[k].title, default="weights", key="mh_stage", bind="query-params"
     )
-    shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
-    show_figure(multihead_grid(trace, stage, shared, style), "multihead-grid")
+    shared = st.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
+    show_figure(multihead_grid(trace, stage or "weights", shared, style), "multihead-grid")
     show_figure(head_summary_figure(trace, style), "head-summary")
     st.dataframe(
         [
@@ -39,4 +52,4 @@ with friendly_errors():
         ],
         hide_index=True,
     )
-    show_view(stage_view(trace, "output", 0, style), "mh-output")
+    show_stage(trace, "output", 0, style, prefix="mh-")

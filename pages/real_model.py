@@ -2,27 +2,21 @@
 
 import streamlit as st
 
-from attention_core import causal_mask, rerun_head, resolve_device
-from attention_core.models import MAX_MODEL_TOKENS, available_models
+from attention_core import MAX_MODEL_TOKENS, causal_mask, rerun_head, resolve_device
+from attention_core.models import WORD_START, available_models
 from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
-from figures.stages import CAPTURED_STAGE_KEYS, stage_view
+from figures.stages import stage_view, stages_for
 from ui.controls import current_settings
 from ui.real import model_for, model_trace_for
-from ui.show import (
-    SIDE_BY_SIDE_MAX,
-    apply_presentation,
-    context_view,
-    friendly_errors,
-    show_figure,
-    show_view,
-    style_for,
-)
+from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, style_for
+
+SINK_SHARE = 0.5  # a head that puts at least this share of rows 2..n on token 1 gets the attention-sink note
 
 
 def _fixed_by_architecture(info) -> None:
     st.markdown(
-        "**What the architecture fixes** (the trained weights have these shapes; the sidebar's d_k and heads do "
-        "not apply here)"
+        "**What the architecture fixes** (the trained weights have these shapes; the sidebar's sizes, mask, "
+        "scaling, seed and init do not apply here and are greyed out)"
     )
     st.dataframe(
         [
@@ -47,8 +41,26 @@ def _head_sharing_note(model_trace, head: int) -> str:
         return f"Head {head + 1} has its own keys and values."
     others = ", ".join(str(h + 1) for h in sharing)
     return (
-        f"Grouped-query attention: query heads {others} all read key/value head {kv + 1}, so their K and V "
-        f"below are the same matrices; only Q differs."
+        f"[Grouped-query attention](glossary#gqa): query heads {others} all read key/value head {kv + 1}, so their "
+        "K and V below are the same matrices; only Q differs."
+    )
+
+
+def sink_note(layer_trace, head: int, special: bool) -> str:
+    """The attention-sink note for a head that parks most of its attention on the first token ("" if it does not)."""
+    share = layer_trace.first_key_share(head)
+    if share is None or share < SINK_SHARE or layer_trace.n_tokens < 3:
+        return ""
+    first = layer_trace.tokens[0]
+    why = (
+        f"“{first}” is a special token, a usual parking place."
+        if special
+        else f"This model starts with no special token, so the first word, “{first}”, takes that role."
+    )
+    return (
+        f"This head puts **{share:.0%}** of its attention on the first token, on average over rows 2–"
+        f"{layer_trace.n_tokens}: an [attention sink](glossary#attention-sink), where a head parks attention that has "
+        f"nowhere better to go. {why} A large weight on it says little about meaning."
     )
 
 
@@ -62,19 +74,18 @@ def _what_if_causal(layer_trace, head: int, style) -> None:
         "A one-head what-if: this head's captured q, k and scale with a causal mask added. The model was trained "
         "without a mask and its other heads and layers are unchanged, so this is not what a causal model would do."
     )
-    what_if = rerun_head(layer_trace, head, causal_mask(layer_trace.n_tokens))
+    what_if = rerun_head(
+        layer_trace, head, causal_mask(layer_trace.n_tokens), label=f"what if causal · head {head + 1}"
+    )
     left, right = st.columns(2)
     with left:
         show_figure(stage_view(layer_trace, "weights", head, style).figures[0], "rm-actual")
     with right:
-        view = stage_view(what_if, "weights", 0, style)
-        view.figures[0].update_layout(title_text="what if causal: softmax(masked scores)")
-        show_figure(view.figures[0], "rm-whatif")
+        show_figure(stage_view(what_if, "weights", 0, style).figures[0], "rm-whatif")
 
 
 with friendly_errors():
     settings = current_settings()
-    apply_presentation(settings)
     style = style_for(settings)
     st.title("A real trained transformer")
     st.markdown(
@@ -96,10 +107,12 @@ with friendly_errors():
             f"{len(model_trace.tokens)} are shown (at most {MAX_MODEL_TOKENS}, so that 30 layers of maps stay fast)."
         )
     st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
-    st.code("  ".join(f"{i}:{token}" for i, token in enumerate(model_trace.tokens)), language=None, wrap_lines=True)
+    st.code("  ".join(f"{style.index(i)}:{t}" for i, t in enumerate(model_trace.tokens)), language=None,
+            wrap_lines=True)  # fmt: skip
     st.caption(
-        "Special tokens ([CLS], [SEP]) are shown; '##ing' continues the word before it; "
-        "↵ is a newline, ␣ a space, ⟨f0 9f⟩ the bytes of part of a character."
+        f"{WORD_START} marks a token that starts a new word (the tokenizer's leading space); special tokens "
+        "([CLS], [SEP]) are shown; '##ing' continues the word before it; ↵ is a newline, ␣ a space, ⟨f0 9f⟩ the "
+        "bytes of part of a character."
     )
     _fixed_by_architecture(info)
 
@@ -118,12 +131,15 @@ with friendly_errors():
     )
     layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
     layer_trace = model_trace.layers[layer]
-    st.caption(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
+    st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
     beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
-    for stage in CAPTURED_STAGE_KEYS:
-        show_view(stage_view(layer_trace, stage, head, beside), f"rm-{stage}", beside.side_by_side)
-        if stage == "context":
-            context_view(layer_trace, head, style, key="rm_query")
-        if stage == "weights" and not info.causal:
-            _what_if_causal(layer_trace, head, style)
+    special = model_trace.raw_tokens[0] in loaded.tokenizer.all_special_tokens
+    for stage in stages_for(layer_trace):
+        show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
+        if stage.key == "weights":
+            note = sink_note(layer_trace, head, special)
+            if note:
+                st.info(note, icon="⚓")
+            if not info.causal:
+                _what_if_causal(layer_trace, head, style)
         st.divider()

@@ -2,84 +2,82 @@
 
 import streamlit as st
 
-from figures.stages import STAGE_KEYS, stage_view
+from figures.stages import BY_KEY, stages_for
 from ui.controls import current_settings
+from ui.numbers import lecture_panel, numbers_editor
 from ui.show import (
     SIDE_BY_SIDE_MAX,
-    apply_presentation,
-    context_view,
     friendly_errors,
-    show_view,
+    show_stage,
+    show_typed_refusals,
+    slide_columns,
     style_for,
     trace_for,
     trace_npz,
 )
 
-STAGE_NAMES = {
-    "x": "X",
-    "projections": "W_Q W_K W_V",
-    "qkv": "Q K V",
-    "scores": "QKᵀ",
-    "scaled": "/√d_k",
-    "mask": "mask",
-    "weights": "softmax",
-    "context": "·V",
-    "output": "concat·W_O",
-}
+
+def _step(keys: list[str], delta: int) -> None:
+    current = st.session_state.get("stage", BY_KEY[keys[0]].label)
+    labels = [BY_KEY[key].label for key in keys]
+    index = labels.index(current) if current in labels else 0
+    st.session_state["stage"] = labels[(index + delta) % len(labels)]
 
 
-def _step(delta: int) -> None:
-    index = STAGE_KEYS.index(st.session_state.get("stage", STAGE_KEYS[0]))
-    st.session_state["stage"] = STAGE_KEYS[(index + delta) % len(STAGE_KEYS)]
+def _head_picker(place, n_heads: int) -> int:
+    if n_heads == 1:
+        return 0
+    head = place.segmented_control(
+        "head",
+        list(range(n_heads)),
+        format_func=lambda i: f"head {i + 1}",
+        default=0,
+        key="head",
+        bind="query-params",
+    )
+    return 0 if head is None else min(head, n_heads - 1)
 
 
 with friendly_errors():
     settings = current_settings()
-    apply_presentation(settings)
     trace = trace_for(settings)
-    # A stage's figures share a row in presentation mode, and where the maps stay wide enough to read.
-    style = style_for(settings, side_by_side=settings.presentation or trace.n_tokens <= SIDE_BY_SIDE_MAX)
-    st.title("Self-attention, step by step")
-    st.caption(
-        f"{trace.n_tokens} tokens · d_model {settings.config.d_model} · d_k {trace.d_k} · d_v {trace.d_v} · "
-        f"{trace.n_heads} head(s) · {'causal' if settings.config.causal else 'no mask'} · "
-        f"{'scaled' if settings.config.scaled else 'NOT scaled'} · seed {settings.config.seed}"
-    )
-    head = 0
-    if trace.n_heads > 1:
-        head = st.segmented_control(
-            "head",
-            list(range(trace.n_heads)),
-            format_func=lambda i: f"head {i + 1}",
-            default=0,
-            key="head",
-            bind="query-params",
-        )
-        head = 0 if head is None else min(head, trace.n_heads - 1)
-
+    config = settings.config
+    keys = [stage.key for stage in stages_for(trace)]
     if settings.presentation:
-        left, middle, right = st.columns([1, 6, 1])
-        left.button("← previous", on_click=_step, args=(-1,), shortcut="Left", width="stretch")
-        right.button("next →", on_click=_step, args=(1,), shortcut="Right", width="stretch")
-        with middle:
-            key = st.segmented_control(
-                "stage",
-                STAGE_KEYS,
-                format_func=STAGE_NAMES.get,
-                default=STAGE_KEYS[0],
-                key="stage",
-                bind="query-params",
-            )
-        key = key or STAGE_KEYS[0]
-        show_view(stage_view(trace, key, head, style), key, side_by_side=style.side_by_side)
-        if key == "context":
-            context_view(trace, head, style)
-        st.button("Exit presentation mode", on_click=st.session_state.update, kwargs={"present": False})
+        # One row to steer by, then the stage as a slide: words left, figures right, on one screen.
+        style = style_for(settings, side_by_side=True, slide=True)
+        show_typed_refusals(settings)
+        back, stages, forward = st.columns([1.5, 6, 1.5], vertical_alignment="bottom")
+        back.button("← previous", on_click=_step, args=(keys, -1), shortcut="Left", width="stretch")
+        forward.button("next →", on_click=_step, args=(keys, 1), shortcut="Right", width="stretch")
+        label = stages.segmented_control(
+            "stage",
+            [BY_KEY[key].label for key in keys],
+            default=BY_KEY[keys[0]].label,
+            key="stage",
+            bind="query-params",
+            label_visibility="collapsed",
+        )
+        key = next((key for key in keys if BY_KEY[key].label == label), keys[0])
+        places = slide_columns()
+        head = _head_picker(places[0], trace.n_heads)
+        show_stage(trace, key, head, style, places=places)
     else:
-        for key in STAGE_KEYS:
-            show_view(stage_view(trace, key, head, style), key, side_by_side=style.side_by_side)
-            if key == "context":
-                context_view(trace, head, style)
+        # A stage's figures share a row where the maps stay wide enough to read.
+        style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
+        st.title("Self-attention, step by step")
+        st.caption(
+            f"{trace.n_tokens} tokens · d_model {config.d_model} · d_k {trace.d_k} · d_v {trace.d_v} · "
+            f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''} · {'causal' if config.causal else 'no mask'} · "
+            f"{'scaled' if config.scaled else 'NOT scaled'} · "
+            f"{'projections' if config.projections else 'Q = K = V = X'} · seed {config.seed}"
+        )
+        show_typed_refusals(settings)
+        lecture_panel(trace)
+        head = _head_picker(st, trace.n_heads)
+        numbers_editor(trace, settings, head)
+        for key in keys:
+            show_stage(trace, key, head, style)
             st.divider()
         st.download_button(
             "⬇ whole trace (.npz)",

@@ -1,5 +1,6 @@
-"""Every page through Streamlit's AppTest: the heatmaps hold the engine's numbers for the
-settings chosen in the sidebar, and bad values give a message, never an exception."""
+"""Every page through Streamlit's AppTest: the heatmaps hold the engine's numbers for the settings chosen in
+the sidebar, lecture examples and typed numbers reach every stage, and bad values give a message naming the
+field, never an exception."""
 
 import json
 from pathlib import Path
@@ -9,11 +10,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
+from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
+from figures.stages import STAGES, heading
 from tests.plotly_spec import decode, title_of
-from ui.controls import DEFAULTS, EXAMPLES, settings_from
+from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
 
 TIMEOUT = 120
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TEXT = DEFAULTS["text"]
 
 
 def charts(at):
@@ -38,19 +42,26 @@ def default_config(**changes):
     return AttentionConfig(**{**base, **changes})
 
 
+def subheaders(at) -> list[str]:
+    return [s.value for s in at.subheader]
+
+
 @pytest.fixture
 def app():
     return AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
 
 
-def test_walkthrough_default_shows_engine_numbers(app):
+def test_walkthrough_default_is_lecture_000_with_the_engine_numbers(app):
     no_problems(app)
-    trace = trace_sentence(EXAMPLES[0], default_config())
+    assert app.selectbox(key="example").value == BY_KEY["next"].label  # the default *is* the lecture's example
+    trace = trace_sentence(DEFAULT_TEXT, default_config())
     spec = chart_titled(app, "attention weights")
     np.testing.assert_allclose(decode(spec["data"][0]["z"]), trace.weights[0].numpy(), rtol=1e-6)
     assert spec["layout"]["xaxis"]["ticktext"] == ["The", "next", "day", "is", "bright"]
-    q = chart_titled(app, "Q = X·W_Q  [5x8]·[8x4] = [5x4]")
+    q = chart_titled(app, "Q = X·W_Q")  # three side by side: the shapes move to the subtitle line to fit
+    assert q["layout"]["title"]["subtitle"]["text"] == "[5x8]·[8x4] = [5x4]"
     np.testing.assert_allclose(decode(q["data"][0]["z"]), trace.q[0].numpy(), rtol=1e-6)
+    assert subheaders(app)[: len(STAGES)] == [heading(stage.key) for stage in STAGES]
 
 
 def test_sidebar_changes_reach_the_heatmaps(app):
@@ -71,13 +82,55 @@ def test_sidebar_changes_reach_the_heatmaps(app):
     assert np.isnan(z[~lower]).all()
     ticks = spec["layout"]["yaxis"]["ticktext"]
     assert ticks == ["the", "cat", "saw", "the", "&lt;", "b", "&gt;", "dog", "&lt;", "/", "b", "&gt;"]
+    assert app.selectbox(key="example").value == OWN  # no lecture example any more
 
 
-def test_lecture_example_picker_sets_the_sentence(app):
-    app.selectbox(key="example").set_value(EXAMPLES[3]).run()
+def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):
+    example = BY_KEY["madd"]
+    app.selectbox(key="example").set_value(example.label).run()
     no_problems(app)
-    assert app.session_state["text"] == EXAMPLES[3]
+    assert app.session_state["text"] == example.text
+    assert (app.slider(key="heads").value, app.toggle(key="causal").value) == (2, True)
     assert chart_titled(app, "X  [")["layout"]["yaxis"]["ticktext"][:3] == ["Vatsal", "studies", "a"]
+    app.slider(key="heads").set_value(3).run()
+    assert app.selectbox(key="example").value == OWN
+    app.slider(key="heads").set_value(2).run()  # back to the lecture's sizes: the box shows it again
+    assert app.selectbox(key="example").value == example.label
+
+
+def test_the_lectures_hand_numbers_reach_every_stage(app):
+    """Lecture 002's "Alice will eat pizza" in 3 dimensions: X and W_Q as printed, q_eat as the arithmetic gives."""
+    app.selectbox(key="example").set_value(BY_KEY["alice-typed"].label).run()
+    no_problems(app)
+    x = chart_titled(app, "X  [4x3]")
+    np.testing.assert_allclose(decode(x["data"][0]["z"]), np.array(ALICE_X), rtol=1e-6)
+    w_q = chart_titled(app, "W_Q  [3x2]")
+    np.testing.assert_allclose(decode(w_q["data"][0]["z"]), np.array(ALICE_W_Q), rtol=1e-6)
+    q = chart_titled(app, "Q = X·W_Q")
+    np.testing.assert_allclose(decode(q["data"][0]["z"])[2], [0.26, 0.72], atol=1e-6)  # q_eat, not [0.30, 0.61]
+    table = app.dataframe[0].value
+    assert "q_eat = x_eat·W_Q" in set(table["quantity"]) and "≠" in set(table[""])
+    assert app.text_area(key="w_q").value == "0.3,-0.1;-0.2,0.7;0.4,0.2"  # in the URL, compactly
+
+
+def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
+    app.text_area(key="w_q").set_value("1,2;3,x").run()
+    assert any("W_Q row 2, column 2 is 'x', which is not a number" in w.value for w in app.warning)
+    app.text_area(key="w_q").set_value("1,0;0,1").run()
+    assert any("The typed W_Q is 2×2, but these settings need 8×4" in w.value for w in app.warning)
+    trace = trace_sentence(DEFAULT_TEXT, default_config())
+    q = chart_titled(app, "Q = X·W_Q")
+    np.testing.assert_allclose(decode(q["data"][0]["z"]), trace.q[0].numpy(), rtol=1e-6)  # the drawn W_Q stands
+    no_problems(app)
+
+
+def test_projections_off_is_lecture_003s_first_attempt(app):
+    app.toggle(key="projections").set_value(False).run()
+    no_problems(app)
+    assert "W_Q  [" not in " ".join(title_of(s) for s in charts(app))
+    qkv = chart_titled(app, "Q = K = V = X")
+    trace = trace_sentence(DEFAULT_TEXT, default_config(projections=False))
+    np.testing.assert_allclose(decode(qkv["data"][0]["z"]), trace.x.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -90,8 +143,9 @@ def test_lecture_example_picker_sets_the_sentence(app):
         ({"seed": -1}, "seed must be between 0 and 4294967295; got -1"),
         ({"seed": 1.5}, "seed must be an integer between 0 and 4294967295; got 1.5"),
         ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps; got 'tpu'"),
-        ({"init": "<script>"}, "init must be one of normal, xavier; got '<script>'"),
+        ({"init": "<script>"}, "init must be one of normal, xavier, kaiming, unit; got '<script>'"),
         ({"positional": "yes"}, "positional must be on or off; got 'yes'"),
+        ({"w_q": 5}, "W_Q must be text; got int"),
     ],
 )
 def test_server_side_validation_names_field_value_and_range(changes, message):
@@ -100,6 +154,55 @@ def test_server_side_validation_names_field_value_and_range(changes, message):
         config = settings_from({**DEFAULTS, **changes})
         trace_sentence(config.text, config.config)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "params, refused",
+    [
+        ({"heads": "abc"}, "heads = 'abc', which is not used: it must be a whole number from 1 to 16"),
+        (
+            {"d_model": "5000"},
+            "d_model (embedding width) = '5000', which is not used: it must be a whole number from 1",
+        ),
+        ({"causal": "maybe"}, "causal mask = 'maybe', which is not used: it must be true or false"),
+        (
+            {"init": "zeros"},
+            "weight init = 'zeros', which is not used: it must be one of normal, xavier, kaiming, unit",
+        ),
+    ],
+)
+def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused):
+    """Streamlit drops such a value silently; the page says which one and why."""
+    assert any(refused in r for r in url_refusals(params))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception
+    assert any(refused in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_a_link_that_is_no_lecture_example_shows_none_in_the_box():
+    """On a session's first run the box must read the link's values, not the defaults."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"text": "The dog chased the ball", "heads": "2"})
+    at.run()
+    assert at.selectbox(key="example").value == OWN
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    example = BY_KEY["madd"]
+    at.query_params.update({"text": example.text, "heads": "2", "causal": "true"})
+    at.run()
+    assert at.selectbox(key="example").value == example.label
+
+
+def test_gpt2_small_sizes_fit_the_controls():
+    """Lecture 002's table: GPT-2 small has d_model 768 and 12 heads of d_k 64."""
+    assert url_refusals({"d_model": "768", "d_k": "64", "heads": "12"}) == []
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"d_model": "768", "d_k": "64", "d_v": "64", "heads": "12"})
+    at.run()
+    no_problems(at)
+    assert at.slider(key="d_model").value == 768 and at.slider(key="heads").value == 12
+    assert chart_titled(at, "W_Q  [768x64]")
 
 
 def test_empty_sentence_gives_a_message_not_a_traceback(app):
@@ -119,50 +222,101 @@ def test_multihead_page_shows_every_head(app):
     app.slider(key="heads").set_value(4).run()
     app.switch_page("pages/multihead.py").run()
     no_problems(app)
-    trace = trace_sentence(EXAMPLES[0], default_config(n_heads=4))
+    assert app.title[0].value == "4 heads in parallel"
+    trace = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4))
     grid = chart_titled(app, "weights of all 4 heads")
-    heads = [d for d in grid["data"] if d.get("showscale") is not False or "hovertemplate" in d][:4]
+    heads = [d for d in grid["data"] if d["type"] == "heatmap" and d.get("showscale") is not None]
+    heads = [d for d in heads if "value = " in d.get("hovertemplate", "")]
+    assert len(heads) == 4  # one map per head, each the engine's
     for h, data in enumerate(heads):
         np.testing.assert_allclose(decode(data["z"]), trace.weights[h].numpy(), rtol=1e-6)
     out = chart_titled(app, "output = concat·W_O")
     np.testing.assert_allclose(decode(out["data"][0]["z"]), trace.output.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_why_sqrt_dk_page_plots_the_experiment(app):
+def test_one_head_reads_one_head(app):
+    app.switch_page("pages/multihead.py").run()
+    assert app.title[0].value == "1 head in parallel"
+    assert any("raise **heads**" in i.value for i in app.info)
+
+
+def test_why_sqrt_dk_page_plots_both_experiments(app):
     app.switch_page("pages/why_sqrt_dk.py").run()
     no_problems(app)
-    spec = chart_titled(app, "The variance of a dot product")
-    expected = scaling_experiment((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 16, 2000, 0, device="cpu")
+    spec = chart_titled(app, "Random q, k: the variance")
+    d_ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    expected = scaling_experiment(d_ks, 16, 2000, 0, device="cpu")
     np.testing.assert_allclose(decode(spec["data"][0]["y"]), expected.var_unscaled, rtol=1e-9)
-    row = chart_titled(app, "attention weights of")
-    scaled = trace_sentence(EXAMPLES[0], default_config())
-    np.testing.assert_allclose(decode(row["data"][0]["y"]), scaled.weights[0, 0].numpy(), rtol=1e-6)
+    sentence = chart_titled(app, "Your sentence: the variance")
+    ratios = decode(sentence["data"][0]["y"]) / np.array(d_ks)
+    assert np.all((ratios > 0.7) & (ratios < 1.3))  # the fair experiment: Var(q·k) ≈ d_k at every d_k
+    row = chart_titled(app, "weights of “The” at d_k = 4")
+    assert np.isclose(decode(row["data"][0]["y"]).sum(), 1, atol=1e-5)
 
 
-def test_compare_page_puts_two_settings_side_by_side(app):
+def test_compare_page_puts_two_settings_side_by_side_and_says_what_is_held(app):
     app.switch_page("pages/compare.py").run()
     no_problems(app)
     specs = [s for s in charts(app) if title_of(s).startswith("attention weights")]
     assert len(specs) == 2
-    left = trace_sentence(EXAMPLES[0], default_config(causal=False))
-    right = trace_sentence(EXAMPLES[0], default_config(causal=True))
+    left = trace_sentence(DEFAULT_TEXT, default_config(causal=False))
+    right = trace_sentence(DEFAULT_TEXT, default_config(causal=True))
     np.testing.assert_allclose(decode(specs[0]["data"][0]["z"]), left.weights[0].numpy(), rtol=1e-6)
     lower = right.mask.numpy()
     np.testing.assert_allclose(decode(specs[1]["data"][0]["z"])[lower], right.weights[0].numpy()[lower], rtol=1e-6)
+    assert any(c.value.startswith("Held fixed: everything but the mask") for c in app.caption)
 
 
-def test_presentation_mode_shows_one_stage_and_steps(app):
+def test_compare_two_chosen_d_ks(app):
+    app.switch_page("pages/compare.py").run()
+    app.segmented_control(key="cmp_what").set_value("two d_k").run()
+    app.number_input(key="cmp_dk_left").set_value(3).run()
+    app.number_input(key="cmp_dk_right").set_value(48).run()
+    no_problems(app)
+    assert len([s for s in charts(app) if title_of(s).startswith("attention weights")]) == 2
+    assert any("first 3 columns of the larger one's" in c.value for c in app.caption)
+    assert any(m.value.startswith("**no mask, scaled, seed 0, d_k 48") for m in app.markdown)
+
+
+def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
     app.toggle(key="present").set_value(True).run()
     no_problems(app)
-    assert [s.value for s in app.subheader] == ["1 · Input embeddings X"]
-    app.button[1].click().run()  # "next →"
-    assert [s.value for s in app.subheader] == ["2 · Projection matrices W_Q, W_K, W_V"]
-    app.button[0].click().run()  # "← previous"
-    app.button[0].click().run()  # wraps to the last stage
-    assert app.subheader[0].value.startswith("9 · Concatenate")
+    assert subheaders(app) == [heading("x")]
+    next_button = [b for b in app.button if b.label == "next →"][0]
+    next_button.click().run()
+    assert subheaders(app) == [heading("projections")]
+    previous = [b for b in app.button if b.label == "← previous"][0]
+    previous.click().run()
+    [b for b in app.button if b.label == "← previous"][0].click().run()  # wraps to the last stage
+    assert subheaders(app) == [heading("output")]
+    app.button(key="leave_presentation").click().run()
+    assert app.session_state["present"] is False and len(subheaders(app)) > 1
+
+
+@pytest.mark.parametrize(
+    "page", ["pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/glossary.py"]
+)
+def test_presentation_mode_on_every_page_has_a_way_out_and_to_the_others(app, page):
+    app.toggle(key="present").set_value(True).run()
+    app.switch_page(page).run()
+    no_problems(app)
+    assert [link.label for link in app.get("page_link")] == [
+        "Walkthrough", "Multi-head", "Why √d_k", "Compare", "Real model", "Glossary",
+    ]  # fmt: skip
+    app.button(key="leave_presentation").click().run()
+    assert app.session_state["present"] is False
 
 
 def test_every_stage_offers_its_exports(app):
     labels = [button.label for button in app.get("download_button")]
     assert "weights (CSV)" in labels and "scores (CSV)" in labels and "W_Q (CSV)" in labels
-    assert any(label.startswith("attention weights = softmax(rows)") and label.endswith("(HTML)") for label in labels)
+    assert "attention weights (HTML)" in labels and "How peaked is each row? (HTML)" in labels
+
+
+def test_glossary_has_every_term_linked_from_the_pages(app):
+    from figures.glossary import TERMS, anchor
+
+    app.switch_page("pages/glossary.py").run()
+    no_problems(app)
+    assert [s.value for s in app.subheader] == list(TERMS)
+    assert {anchor(term) for term in TERMS} >= {"q-k-v", "causal-mask", "attention-sink", "gqa", "sqrt-d-k"}

@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 from attention_core import causal_mask, rerun_head
 from attention_core.models import load_model, trace_text
 from tests.plotly_spec import decode
-from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems
-from ui.controls import EXAMPLES
+from tests.test_app import ROOT, TIMEOUT, chart_titled, charts, no_problems
+from ui.controls import DEFAULTS
 
 PAYLOAD_MAX = 2 * 1024 * 1024
 
@@ -35,7 +35,7 @@ def payload_bytes(at) -> int:
 
 def test_default_is_minilm_with_its_numbers_and_tokens(models):
     at = open_page()
-    traced = trace_text(models["minilm"], EXAMPLES[0])
+    traced = trace_text(models["minilm"], DEFAULTS["text"])
     grid = chart_titled(at, "Mean normalized entropy")
     np.testing.assert_allclose(decode(grid["data"][0]["z"]), traced.mean_normalized_entropy().numpy(), rtol=1e-6)
     assert grid["layout"]["yaxis"]["ticktext"] == [f"layer {i}" for i in range(1, 7)]
@@ -49,16 +49,16 @@ def test_smollm2_layer_and_head_choice_reaches_the_stage_views(models):
     at = open_page(text="the cat saw the dog", rm_model="smollm2", rm_layer=17, rm_head=4)
     traced = trace_text(models["smollm2"], "the cat saw the dog")
     weights = chart_titled(at, "attention weights")
-    assert weights["layout"]["title"]["subtitle"]["text"] == "head 5 of 9"
+    assert weights["layout"]["title"]["subtitle"]["text"].endswith("head 5 of 9")
     z = decode(weights["data"][0]["z"])
     lower = causal_mask(5).numpy()
     np.testing.assert_allclose(z[lower], traced.layers[17].weights[4].numpy()[lower], rtol=1e-6)
     assert np.isnan(z[~lower]).all()  # the future is drawn as masked, not as a colour
-    assert weights["layout"]["yaxis"]["ticktext"] == ["the", "cat", "saw", "the", "dog"]
+    assert weights["layout"]["yaxis"]["ticktext"] == ["the", "·cat", "·saw", "·the", "·dog"]  # · = word start
     scores = chart_titled(at, "scores = Q·Kᵀ")
     np.testing.assert_allclose(decode(scores["data"][0]["z"]), traced.layers[17].scores[4].numpy(), rtol=1e-5)
-    captions = " ".join(c.value for c in at.caption)
-    assert "query heads 4, 5, 6 all read key/value head 2" in captions
+    notes = " ".join(m.value for m in at.markdown)  # the sharing note links GQA to the glossary
+    assert "query heads 4, 5, 6 all read key/value head 2" in notes
     assert "(kv 2)" in at.selectbox(key="rm_head").format_func(4)
     grid = chart_titled(at, "Mean normalized entropy")
     assert decode(grid["data"][0]["z"]).shape == (30, 9)
@@ -68,9 +68,9 @@ def test_what_if_causal_masks_one_encoder_head(models):
     at = open_page(rm_layer=2, rm_head=3)
     at.toggle(key="rm_whatif").set_value(True).run()
     no_problems(at)
-    layer = trace_text(models["minilm"], EXAMPLES[0]).layers[2]
+    layer = trace_text(models["minilm"], DEFAULTS["text"]).layers[2]
     expected = rerun_head(layer, 3, causal_mask(layer.n_tokens)).weights[0].numpy()
-    spec = chart_titled(at, "what if causal")
+    spec = [s for s in charts(at) if "what if causal" in s["layout"]["title"]["subtitle"]["text"]][0]
     z = decode(spec["data"][0]["z"])
     lower = np.tril(np.ones_like(expected, dtype=bool))
     np.testing.assert_allclose(z[lower], expected[lower], rtol=1e-6)
@@ -78,9 +78,35 @@ def test_what_if_causal_masks_one_encoder_head(models):
     assert any("one-head what-if" in i.value for i in at.info)
 
 
-def test_decoder_has_no_what_if_switch():
-    at = open_page(rm_model="smollm2")
-    assert not [t for t in at.toggle if t.key == "rm_whatif"]
+def test_only_the_encoder_has_the_what_if_switch():
+    """The what-if adds a causal mask: an encoder has none to add, a decoder already has one."""
+    encoder = open_page()
+    assert [t.key for t in encoder.toggle if t.key == "rm_whatif"] == ["rm_whatif"]
+    decoder = open_page(rm_model="smollm2")
+    assert not [t for t in decoder.toggle if t.key == "rm_whatif"]
+    assert chart_titled(decoder, "attention weights")  # the page drew its stages: the switch is absent, not broken
+
+
+def test_attention_sink_is_named_where_a_head_parks_on_the_first_token(models):
+    """SmolLM2 has no beginning-of-sequence token: many heads put most of each row on the first word."""
+    text = "Alice will eat pizza"
+    traced = trace_text(models["smollm2"], text)
+    shares = [(layer, head, traced.layers[layer].first_key_share(head)) for layer in range(30) for head in range(9)]
+    layer, head, share = max(shares, key=lambda item: item[2])
+    assert share >= 0.5
+    at = open_page(text=text, rm_model="smollm2", rm_layer=layer, rm_head=head)
+    notes = [i.value for i in at.info if "attention sink" in i.value]
+    assert notes and f"**{share:.0%}**" in notes[0] and "first word, “Alice”" in notes[0]
+    low = min(shares, key=lambda item: item[2])
+    quiet = open_page(text=text, rm_model="smollm2", rm_layer=low[0], rm_head=low[1])
+    assert low[2] < 0.5 and not [i for i in quiet.info if "attention sink" in i.value]
+
+
+def test_controls_that_do_not_apply_are_inactive():
+    at = open_page()
+    inactive = {w.key for w in [*at.slider, *at.toggle, *at.number_input, *at.selectbox] if w.disabled}
+    assert {"d_model", "d_k", "d_v", "heads", "causal", "scaled", "seed", "init", "projections"} <= inactive
+    assert not at.text_area(key="text").disabled and not at.toggle(key="present").disabled
 
 
 def test_long_text_is_truncated_with_a_notice_and_stays_under_2_mb():
@@ -97,4 +123,4 @@ def test_html_looking_text_is_shown_literally(models):
     ticks = weights["layout"]["xaxis"]["ticktext"]
     assert "&lt;" in ticks and "<" not in ticks
     tokens = trace_text(models["minilm"], "<script>alert(1)</script> <b>x</b>").tokens
-    assert at.code[0].value.startswith("  ".join(f"{i}:{t}" for i, t in enumerate(tokens))[:40])
+    assert at.code[0].value.startswith("  ".join(f"{i + 1}:{t}" for i, t in enumerate(tokens))[:40])

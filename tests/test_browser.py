@@ -1,142 +1,49 @@
 """The whole app in a real browser (Debian's Chromium driven by Playwright).
 
-Starts `streamlit run app.py` on a free local port, types a sentence, moves a slider, toggles
-the causal mask, and checks what Plotly painted. Screenshots go to test-artifacts/.
-Under CI (CI=true) a missing Chromium is a failure, not a skip.
+Starts `streamlit run app.py` on a free local port, types a sentence, moves a slider, toggles the causal
+mask, and checks what Plotly painted. Screenshots go to test-artifacts/. Under CI (CI=true) a missing
+Chromium is a failure, not a skip.
 """
 
-import contextlib
 import csv
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
+import re
 import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 import pytest
 
-from figures.stages import STAGE_KEYS
+from figures.stages import STAGES
+from tests.browser import (
+    CHART_Z,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    CLIPPED,
+    CONTRAST,
+    EXPORT_CONTRAST,
+    OVERFLOW,
+    OVERLAPS,
+    SIZES,
+    no_traceback,
+    offline,
+    outside_requests,
+    running_app,
+    screenshot,
+    settled,
+    toggle,
+    wait_for_chart,
+)
+from ui.pages import PAGES
 
-ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 AWKWARD = "<b>x</b> the cat saw the dog"
 AWKWARD_TOKENS = ["<", "b", ">", "x", "<", "/", "b", ">", "the", "cat", "saw", "the", "dog"]
+DOG = "The dog chased the ball but it couldn't catch it"
+PAGE_TITLES = [spec.title for spec in PAGES]
+ADDRESS = {spec.title: Path(spec.path).stem for spec in PAGES}  # a page's address is its file name
 
 pytestmark = pytest.mark.browser
-
-# JavaScript run in the page: what Plotly holds for the chart whose title starts with a prefix.
-PLOT_STATE = """prefix => {
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const painted = gd.querySelector('.gtitle');
-    const title = painted ? painted.textContent : '';
-    const subtitle = gd.querySelector('.gtitle-subtitle')?.textContent ?? '';
-    if (!title.startsWith(prefix)) continue;
-    const ticks = [...gd.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent);
-    const bold = gd.querySelectorAll('.ytick tspan[style*="bold"], .xtick tspan[style*="bold"]').length;
-    let masked = null;
-    if (gd.data.length > 1 && gd.data[1].z) {  // plotly keeps decoded rows as index -> value objects
-      const rows = gd.data[1].z._inputArray || gd.data[1].z;
-      masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
-    }
-    return {title, subtitle, ticks, bold, masked};
-  }
-  return null;
-}"""
-
-# JavaScript run in the page: the text of every chart label (ticks, axis titles, colour-bar numbers,
-# titles) that sticks out of its chart. The margins are computed in Python, not measured by Plotly.
-CLIPPED = """() => {
-  const out = [];
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const chart = gd.querySelector('.main-svg').getBoundingClientRect();
-    for (const label of gd.querySelectorAll(
-        '.xtick text, .ytick text, .g-xtitle, .g-ytitle, .cbaxis text, .gtitle, .gtitle-subtitle')) {
-      const box = label.getBoundingClientRect();
-      if (box.width === 0) continue;
-      const slack = 4;  // a text box includes the line's leading above the glyphs
-      if (box.left < chart.left - slack || box.right > chart.right + slack ||
-          box.top < chart.top - slack || box.bottom > chart.bottom + slack)
-        out.push(label.textContent);
-    }
-  }
-  return out;
-}"""
-
-
-# JavaScript run in the page: the lowest contrast ratio (WCAG: 4.5 is enough for text) between a chart's
-# labels and the page behind them, with the label that has it.
-CONTRAST = """() => {
-  const luminance = colour => {
-    const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(v => {
-      v /= 255;
-      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const back = luminance(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
-  let worst = [Infinity, ''];
-  const labels = '.xtick text, .ytick text, .cbaxis text, .xtitle, .ytitle, ' +
-                 '.gtitle, .gtitle-subtitle, .annotation-text';
-  for (const label of document.querySelectorAll(`.js-plotly-plot :is(${labels})`)) {
-    const text = luminance(getComputedStyle(label).fill);
-    const ratio = (Math.max(text, back) + 0.05) / (Math.min(text, back) + 0.05);
-    if (ratio < worst[0]) worst = [ratio, label.textContent];
-  }
-  return worst;
-}"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def running_app():
-    """`streamlit run app.py` on a free port, as the README starts it; yields its address."""
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI must run the browser tests: install Debian's chromium (see .ci/run)")
-        pytest.skip("Debian's chromium is not installed here (apt-get install chromium); CI installs it")
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not become healthy within 60 s")
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
@@ -155,18 +62,6 @@ def browser():
         chromium.close()
 
 
-def outside_requests(page) -> list[str]:
-    """Every address the page asks for that is not this machine: the Docker image runs offline,
-    so a font, icon or script from the internet would be missing in the lecture hall."""
-    asked = []
-    page.on("request", lambda request: asked.append(request.url))
-    return asked  # read after the test: it fills as the page runs
-
-
-def offline(asked: list[str]) -> list[str]:
-    return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
-
-
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -175,26 +70,6 @@ def page(browser):
     yield page
     context.close()
     assert offline(asked) == [], "the page fetched from outside this machine"
-
-
-def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        state = page.evaluate(PLOT_STATE, prefix)
-        if state and check(state):
-            return state
-        time.sleep(0.2)
-    raise AssertionError(f"chart {prefix!r} never reached the expected state; last: {state}")
-
-
-def no_traceback(page):
-    assert page.locator("[data-testid='stException']").count() == 0
-    assert "Traceback" not in page.content()
-
-
-def screenshot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def test_type_slide_toggle_and_see_it_painted(server, page):
@@ -212,14 +87,15 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     slider = page.get_by_role("slider", name="d_k (query/key width per head)")
     slider.focus()
     slider.press("ArrowRight")  # d_k 4 -> 5
-    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"])
+    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"] + s["subtitle"])
 
-    page.get_by_text("causal mask", exact=True).click()
+    toggle(page, "causal mask").click()
     state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
     n = len(AWKWARD_TOKENS)
     for i in range(n):
         for j in range(n):
             assert (state["masked"][i][j] == 1) == (j > i), (i, j)  # the causal triangle
+    assert state["crosses"] == 1  # a ✕ on the masked cells
     assert state["ticks"] == AWKWARD_TOKENS  # literal "<", repeated "the" and "b" keep their rows
     assert state["bold"] == 0  # "<b>" was not interpreted as markup
     no_traceback(page)
@@ -241,18 +117,49 @@ def test_odd_unicode_keeps_every_row_and_every_label_inside_its_chart(server, pa
     screenshot(page, "walkthrough-odd-unicode")
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_labels_are_readable_in_the_light_and_the_dark_theme(server, browser, scheme):
-    """Streamlit follows the system's colour scheme; every chart label must stand out from the page."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, color_scheme=scheme)
+@pytest.mark.parametrize("width, height", [(1400, 900), (1920, 1080)])
+def test_titles_never_clip_and_cell_numbers_never_run_together(server, browser, width, height):
+    """Issue 11: at 1400 px the causal mask's title ran out ("…grey ✕ = hidde") and the concat's numbers ran
+    together ("-1.42-0.99-0.44"); the peakiness chart's sub-plot titles overlapped its subtitle."""
+    context = browser.new_context(viewport={"width": width, "height": 3000})
     page = context.new_page()
     try:
-        page.goto(f"{server}/?causal=true")
-        wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
-        ratio, label = page.evaluate(CONTRAST)
-        assert ratio >= 4.5, f"{label!r} has contrast {ratio:.1f} in the {scheme} theme"
-        page.get_by_text("7 · Softmax").scroll_into_view_if_needed()
-        screenshot(page, f"walkthrough-{scheme}")
+        page.goto(f"{server}/?causal=true&heads=2&text={quote(DOG)}")
+        wait_for_chart(page, "causal mask", lambda s: s["masked"] is not None)
+        wait_for_chart(page, "concat")
+        settled(page)
+        assert page.evaluate(CLIPPED) == []
+        assert page.evaluate(OVERLAPS) == []
+        no_traceback(page)
+        screenshot(page, f"walkthrough-dog-causal-{width}")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_label_is_readable_on_screen_and_in_the_exported_image(server, browser, scheme):
+    """Streamlit follows the system's colour scheme; every chart label of every sub-plot and legend must stand
+    out from the page (4.5:1), and from the paper of the PNG the camera button saves."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2400}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        for path, chart in (
+            ("/?causal=true", "attention weights"),
+            ("/multihead?heads=6&causal=true", "weights of all 6 heads"),
+            ("/why_sqrt_dk", "Random q, k"),
+        ):
+            page.goto(f"{server}{path}")
+            wait_for_chart(page, chart)
+            settled(page)
+            ratio, label = page.evaluate(CONTRAST)
+            assert ratio >= 4.5, f"{label!r} has contrast {ratio:.1f} in the {scheme} theme on {path}"
+            ratio, label = page.evaluate(EXPORT_CONTRAST)
+            assert ratio >= 4.5, f"exported image: {label} has contrast {ratio:.1f} ({scheme}, {path})"
+            screenshot(page, f"{path.strip('/').split('?')[0] or 'walkthrough'}-{scheme}")
+        with page.expect_download() as png:
+            page.locator(".js-plotly-plot").first.hover()
+            page.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
+        assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     finally:
         context.close()
 
@@ -262,12 +169,12 @@ def test_exports_download_the_exact_numbers(server, page):
     the chart's HTML carries plotly.js inside it."""
     page.goto(f"{server}/?text={quote('the cat saw the <b>dog</b>')}&causal=true")
     wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
-    page.get_by_role("button", name="⬇ export").nth(STAGE_KEYS.index("weights")).click()
+    page.get_by_role("button", name="⬇ export").nth([s.key for s in STAGES].index("weights")).click()
     with page.expect_download() as csv_download:
         page.get_by_role("button", name="weights (CSV)").click()
     rows = list(csv.reader(Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()))
     with page.expect_download() as html_download:
-        page.get_by_role("button", name="attention weights = softmax(rows) (HTML)").click()
+        page.get_by_role("button", name=re.compile(r"^attention weights.* \(HTML\)$")).click()
     standalone = Path(html_download.value.path()).read_text(encoding="utf-8")
     assert "<script src=" not in standalone and "Plotly.newPlot" in standalone  # plotly.js inside: opens offline
     page.keyboard.press("Escape")
@@ -288,23 +195,27 @@ def test_every_page_keeps_the_sidebar_and_paints(server, page):
     wait_for_chart(page, "attention weights")
     for link, prefix, name in (
         ("Multi-head", "weights of all 3 heads", "multihead"),
-        ("Why √d_k", "The variance of a dot product", "why-sqrt-dk"),
+        ("Why √d_k", "Random q, k", "why-sqrt-dk"),
         ("Compare", "attention weights", "compare"),
     ):
         page.get_by_role("link", name=link).click()
         wait_for_chart(page, prefix)
         assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
         no_traceback(page)
-        time.sleep(0.5)
+        settled(page)
         assert page.evaluate(CLIPPED) == [], name
+        assert page.evaluate(OVERLAPS) == [], name
         screenshot(page, name)
+    page.get_by_role("link", name="Glossary").click()
+    page.get_by_role("heading", name="attention sink").wait_for()
+    no_traceback(page)
 
 
-@pytest.mark.parametrize(("path", "chart"), [("multihead", "weights of all 3 heads"), ("why_sqrt_dk", "The variance")])
+@pytest.mark.parametrize(("path", "chart"), [("multihead", "weights of all 3 heads"), ("why_sqrt_dk", "Random q")])
 def test_a_link_to_a_page_is_the_first_request_of_a_fresh_server(browser, path, chart):
     """With a folder named pages/ beside app.py, Streamlit starts in its older multipage mode: such a
-    link once opened its page alone, with 2 heads, the default sentence and no sidebar, or under a
-    "Page not found" box."""
+    link once opened its page alone, with the default sentence and no sidebar, or under a "Page not
+    found" box."""
     with running_app() as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         asked = outside_requests(page)
@@ -313,7 +224,7 @@ def test_a_link_to_a_page_is_the_first_request_of_a_fresh_server(browser, path, 
         assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
         assert page.get_by_text("Page not found").count() == 0
         page.get_by_role("link", name="Walkthrough").click()  # the link's settings survive a click
-        state = wait_for_chart(page, "attention weights", lambda s: s["subtitle"] == "head 1 of 3")
+        state = wait_for_chart(page, "attention weights", lambda s: s["subtitle"].endswith("head 1 of 3"))
         assert state["ticks"] == ["the", "dog", "chased", "the", "ball"]
         no_traceback(page)
         page.close()
@@ -324,8 +235,19 @@ def test_a_link_restores_the_exact_view(server, page):
     page.goto(f"{server}/?text={quote(AWKWARD)}&causal=true&d_k=5&seed=7")
     state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
     assert state["ticks"] == AWKWARD_TOKENS
-    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"])
-    assert page.get_by_label("seed").input_value() == "7"
+    wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"] + s["subtitle"])
+    assert page.get_by_role("spinbutton", name="seed").input_value() == "7"
+
+
+def test_a_link_value_the_controls_cannot_take_is_named_and_gpt2_sizes_are_taken(server, page):
+    """Streamlit drops a bound value it cannot use without a word; the page names it. GPT-2 small's sizes
+    (lecture 002) fit the controls."""
+    page.goto(f"{server}/?heads=abc&d_model=768&d_k=64&d_v=64")
+    page.get_by_text("The link asked for heads = 'abc', which is not used").wait_for()
+    wait_for_chart(page, "W_Q  [768x64]")
+    no_traceback(page)
+    page.get_by_role("button", name="Dismiss").click()
+    page.get_by_text("The link asked for heads").wait_for(state="detached")
 
 
 def test_a_copied_address_restores_the_stage_head_and_page_choices(server, page, browser):
@@ -334,36 +256,31 @@ def test_a_copied_address_restores_the_stage_head_and_page_choices(server, page,
     page.get_by_text("1 · Input embeddings X").wait_for()
     page.get_by_role("radio", name="softmax", exact=True).click()
     page.get_by_role("radio", name="head 3", exact=True).click()
-    wait_for_chart(page, "attention weights", lambda s: s["subtitle"] == "head 3 of 3")
+    wait_for_chart(page, "attention weights", lambda s: s["subtitle"].endswith("head 3 of 3"))
     elsewhere = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         elsewhere.goto(page.url)
-        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"] == "head 3 of 3")
+        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"].endswith("head 3 of 3"))
         assert elsewhere.get_by_text("8 · Context vectors").count() == 0  # one stage per screen, still
-        elsewhere.goto(f"{server}/multihead?heads=3&mh_stage=scores&mh_shared=false")
-        wait_for_chart(elsewhere, "scores of all 3 heads (a colour scale per head")
+        # A bound choice keeps its shown label in the URL.
+        elsewhere.goto(f"{server}/multihead?heads=3&mh_stage={quote('Attention scores QKᵀ')}&mh_shared=false")
+        wait_for_chart(elsewhere, "scores of all 3 heads", lambda s: s["subtitle"].startswith("a colour scale per"))
         elsewhere.goto(f"{server}/?heads=2&head={quote('head 5')}")  # a head this link no longer has
-        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"] == "head 1 of 2")
+        wait_for_chart(elsewhere, "attention weights", lambda s: s["subtitle"].endswith("head 1 of 2"))
         no_traceback(elsewhere)
     finally:
         elsewhere.close()
 
 
-def test_presentation_mode_steps_through_stages(server, page):
+def test_presentation_mode_steps_with_buttons_and_arrow_keys(server, page):
     page.goto(f"{server}/?present=true")
     page.get_by_text("1 · Input embeddings X").wait_for()
     page.get_by_role("button", name="next →").click()
     page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
     assert not page.locator("section[data-testid='stSidebar']").is_visible()
-    no_traceback(page)
-    screenshot(page, "presentation")
-
-
-def test_presentation_mode_steps_with_the_arrow_keys(server, page):
-    page.goto(f"{server}/?present=true")
-    page.get_by_text("1 · Input embeddings X").wait_for()
-    page.get_by_role("button", name="next →").wait_for()  # its shortcut is live once it is drawn
     page.keyboard.press("ArrowRight")
+    page.get_by_text("3 · Queries, keys and values").wait_for(timeout=15000)
+    page.keyboard.press("ArrowLeft")
     page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
     page.keyboard.press("ArrowLeft")
     page.get_by_text("1 · Input embeddings X").wait_for(timeout=15000)
@@ -372,7 +289,89 @@ def test_presentation_mode_steps_with_the_arrow_keys(server, page):
     no_traceback(page)
 
 
-def test_real_model_page_paints_a_trained_decoder(server, browser):
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width, height", [(1400, 900), (1920, 1080)])
+def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(server, browser, width, height, scheme):
+    """On a projector: every stage fits the screen without scrolling, type is large everywhere (ticks, titles,
+    hovers, buttons, formulas), and every page has links to the others and a way out (a button and Esc)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?present=true")
+        for index, stage in enumerate(STAGES, start=1):
+            page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
+            settled(page, quiet=0.7)
+            assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
+            assert page.evaluate(CLIPPED) == [] and page.evaluate(OVERLAPS) == [], stage.key
+            if stage.key in ("qkv", "weights"):
+                screenshot(page, f"presentation-{stage.key}-{width}-{scheme}")
+            page.keyboard.press("ArrowRight")
+        sizes = page.evaluate(SIZES)
+        assert sizes["tick"] >= 18 and sizes["title"] >= 22 and sizes["hover"] >= 22, sizes
+        assert sizes["button"] >= 19 and sizes["formula"] >= 25 and sizes["text"] >= 20, sizes
+        for title in PAGE_TITLES[1:]:
+            page.get_by_test_id("stPageLink").get_by_text(title, exact=True).click()
+            page.wait_for_url(re.compile(f"/{ADDRESS[title]}"))
+            page.get_by_role("button", name="✕ Leave presentation").wait_for()
+            settled(page, quiet=1.0)
+            no_traceback(page)
+            assert not page.locator("section[data-testid='stSidebar']").is_visible()
+            if title in ("Multi-head", "Why √d_k"):
+                sizes = page.evaluate(SIZES)
+                assert sizes["tick"] >= 18 and sizes["button"] >= 19, (title, sizes)
+                screenshot(page, f"presentation-{title.replace(' ', '-').replace('√', 'sqrt')}-{width}-{scheme}")
+        page.keyboard.press("Escape")  # the way out, from any page
+        page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+    finally:
+        context.close()
+
+
+def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
+    """Lecture 002's hand example picked from the box: the panel shows the printed numbers beside the
+    arithmetic; a number typed anew moves the charts and lands in the address bar."""
+    page.goto(server)
+    wait_for_chart(page, "attention weights")
+    page.get_by_role("combobox", name="Lecture example").click()
+    page.get_by_role("option", name="002 · Alice will eat pizza: the 3-d hand numbers").click()
+    state = wait_for_chart(page, "X  [4x3]")
+    assert state["ticks"] == ["Alice", "will", "eat", "pizza"]
+    q = page.evaluate(CHART_Z, "Q = X·W_Q")
+    np.testing.assert_allclose(q[2], [0.26, 0.72], atol=1e-6)  # q_eat as the arithmetic gives it
+    page.get_by_text("📝 Lecture 002").wait_for()
+    page.get_by_text("the slide's arithmetic slipped").wait_for()
+    page.get_by_text("✎ Type your own numbers").wait_for()
+    page.get_by_text("Typed numbers (X, W_Q, W_K, W_V, W_O)").click()
+    sidebar_x = page.get_by_role("textbox", name="X", exact=True)
+    assert sidebar_x.input_value() == "1,0.5,0.2;0.1,0.3,0.1;0.2,0.8,0.9;0.9,0.1,0.3"
+    sidebar_x.fill("1,0.5,0.2;0.1,0.3,0.1;0.2,0.8,0.9;0.9,0.1,0.9")  # pizza's last number typed anew
+    sidebar_x.press("Control+Enter")
+    page.wait_for_function("() => decodeURIComponent(location.search).includes('0.9,0.1,0.9')")
+    deadline = time.time() + 20
+    while time.time() < deadline and page.evaluate(CHART_Z, "X  [4x3]")[3][2] != pytest.approx(0.9):
+        time.sleep(0.2)
+    assert page.evaluate(CHART_Z, "X  [4x3]")[3] == pytest.approx([0.9, 0.1, 0.9])
+    q = page.evaluate(CHART_Z, "Q = X·W_Q")
+    w_q = np.array([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]])
+    np.testing.assert_allclose(q[3], np.array([0.9, 0.1, 0.9]) @ w_q, atol=1e-6)
+    assert page.get_by_role("combobox", name="Lecture example").input_value() != ""  # it still reads
+    no_traceback(page)
+    screenshot(page, "walkthrough-lecture-002-typed")
+
+
+def test_glossary_links_open_the_term_in_a_new_tab(server, page):
+    page.goto(f"{server}/?causal=true")
+    wait_for_chart(page, "attention weights")
+    link = page.get_by_role("link", name="causal mask").first
+    assert link.get_attribute("target") == "_blank" and link.get_attribute("href") == "glossary#causal-mask"
+    with page.context.expect_page() as opened:
+        link.click()
+    glossary = opened.value
+    glossary.get_by_role("heading", name="causal mask").wait_for(timeout=30000)
+    assert glossary.url.endswith("/glossary#causal-mask")
+    assert "causal=true" in page.url and page.evaluate(CHART_Z, "attention weights")  # the lecture's tab keeps its view
+
+
+def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server, browser):
     context = browser.new_context(viewport={"width": 1400, "height": 7000})  # the page scrolls inside its own pane
     page = context.new_page()
     asked = outside_requests(page)
@@ -380,9 +379,9 @@ def test_real_model_page_paints_a_trained_decoder(server, browser):
         # Bound select boxes keep their shown label in the URL.
         model, head = quote("SmolLM2-135M-Instruct (Llama-style decoder)"), quote("head 5 (kv 2)")
         page.goto(f"{server}/real_model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
-        tokens = ["the", "cat", "saw", "the", "dog", "<", "b", ">"]
+        tokens = ["the", "·cat", "·saw", "·the", "·dog", "·<", "b", ">"]
         state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None, timeout=90)
-        assert state["subtitle"] == "head 5 of 9"
+        assert state["subtitle"].endswith("head 5 of 9")
         assert state["ticks"] == tokens and state["bold"] == 0
         for i in range(len(tokens)):
             for j in range(len(tokens)):
@@ -390,15 +389,18 @@ def test_real_model_page_paints_a_trained_decoder(server, browser):
         grid = wait_for_chart(page, "Mean normalized entropy")
         assert grid["ticks"][0] == "layer 1" and grid["ticks"][-1] == "layer 30"
         wait_for_chart(page, "Attention weights of all 30 layers x 9 heads")
+        assert page.get_by_role("slider", name="d_k (query/key width per head)").is_disabled()
+        assert page.get_by_role("slider", name="heads").is_disabled()
+        assert page.get_by_role("textbox", name="Sentence").is_enabled()
         no_traceback(page)
+        settled(page)
         assert page.evaluate(CLIPPED) == []
-        time.sleep(1)
         screenshot(page, "real-model-smollm2")
         page.goto(f"{server}/real_model?text={quote(AWKWARD)}")
         state = wait_for_chart(page, "attention weights", lambda s: s["ticks"][:2] == ["[CLS]", "<"], timeout=60)
         assert state["masked"] is None and state["bold"] == 0
         no_traceback(page)
-        time.sleep(1)
+        settled(page)
         screenshot(page, "real-model-minilm-awkward")
         assert offline(asked) == []
     finally:

@@ -1,15 +1,22 @@
-"""Figures against the tensors they show."""
+"""Figures against the tensors they show, and the stage registry."""
 
 import dataclasses
 import html
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from attention_core import AttentionConfig, trace_sentence
-from figures.heatmap import LABEL_CHARS_MAX, MASKED_GREY, MAX_DRAWN, escape, heatmap, label_width, pool
-from figures.stages import STAGE_KEYS, Style, multihead_grid, stage_view, weighted_sum_text
+from figures.context import weighted_sum_text
+from figures.heatmap import MAX_DRAWN, fit_title, heatmap, numbers_fit, pool
+from figures.multihead import multihead_grid
+from figures.stages import BY_KEY, GRID_STAGES, STAGES, heading, stage_view, stages_for
+from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, escape, label_width
 from tests.plotly_spec import decode
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -18,48 +25,85 @@ def causal_trace():
     return trace_sentence("<b>x</b> the cat saw the dog", config)
 
 
+def _traces(figure):
+    return figure.to_plotly_json()["data"]
+
+
 def test_weights_heatmap_is_the_weights_tensor(causal_trace):
     view = stage_view(causal_trace, "weights", head=1)
-    heat, masked = view.figures[0].to_plotly_json()["data"][:2]
+    heat, masked, crosses = _traces(view.figures[0])[:3]
     z = decode(heat["z"])
     weights = causal_trace.weights[1].numpy()
     lower = causal_trace.mask.numpy()
     np.testing.assert_allclose(z[lower], weights[lower], rtol=1e-6)
     assert np.isnan(z[~lower]).all()  # masked cells carry no colour...
     assert (decode(masked["z"])[~lower] == 1).all()  # ...they are drawn by the grey "masked" layer
+    assert masked["colorscale"] == [[0, MASKED_GREY], [1, MASKED_GREY]]
+    marked = set(zip(decode(crosses["y"]).tolist(), decode(crosses["x"]).tolist(), strict=True))
+    assert marked == {(i, j) for i, j in zip(*np.nonzero(~lower), strict=True)}  # a ✕ on every masked cell only
     layout = view.figures[0].to_plotly_json()["layout"]
     assert layout["yaxis"]["ticktext"] == [html.escape(t, quote=False) for t in causal_trace.tokens]
     assert layout["yaxis"]["ticktext"].count("the") == 2  # repeated words keep their own rows
     assert "&lt;" in layout["xaxis"]["ticktext"]
+    assert (heat["zmin"], heat["zmax"]) == (0.0, 1.0)  # weights always on 0..1, set when built
 
 
-def test_weights_hover_shows_the_arithmetic(causal_trace):
-    heat = stage_view(causal_trace, "weights", head=0).figures[0].to_plotly_json()["data"][0]
+def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal_trace):
+    heat = _traces(stage_view(causal_trace, "weights", head=0).figures[0])[0]
     i, j = 10, 8  # "saw" -> the first "the"
     s = float(causal_trace.scores[0, i, j])
     w = float(causal_trace.weights[0, i, j])
     text = heat["text"][i][j]
-    assert f"= {s:.3f}" in text and f"{w:.3f}" in text and "/ 2 =" in text
-    assert "masked" in heat["text"][0][5]
+    assert f"q₁₁·k₉ = s₁₁,₉ = {s:.3f}" in text and f"α₁₁,₉ = softmax → {w:.3f}" in text and "/ 2 =" in text
+    assert "masked: α₁,₆ = 0" in heat["text"][0][5]
+    from_zero = stage_view(causal_trace, "weights", 0, Style(index_base=0)).figures[0]
+    assert "q₁₀·k₈" in _traces(from_zero)[0]["text"][i][j]
+
+
+def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
+    keys = [stage.key for stage in STAGES]
+    assert keys == ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output"]
+    assert heading("scaled_scores") == "5 · Scale by √d_k"
+    assert [stage.key for stage in GRID_STAGES] == ["scores", "scaled_scores", "mask", "weights"]
+    captured = dataclasses.replace(causal_trace, x=None, w_q=None, w_k=None, w_v=None, w_o=None, output=None)
+    assert [stage.key for stage in stages_for(captured)] == keys[2:]  # a real model's trace starts at Q, K, V
+    assert BY_KEY["context"].per_query is not None
+    with pytest.raises(ValueError, match="stage must be one of x, projections"):
+        stage_view(causal_trace, "scaled")
+    with pytest.raises(ValueError, match="head must be between 1 and 2; got 3"):
+        stage_view(causal_trace, "weights", head=2)
 
 
 def test_every_stage_builds_and_titles_carry_shapes(causal_trace):
-    for key in STAGE_KEYS:
-        view = stage_view(causal_trace, key, head=0, style=Style(font_size=22, show_numbers=False))
-        assert view.heading and view.latex and view.explanation
+    for stage in STAGES:
+        view = stage_view(causal_trace, stage.key, head=0, style=Style(font_size=22, show_numbers=False))
+        assert view.heading.startswith(f"{STAGES.index(stage) + 1} · ") and view.latex and view.explanation
+    for key, layers in (("scores", 1), ("scaled_scores", 1), ("weights", 3)):
+        # the mask comes after the scores: they are drawn for every pair; the weights show it (grey + ✕)
+        assert len(_traces(stage_view(causal_trace, key).figures[0])) == layers, key
     qkv = stage_view(causal_trace, "qkv", 0)
     n = causal_trace.n_tokens
-    assert qkv.figures[0].layout.title.text.startswith(f"Q = X·W_Q  [{n}x8]·[8x4] = [{n}x4]")
-    np.testing.assert_allclose(decode(qkv.figures[2].to_plotly_json()["data"][0]["z"]), causal_trace.v[0].numpy())
+    assert qkv.figures[0].layout.title.text == f"Q = X·W_Q  [{n}x8]·[8x4] = [{n}x4]"
+    np.testing.assert_allclose(decode(_traces(qkv.figures[2])[0]["z"]), causal_trace.v[0].numpy())
     csv_text = qkv.matrices[0].to_csv()
     assert csv_text.splitlines()[1].startswith("<,")  # tokens exported literally
 
 
+def test_without_projections_the_stages_say_so():
+    trace = trace_sentence("the cat saw the dog", AttentionConfig(d_model=6, projections=False, causal=True))
+    projections = stage_view(trace, "projections")
+    assert projections.figures == [] and "Q = K = V = X" in projections.explanation
+    assert "Three learned matrices" not in projections.explanation
+    qkv = stage_view(trace, "qkv")
+    assert len(qkv.figures) == 1 and qkv.figures[0].layout.title.text.startswith("Q = K = V = X")
+    np.testing.assert_allclose(decode(_traces(qkv.figures[0])[0]["z"]), trace.x.numpy(), rtol=1e-6)
+    assert "no W_O" in stage_view(trace, "output").explanation
+
+
 def test_large_maps_are_pooled_but_exports_stay_exact():
-    config = AttentionConfig(d_model=16, d_k=4, causal=True)
-    trace = trace_sentence(" ".join(f"w{i}" for i in range(300)), config)
+    trace = trace_sentence(" ".join(f"w{i}" for i in range(300)), AttentionConfig(d_model=16, d_k=4, causal=True))
     view = stage_view(trace, "weights", 0)
-    z = decode(view.figures[0].to_plotly_json()["data"][0]["z"])
+    z = decode(_traces(view.figures[0])[0]["z"])
     assert z.shape == (MAX_DRAWN, MAX_DRAWN)
     assert view.matrices[0].values.shape == (300, 300)
     assert len(view.figures[0].to_json()) < 400_000
@@ -74,19 +118,32 @@ def test_pool_averages_only_allowed_cells():
     assert np.isnan(pooled[0, 1])
 
 
-def test_numbers_in_cells_switch_off_for_large_maps():
-    small = heatmap(np.eye(4), title="t").to_plotly_json()["data"][0]
-    large = heatmap(np.eye(40), title="t").to_plotly_json()["data"][0]
-    assert small.get("texttemplate") == "%{z:.2f}"
-    assert "texttemplate" not in large
+def test_numbers_are_written_only_where_they_fit_the_cell():
+    """At the default page width an 8-column X has ~90-pixel cells: "-0.71" fits. A 24-column concat
+    sharing its row with two other charts has ~8-pixel cells: the numbers would run together."""
+    x = heatmap(np.random.default_rng(0).normal(size=(5, 8)), title="X", row_labels=list("abcde"))
+    narrow = Style(width=PAGE_PIXELS // 3)
+    concat = heatmap(np.random.default_rng(0).normal(size=(5, 24)), title="concat", style=narrow)
+    assert _traces(x)[0].get("texttemplate") == "%{z:.2f}" and _traces(x)[0]["showscale"] is False
+    assert "texttemplate" not in _traces(concat)[0] and _traces(concat)[0]["showscale"] is True  # a colour bar instead
+    assert numbers_fit(np.array([[-1.42]]), cell_width=36, cell_height=30, font_size=13)  # 2.23 em + 6 px = 35 px
+    assert not numbers_fit(np.array([[-1.42]]), cell_width=30, cell_height=30, font_size=13)
+    assert not numbers_fit(np.array([[-1.42]]), cell_width=36, cell_height=16, font_size=13)  # too low a row
+    off = heatmap(np.eye(3), title="t", style=Style(show_numbers=False))
+    assert "texttemplate" not in _traces(off)[0]
 
 
-def test_numbers_in_cells_replace_the_colour_bar():
-    numbered = heatmap(np.eye(4), title="t").to_plotly_json()
-    coloured = heatmap(np.eye(4), title="t", show_numbers=False).to_plotly_json()
-    assert numbered["data"][0]["showscale"] is False
-    assert coloured["data"][0].get("showscale") is not False
-    assert coloured["layout"]["margin"]["r"] > numbered["layout"]["margin"]["r"]  # room for the bar
+def test_a_title_too_wide_for_its_chart_moves_its_details_down_and_never_runs_out():
+    title = "scaled scores = scores / √4 = scores / 2  [12x12]"
+    head, sub, size = fit_title(title, "head 1 of 2", width=600, font_size=16)
+    assert head == "scaled scores = scores / √4 = scores / 2" and sub == "[12x12] · head 1 of 2"
+    head, sub, size = fit_title(title, "head 1 of 2", width=450, font_size=16)  # then after " = "; shape dropped
+    assert head == "scaled scores" and sub == "= scores / √4 = scores / 2 · head 1 of 2"
+    head, sub, size = fit_title(title, "head 1 of 2", width=300, font_size=16)  # whole parts go, not cut words
+    assert head == "scaled scores" and sub == "head 1 of 2"  # which head it is stays
+    for width in (200, 300, 450):
+        head, sub, size = fit_title(title + " with a very long tail of words", "a long subtitle " * 3, width, 16)
+        assert label_width(head, size) * 1.1 <= width - 24 and label_width(sub, 16) <= width - 24
 
 
 def test_margins_are_fixed_and_grow_with_the_labels():
@@ -103,7 +160,6 @@ def test_margins_are_fixed_and_grow_with_the_labels():
     assert leaning["margin"]["t"] > upright["margin"]["t"]  # rotated labels need height
     two_lines = heatmap(np.eye(3), title="t", subtitle="head 1 of 2").to_plotly_json()["layout"]
     assert two_lines["margin"]["t"] > heatmap(np.eye(3), title="t").to_plotly_json()["layout"]["margin"]["t"]
-    assert two_lines["height"] > two_lines["margin"]["t"] + 3 * 30 - 1  # the map keeps its rows' height
 
 
 def test_label_width_counts_wide_and_invisible_characters():
@@ -126,7 +182,8 @@ def test_column_labels_thin_out_where_the_chart_is_narrow():
     so every third is written."""
     tokens = [f"word{i}" for i in range(26)]
     wide = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens).to_plotly_json()["layout"]
-    narrow = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens, width=450).to_plotly_json()
+    narrow = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens, style=Style(width=450))
+    narrow = narrow.to_plotly_json()
     assert wide["xaxis"]["ticktext"] == tokens
     assert narrow["layout"]["xaxis"]["tickvals"] == list(range(0, 26, 3))
     assert narrow["layout"]["xaxis"]["ticktext"] == tokens[::3]
@@ -134,17 +191,25 @@ def test_column_labels_thin_out_where_the_chart_is_narrow():
     assert narrow["data"][0]["text"][0][1].endswith("word1")  # the hover still names every column
 
 
-def test_numbered_dimensions_are_whole_numbers():
-    ticks = heatmap(np.eye(4), title="t").to_plotly_json()["layout"]["xaxis"]
-    assert (ticks["tick0"], ticks["dtick"]) == (0, 1)  # a wide chart would otherwise say 0.5, 1.5, ...
+def test_numbered_dimensions_count_as_the_reader_counts():
+    from_one = heatmap(np.eye(4), title="t").to_plotly_json()["layout"]["xaxis"]
+    from_zero = heatmap(np.eye(4), title="t", style=Style(index_base=0)).to_plotly_json()["layout"]["xaxis"]
+    assert from_one["ticktext"] == ["1", "2", "3", "4"] and from_zero["ticktext"] == ["0", "1", "2", "3"]
 
 
-def test_multihead_grid_has_every_head(causal_trace):
+def test_multihead_grid_has_every_head_with_crosses_on_masked_cells(causal_trace):
     spec = multihead_grid(causal_trace, "weights").to_plotly_json()
-    heat = [d for d in spec["data"] if d.get("colorscale") != [[0, MASKED_GREY], [1, MASKED_GREY]]]
-    assert len(heat) == 2
+    heat = [
+        d
+        for d in spec["data"]
+        if d["type"] == "heatmap" and d.get("colorscale") != [[0, MASKED_GREY], [1, MASKED_GREY]]
+    ]
+    crosses = [d for d in spec["data"] if d["type"] == "scatter"]
+    assert len(heat) == 2 and len(crosses) == 2  # a ✕ layer per head: masked cells do not pass for mid-grey
     lower = causal_trace.mask.numpy()
-    np.testing.assert_allclose(decode(heat[1]["z"])[lower], causal_trace.weights[1].numpy()[lower], rtol=1e-6)
+    for h in range(2):
+        np.testing.assert_allclose(decode(heat[h]["z"])[lower], causal_trace.weights[h].numpy()[lower], rtol=1e-6)
+    assert len(decode(crosses[1]["x"])) == int((~lower).sum())
     tokens = [escape(t) for t in causal_trace.tokens]
     layout = spec["layout"]
     assert layout["yaxis"]["ticktext"] == tokens and layout["yaxis"]["showticklabels"]  # queries, first column
@@ -160,22 +225,31 @@ def test_multihead_grid_per_head_scales_draw_no_colour_bar(causal_trace):
     heads = [d for d in spec["data"] if "value = " in d.get("hovertemplate", "")]
     assert len(heads) == 2 and all(d["showscale"] is False for d in heads)
     for h, data in enumerate(heads):
-        finite = np.abs(causal_trace.scores[h].numpy()[causal_trace.mask.numpy()]).max()
+        finite = np.abs(causal_trace.scores[h].numpy()).max()
         assert data["zmax"] == pytest.approx(finite)  # each head fitted to its own numbers
 
 
 def test_weighted_sum_text_lists_visible_keys(causal_trace):
     text = weighted_sum_text(causal_trace, 0, 10)  # "saw" sees the 11 tokens up to itself
-    assert text.startswith("context(saw) = ")
-    assert text.count("·v(") == 11 and "v(saw)" in text and "v(dog)" not in text
+    assert text.startswith("context(saw, row 11) = ")
+    assert text.count(" × v(") == 11 and "v(saw)" in text and "v(dog)" not in text
     assert "the 2 later tokens are masked" in text
 
 
-def test_masked_marker_only_on_masked_cells(causal_trace):
-    masked_layer = stage_view(causal_trace, "weights", 0).figures[0].to_plotly_json()["data"][1]
-    lower = causal_trace.mask.numpy()
-    text = np.array(masked_layer["text"])
-    assert (text[~lower] == "✕").all() and (text[lower] == "").all()
+def test_no_caller_patches_a_figure_after_it_is_built():
+    """A figure is complete when its builder returns it: no update_* calls and no trace attributes set
+    afterwards anywhere in the app (issue 12)."""
+    patching = re.compile(
+        r"\.update_(traces|layout|xaxes|yaxes|annotations)\(|\.data\[\d+\]\.\w+ =|fig\w*\.layout\.\w+ ="
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("figures", "ui", "pages")
+        for path in (ROOT / folder).glob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if patching.search(line)
+    ]
+    assert offenders == []
 
 
 def _model_trace(n_layers=2, causal=True, kv_head_of=(0, 0, 1, 1), text="the cat saw the dog"):
@@ -228,3 +302,4 @@ def test_overview_labels_show_shared_key_value_heads():
     expected = np.stack([layer.normalized_entropy.mean(-1).numpy() for layer in grouped.layers])
     np.testing.assert_allclose(figure.data[0].z, expected, rtol=1e-6)
     assert list(figure.layout.yaxis.ticktext) == ["layer 1", "layer 2"]
+    assert figure.data[0].texttemplate == "%{z:.2f}"  # 4 heads across the page: the numbers fit their cells

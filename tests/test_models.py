@@ -185,7 +185,8 @@ def test_a_local_model_folder_loads_and_is_captured(monkeypatch, tmp_path):
     """A folder in $ATTENTION_MODEL_DIRS: saved as safetensors with a tokenizer, loaded for capture."""
     from transformers import AutoTokenizer
 
-    from attention_core.models import _minilm_folder, trace_text
+    from attention_core.models import trace_text
+    from attention_core.models.sources import _minilm_folder
 
     tokenizer = AutoTokenizer.from_pretrained(_minilm_folder(print))
     config = BertConfig(

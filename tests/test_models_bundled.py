@@ -72,7 +72,7 @@ def test_minilm_capture_equals_its_own_attentions(minilm):
 
 def test_smollm2_capture_is_causal_and_equals_its_own_attentions(smollm2):
     traced = trace_text(smollm2, SENTENCE)
-    assert traced.tokens == ("Alice", "will", "eat", "pizza", "because", "she", "is", "hungry")
+    assert traced.tokens == ("Alice", "·will", "·eat", "·pizza", "·because", "·she", "·is", "·hungry")  # · = word start
     assert traced.raw_tokens[1] == "Ġwill"
     assert traced.kv_head_of == (0, 0, 0, 1, 1, 1, 2, 2, 2)
     for layer, theirs in zip(traced.layers, _eager_attentions(smollm2, SENTENCE), strict=True):
@@ -98,10 +98,10 @@ def test_awkward_text_gives_literal_readable_tokens(minilm, smollm2):
     bert_tokens = trace_text(minilm, text).tokens
     assert bert_tokens[:8] == ("[CLS]", "<", "b", ">", "x", "<", "/", "b")
     llama_tokens = trace_text(smollm2, text).tokens
-    assert "↵" in llama_tokens and "ok" in llama_tokens
-    assert any(token.startswith("⟨f0 9f") for token in llama_tokens)  # the pizza emoji's first bytes
+    assert "↵" in llama_tokens and "ok" in llama_tokens and "·na" in llama_tokens and "ïve" in llama_tokens
+    assert "·⟨f0 9f⟩" in llama_tokens  # the pizza emoji's first bytes, starting a word
     assert readable_token(minilm.tokenizer, "##ing") == "##ing"
-    assert readable_token(smollm2.tokenizer, "Ġday") == "day"
+    assert readable_token(smollm2.tokenizer, "Ġday") == "·day" and readable_token(smollm2.tokenizer, "day") == "day"
 
 
 def test_bad_text_is_refused_with_a_message(smollm2):
@@ -109,5 +109,5 @@ def test_bad_text_is_refused_with_a_message(smollm2):
         trace_text(smollm2, "")
     with pytest.raises(ValueError, match="at most 20,000 are allowed"):
         trace_text(smollm2, "a" * 20_001)
-    with pytest.raises(ValueError, match="text must be a string"):
+    with pytest.raises(ValueError, match="text must be text; got NoneType"):
         trace_text(smollm2, None)

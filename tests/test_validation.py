@@ -31,7 +31,7 @@ from attention_core.trace import AttentionTrace
         ({"seed": 2**32}, "seed must be between 0 and 4294967295; got 4294967296"),
         ({"causal": "yes"}, "causal must be True or False; got 'yes'"),
         ({"scaled": 1}, "scaled must be True or False; got 1"),
-        ({"init": "zeros"}, "init must be one of normal, xavier; got 'zeros'"),
+        ({"init": "zeros"}, "init must be one of normal, xavier, kaiming, unit; got 'zeros'"),
         ({"dtype": "float16"}, "dtype must be one of float32, float64; got 'float16'"),
         ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps; got 'tpu'"),
     ],

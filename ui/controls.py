@@ -1,44 +1,117 @@
-"""The sidebar: every knob, bound to the URL so that a link restores the exact view.
+"""The sidebar: every knob as one Control record, bound to the URL so that a link restores the exact view.
 
-Widget limits (max_chars, min/max) are enforced by the browser only, and a URL or session
-state can carry anything, so `current_settings` validates every value again on the server.
+The same records draw the widgets, check a link's values before Streamlit sees them (Streamlit drops
+a bound value it cannot use without a word: `heads=abc`, `d_model=5000`; here the page says so), and
+validate every value again on the server (widget limits are enforced by the browser only, and a URL
+or session state can carry anything).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from attention_core import MAX_SEED, MAX_TEXT_CHARS, AttentionConfig, describe_device, resolve_device
-from attention_core.config import DEVICE_CHOICES, INIT_CHOICES
-
-EXAMPLES = (
-    "The next day is bright",
-    "Alice will eat pizza",
-    "The dog chased the ball but it couldn't catch it",
-    "Vatsal studies a lot, Madd does not. Yet he gets high scores.",
-    "the pizza came out of the oven and it tasted good",
+from attention_core import (
+    INIT_CHOICES,
+    INITS,
+    MAX_SEED,
+    MAX_TEXT_CHARS,
+    AttentionConfig,
+    check_text,
+    describe_device,
+    resolve_device,
 )
-DEFAULTS = {
-    "text": EXAMPLES[0],
-    "d_model": 8,
-    "d_k": 4,
-    "d_v": 4,
-    "heads": 2,
-    "causal": False,
-    "scaled": True,
-    "positional": True,
-    "seed": 0,
-    "init": "xavier",
-    "device": "auto",
-    "numbers": True,
-    "present": False,
-}
-SLIDER_MAX = {"d_model": 512, "d_k": 256, "d_v": 256, "heads": 16}
-TEXT_BOX_CHARS = MAX_TEXT_CHARS
-OWN_TEXT = "(your own sentence)"
+from attention_core.config import DEVICE_CHOICES
+from attention_core.lectures import EXAMPLES, LectureExample
+from attention_core.matrices import TYPED_NAMES, format_blocks
+from ui.pages import EVERYTHING
+
+
+@dataclasses.dataclass(frozen=True)
+class Control:
+    """One sidebar widget: its key (also its name in the URL), label, kind, default and allowed values."""
+
+    key: str
+    label: str
+    kind: str  # "slider" | "number" | "toggle" | "select" | "text"
+    default: object
+    low: int = 0
+    high: int = 0
+    options: tuple = ()
+    help: str = ""
+
+    def allowed(self) -> str:
+        if self.kind in ("slider", "number"):
+            return f"a whole number from {self.low:,} to {self.high:,}"
+        if self.kind == "toggle":
+            return "true or false"
+        if self.kind == "select":
+            return "one of " + ", ".join(map(str, self.options))
+        return f"text of at most {self.high:,} characters"
+
+    def refusal(self, raw: str) -> str:
+        """Why a link's value for this control cannot be used ("" when it can)."""
+        if self.kind in ("slider", "number"):
+            try:
+                value = int(raw)
+            except ValueError:
+                return self._refused(raw)
+            return "" if self.low <= value <= self.high else self._refused(raw)
+        if self.kind == "toggle":
+            return "" if raw.lower() in ("true", "false") else self._refused(raw)
+        if self.kind == "select":
+            return "" if raw in map(str, self.options) else self._refused(raw)
+        return "" if len(raw) <= self.high else self._refused(f"{len(raw):,} characters")
+
+    def _refused(self, shown: str) -> str:
+        return (
+            f"The link asked for {self.label} = {str(shown)[:40]!r}, which is not used: it must be {self.allowed()}. "
+            f"Showing {self.default!r} instead."
+        )
+
+
+# The defaults are lecture 000's example: "The next day is bright", 5 tokens, d_model 8, d_k 4, one head.
+SLIDERS = (
+    Control("d_model", "d_model (embedding width)", "slider", 8, 1, 1024, help="Width of each row of X."),
+    Control("d_k", "d_k (query/key width per head)", "slider", 4, 1, 512, help="Each head projects d_model → d_k."),
+    Control("d_v", "d_v (value width per head)", "slider", 4, 1, 512, help="Width of each head's values and context."),
+    Control("heads", "heads", "slider", 1, 1, 16, help="W_O maps heads · d_v back to d_model."),
+)
+TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
+    Control("projections", "projections W_Q, W_K, W_V", "toggle", True,
+            help="Off: Q = K = V = X, lecture 003's first attempt (then d_k = d_v = d_model, one head)."),
+    Control("causal", "causal mask", "toggle", False,
+            help="Each token sees only itself and the tokens before it (as in GPT)."),
+    Control("scaled", "scale by √d_k", "toggle", True,
+            help="Divide the scores by √d_k before the softmax; off shows what it is for."),
+    Control("positional", "positional encoding", "toggle", True,
+            help="Add sinusoidal positions to X, so word order changes the numbers."),
+    Control("numbers", "numbers in cells", "toggle", True, help="Write each value in its cell where it fits."),
+    Control("count_from_1", "count from 1, as the lectures do (α₁₁)", "toggle", True,
+            help="Off: count tokens and dimensions from 0, as Python does (α₀₀)."),
+)  # fmt: skip
+OTHERS = (
+    Control("seed", "seed", "number", 0, 0, MAX_SEED, help="Draws X and the W matrices: same seed, same numbers."),
+    Control("init", "weight init", "select", "xavier", options=INIT_CHOICES,
+            help="  \n".join(f"**{name}**: {what}" for name, what in INITS.items())),
+    Control("device", "device", "select", "auto", options=DEVICE_CHOICES),
+    Control("present", "presentation mode", "toggle", False,
+            help="Large type, no sidebar, one stage per screen; ← and → step through the stages, Esc leaves."),
+)  # fmt: skip
+TYPED_FORMAT = "Rows split by ; or new lines, numbers by , or spaces; heads split by |."
+TYPED = tuple(
+    Control(name, label, "text", "", high=4000, help=f"{TYPED_FORMAT} Empty: drawn from the seed.")
+    for name, label in TYPED_NAMES.items()
+)
+TEXT = Control("text", "Sentence", "text", EXAMPLES[0].text, high=MAX_TEXT_CHARS,
+               help='Words and punctuation become tokens; "couldn\'t" stays one token.')  # fmt: skip
+CONTROLS = (TEXT, *SLIDERS, *TOGGLES, *OTHERS, *TYPED)
+DEFAULTS = {control.key: control.default for control in CONTROLS}
+OWN = "(your own sentence or settings)"
+EXAMPLE_LABELS = {example.label: example for example in EXAMPLES}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,74 +123,121 @@ class Settings:
     positional: bool
     show_numbers: bool
     presentation: bool
+    index_base: int  # 1: count from 1 as the lectures do; 0: as Python does
+    typed: tuple[tuple[str, str], ...] = ()  # (name, text) of every typed matrix, e.g. ("w_q", "0.3,-0.1;...")
 
     @property
     def font_size(self) -> int:
         return 22 if self.presentation else 16
 
 
-def _use_example():
-    choice = st.session_state.get("example")
-    if choice in EXAMPLES:
-        st.session_state["text"] = choice
+# ------------------------------------------------------------------------------------------------
+# Lecture examples: picking one sets its sentence, sizes and typed numbers; the box shows the
+# example that the current settings are.
 
 
-def sidebar() -> None:
-    """Draw the controls. Values live in st.session_state (and the URL) under their keys."""
+def example_state(example: LectureExample) -> dict:
+    """The sidebar values an example sets (typed matrices as their URL text; the others cleared)."""
+    typed = {name: format_blocks([example.typed[name]]) if name in example.typed else "" for name in TYPED_NAMES}
+    return {"text": example.text, **example.sizes, **typed}
+
+
+def current_example(state: Mapping) -> LectureExample | None:
+    """The lecture example whose sentence, sizes and typed numbers the settings equal, if any."""
+    for example in EXAMPLES:
+        if all(state.get(key, DEFAULTS.get(key)) == value for key, value in example_state(example).items()):
+            return example
+    return None
+
+
+def _use_example() -> None:
+    example = EXAMPLE_LABELS.get(st.session_state.get("example"))
+    if example is not None:
+        st.session_state.update(example_state(example))
+
+
+# ------------------------------------------------------------------------------------------------
+# Links: what Streamlit would drop silently is named on the page.
+
+
+def url_refusals(params: Mapping[str, str]) -> list[str]:
+    """One message per link value that a control cannot take (see Control.refusal)."""
+    by_key = {control.key: control for control in CONTROLS}
+    return [problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))]
+
+
+def check_link() -> None:
+    """On a session's first run, before any bound widget reads the URL, note the link's refused values."""
+    if "link_refusals" not in st.session_state:
+        st.session_state["link_refusals"] = url_refusals(st.query_params.to_dict())
+
+
+def show_link_refusals() -> None:
+    """The refused link values, until the reader dismisses them."""
+    refusals = st.session_state.get("link_refusals") or []
+    if refusals:
+        st.warning("  \n".join(refusals), icon="🔗")
+        st.button("Dismiss", key="dismiss_link_refusals", on_click=st.session_state.update,
+                  kwargs={"link_refusals": []})  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# The sidebar.
+
+
+def _widget(control: Control, active: bool) -> None:
+    note = "" if active else " Not used on this page."
+    common = {"key": control.key, "bind": "query-params", "disabled": not active, "help": control.help + note}
+    if control.kind == "slider":
+        st.slider(control.label, control.low, control.high, value=control.default, **common)
+    elif control.kind == "number":
+        st.number_input(control.label, control.low, control.high, value=control.default, step=1, **common)
+    elif control.kind == "toggle":
+        st.toggle(control.label, value=control.default, **common)
+    elif control.kind == "select":
+        st.selectbox(control.label, control.options, index=control.options.index(control.default), **common)
+    elif control.key == "text":
+        st.text_area(control.label, value=control.default, max_chars=control.high, height=90, **common)
+    else:
+        st.text_area(control.label, value="", max_chars=control.high, height=68, placeholder="drawn", **common)
+
+
+def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
+    """Draw the controls; those the current page does not read are shown inactive (greyed out)."""
     with st.sidebar:
-        st.selectbox(
-            "Lecture example",
-            (OWN_TEXT, *EXAMPLES),
-            key="example",
-            on_change=_use_example,
-            help="Pick a sentence from the lectures, or type your own below.",
-        )
-        st.text_area(
-            "Sentence",
-            value=DEFAULTS["text"],
-            key="text",
-            max_chars=TEXT_BOX_CHARS,
-            height=90,
-            bind="query-params",
-            help='Words and punctuation become tokens; "couldn\'t" stays one token.',
-        )
-        for key, label, low, help_text in (
-            ("d_model", "d_model (embedding width)", 1, "Width of each row of X."),
-            ("d_k", "d_k (query/key width per head)", 1, "Each head projects d_model → d_k."),
-            ("d_v", "d_v (value width per head)", 1, "Width of each head's value and context vectors."),
-            ("heads", "heads", 1, "W_O maps heads · d_v back to d_model."),
-        ):
-            st.slider(label, low, SLIDER_MAX[key], value=DEFAULTS[key], key=key, bind="query-params", help=help_text)
-        for key, label, help_text in (  # one per line: two side by side cut their labels short ("numbers i…")
-            ("causal", "causal mask", "Each token sees only itself and the tokens before it (as in GPT)."),
-            ("scaled", "scale by √d_k", "Divide the scores by √d_k before the softmax; off shows why it matters."),
-            ("positional", "positional encoding", "Add sinusoidal positions to X, so word order changes the numbers."),
-            ("numbers", "numbers in cells", "Write each value in its cell (maps up to 16 x 16)."),
-        ):
-            st.toggle(label, value=DEFAULTS[key], key=key, bind="query-params", help=help_text)
-        st.number_input("seed", 0, MAX_SEED, value=DEFAULTS["seed"], step=1, key="seed", bind="query-params")
-        st.selectbox(
-            "weight init",
-            INIT_CHOICES,
-            index=INIT_CHOICES.index(DEFAULTS["init"]),
-            key="init",
-            bind="query-params",
-            help="normal: N(0,1) like the lectures' torch.randn (peaky rows). "
-            "xavier: scaled like a real layer before training.",
-        )
-        st.selectbox("device", DEVICE_CHOICES, key="device", bind="query-params")
+        # The lecture-example box comes first on the page but is filled last: on a session's first run the
+        # other controls take their values from the URL only as they are drawn, and the box shows which
+        # example (if any) those values are.
+        example_slot = st.empty()
+        for control in (TEXT, *SLIDERS):
+            _widget(control, control.key in reads)
+        if not st.session_state.get("projections", True) and "projections" in reads:
+            st.caption("Projections are off: d_k = d_v = d_model and one head, whatever the sliders say.")
+        for control in (*TOGGLES, *OTHERS):
+            _widget(control, control.key in reads)
         try:
-            st.caption(f"Computing on: **{describe_device(resolve_device(st.session_state['device']))}**")
+            st.caption(f"Computing on: **{describe_device(resolve_device(st.session_state.get('device', 'auto')))}**")
         except ValueError as error:
             st.caption(f"⚠️ {error}")
-        st.toggle(
-            "presentation mode",
-            value=DEFAULTS["present"],
-            key="present",
-            bind="query-params",
-            help="Large type, no sidebar, one stage per screen; ← and → step through the stages.",
-        )
+        typed = any(st.session_state.get(control.key) for control in TYPED)
+        with st.expander("Typed numbers (X, W_Q, W_K, W_V, W_O)", expanded=False):
+            st.caption(f"{TYPED_FORMAT} The Walkthrough has tables to type into. Empty: drawn from the seed.")
+            for control in TYPED:
+                _widget(control, control.key in reads)
+            if typed:
+                st.button("Forget typed numbers", on_click=st.session_state.update,
+                          kwargs=dict.fromkeys(TYPED_NAMES, ""), key="forget_typed_sidebar")  # fmt: skip
         st.caption("The address bar holds every setting: copy it to share this exact view.")
+    example = current_example(st.session_state)
+    st.session_state["example"] = example.label if example else OWN
+    example_slot.selectbox(
+        "Lecture example",
+        (OWN, *EXAMPLE_LABELS),
+        key="example",
+        on_change=_use_example,
+        disabled="example" not in reads,
+        help="Sets the lecture's sentence and sizes (and its hand numbers, where it works them by hand).",
+    )
 
 
 def current_settings() -> Settings:
@@ -145,14 +265,12 @@ def settings_from(values) -> Settings:
     """Validate raw control values (missing ones take their defaults). Raises ValueError with a
     message that names the field, the value and what is allowed."""
     state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
-    text = state["text"]
-    if not isinstance(text, str):
-        raise ValueError(f"Sentence must be text; got {type(text).__name__}")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ValueError(f"Sentence has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are allowed")
-    for key in ("positional", "numbers", "present"):
+    text = check_text(state["text"], "Sentence")
+    for key in ("positional", "numbers", "present", "count_from_1"):
         if not isinstance(state[key], bool):
             raise ValueError(f"{key} must be on or off; got {state[key]!r}")
+    for name in TYPED_NAMES:
+        check_text(state[name], TYPED_NAMES[name])
     config = AttentionConfig(
         d_model=state["d_model"],
         d_k=state["d_k"],
@@ -163,5 +281,8 @@ def settings_from(values) -> Settings:
         seed=state["seed"],
         init=state["init"],
         device=state["device"],
+        projections=state["projections"],
     )
-    return Settings(text, config, state["positional"], state["numbers"], state["present"])
+    typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
+    return Settings(text, config, state["positional"], state["numbers"], state["present"],
+                    1 if state["count_from_1"] else 0, typed)  # fmt: skip

@@ -1,8 +1,9 @@
-"""Shared Streamlit plumbing: cached computation, friendly errors, figures with their exports."""
+"""Shared Streamlit plumbing: cached computation, friendly errors, presentation mode, stages with their exports."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -10,10 +11,13 @@ import logging
 import numpy as np
 import streamlit as st
 
-from attention_core import AttentionConfig, AttentionTrace, scaling_experiment, trace_sentence
-from figures.heatmap import PAGE_PIXELS
-from figures.stages import StageView, Style, context_sum_figure, weighted_sum_text
+from attention_core import AttentionTrace, scaling_experiment, sentence_scaling, tokenize, trace_sentence
+from attention_core.matrices import fit_typed
+from attention_core.tokens import embed
+from figures.stages import BY_KEY, StageView, stage_view
+from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style
 from ui.controls import Settings
+from ui.pages import PAGES
 
 log = logging.getLogger("attention_explorer")
 
@@ -21,20 +25,29 @@ PLOTLY_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
 }
-# Hides the sidebar and enlarges text for a projector. Constant CSS; no user text reaches it.
+PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen
+SLIDE_COLUMNS = (2, 3)  # presentation mode: the words of a stage on the left, its figures on the right
+# Presentation mode: no sidebar, and everything a projector needs larger. Constant CSS; no user text reaches it.
 PRESENTATION_CSS = """
 <style>
 section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"] { display: none; }
-.block-container { padding-top: 1.2rem; max-width: 100%; }
-.stMarkdown p, .stCaption p { font-size: 1.35rem !important; }
+.block-container { padding-top: 3.6rem; padding-bottom: 1rem; max-width: 100%; }
+.stMarkdown p, .stMarkdown li, [data-testid="stCaptionContainer"] p { font-size: 1.35rem !important; }
+[data-testid="stPageLink"] p { font-size: 1.1rem !important; }
+.stButton button p, div[data-testid="stButtonGroup"] button p,
+.stSelectbox div[data-baseweb="select"] div, .stCode code { font-size: 1.25rem !important; }
+.katex { font-size: 1.6em !important; }
+[data-testid="stWidgetLabel"] p, [data-testid="stSliderThumbValue"] { font-size: 1.15rem !important; }
+h1 { font-size: 2.2rem !important; } h3 { font-size: 1.9rem !important; }
 </style>
 """
-
 # Streamlit's chart theme writes axis labels in a faded grey: 3.7:1 on white, under the 4.5:1 that text
-# needs (WCAG) and faint from the back row. Here they take the page's own text colour, in either theme.
+# needs (WCAG) and faint from the back row. Here every label of every sub-plot (x2tick, y3title, ...) takes
+# the page's own text colour, in either theme. (Exported PNGs get it from the figure: figures.style.)
 CHART_TEXT_CSS = """
 <style>
-.js-plotly-plot :is(.xtick text, .ytick text, .cbaxis text, .xtitle, .ytitle, .gtitle-subtitle, .annotation-text) {
+.js-plotly-plot :is(g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text,
+                    .legendtext, .legendtitletext, .cbaxis text) {
   fill: currentColor !important;
 }
 </style>
@@ -42,11 +55,13 @@ CHART_TEXT_CSS = """
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def cached_trace(text: str, config: AttentionConfig, positional: bool) -> AttentionTrace:
-    """One trace per (text, settings), shared by all sessions: the same inputs give the same numbers,
-    and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
+def cached_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
+    """One trace per (text, settings, typed numbers), shared by all sessions: the same inputs give the same
+    numbers, and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
     several n x n tensors on every rerun)."""
-    return trace_sentence(text, config, positional=positional).to("cpu")
+    given = dict(typed)
+    x = given.pop("x", None)
+    return trace_sentence(text, config, positional=positional, x=x, weights=given).to("cpu")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -54,44 +69,86 @@ def cached_scaling(d_ks: tuple[int, ...], n_keys: int, samples: int, seed: int):
     return scaling_experiment(d_ks, n_keys=n_keys, samples=samples, seed=seed, device="cpu")
 
 
-def trace_for(settings: Settings, **changes) -> AttentionTrace:
-    """The trace for the current settings, optionally with some config fields changed."""
+@st.cache_resource(max_entries=16, show_spinner=False)
+def cached_sentence_scaling(tokens: tuple[str, ...], d_model: int, positional: bool, seed: int, row_d_k: int):
+    x = embed(list(tokens), d_model, seed=seed, positional=positional)
+    return sentence_scaling(x, tokens, row_d_k=row_d_k, seed=seed)
+
+
+def typed_numbers(settings: Settings, **changes) -> tuple[dict, list[str]]:
+    """The typed matrices that fit the settings (see attention_core.matrices.fit_typed), and a message for
+    each one that does not."""
     config = settings.config.replace(**changes) if changes else settings.config
+    return fit_typed(dict(settings.typed), config, len(tokenize(settings.text)))
+
+
+def trace_for(settings: Settings, **changes) -> AttentionTrace:
+    """The trace for the current settings (with the typed numbers that fit), optionally with some config
+    fields changed."""
+    config = settings.config.replace(**changes) if changes else settings.config
+    typed, _ = typed_numbers(settings, **changes) if settings.typed else ({}, [])
     with st.spinner("Computing attention…"):
-        return cached_trace(settings.text, config, settings.positional)
+        return cached_trace(settings.text, config, settings.positional, tuple(sorted(typed.items())))
+
+
+def show_typed_refusals(settings: Settings) -> None:
+    """Say which typed matrices are not used, and why."""
+    if settings.typed:
+        for message in typed_numbers(settings)[1]:
+            st.warning(message, icon="✏️")
 
 
 SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
 
 
-def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 1) -> Style:
-    """How figures are drawn: type size and numbers from the sidebar; `side_by_side` when a stage's
-    figures share a row; `columns` when the page itself is split (Compare: 2)."""
-    return Style(
+def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 1, slide: bool = False) -> Style:
+    """How figures are drawn: type size, numbers and counting from the sidebar; the page's width (wider
+    without the sidebar, in presentation mode); `side_by_side` when a stage's figures share a row;
+    `columns` when the page itself is split (Compare: 2); `slide` when the figures take the right-hand
+    column of a slide (show_stage); the page's theme for its text colour."""
+    width = FULL_PAGE_PIXELS if settings.presentation else PAGE_PIXELS
+    if slide:
+        width = width * SLIDE_COLUMNS[1] // sum(SLIDE_COLUMNS)
+    style = Style(
         font_size=settings.font_size,
         show_numbers=settings.show_numbers,
-        width=PAGE_PIXELS // columns,
+        width=width // columns,
         side_by_side=side_by_side,
+        index_base=settings.index_base,
+        theme=st.context.theme.type or "light",
     )
+    return dataclasses.replace(style, max_map_pixels=PRESENTATION_MAP_PIXELS) if settings.presentation else style
 
 
 @contextlib.contextmanager
 def friendly_errors():
-    """Show bad input as a plain message and anything unexpected without a traceback."""
+    """Show bad input (the ValueError the core raises, naming the field, the value and what is allowed)
+    as a plain message. Anything else is a bug: it goes to Streamlit, which logs it and shows no details
+    (client.showErrorDetails = "none")."""
     try:
         yield
     except ValueError as error:
+        log.info("refused a request: %s", error)  # the reason; sentences appear only as their length
         st.error(f"⚠️ {error}")
-    except Exception as error:
-        if type(error).__module__.startswith("streamlit"):  # st.rerun / st.stop / page switches
-            raise
-        log.exception("unexpected error while drawing a view")
-        st.error("Something went wrong while drawing this view; the details are in the server log. Try other settings.")
 
 
-def apply_presentation(settings: Settings) -> None:
-    if settings.presentation:
-        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+def presentation_bar() -> None:
+    """Presentation mode: large type, no sidebar, and on every page a way to every other page and a way out.
+    Drawn by app.py above every page, so that a page switch keeps it (and the sidebar stays hidden)."""
+    if not st.session_state.get("present"):
+        return
+    st.html(PRESENTATION_CSS)
+    places = st.columns([1] * len(PAGES) + [2], vertical_alignment="center")
+    for place, spec in zip(places, PAGES, strict=False):
+        place.page_link(spec.path, label=spec.title, icon=spec.icon)
+    places[-1].button(
+        "✕ Leave presentation",  # Streamlit writes the shortcut (Esc) beside it
+        on_click=st.session_state.update,
+        kwargs={"present": False},
+        shortcut="Esc",
+        key="leave_presentation",
+        width="stretch",
+    )
 
 
 def show_figure(figure, key: str) -> None:
@@ -100,6 +157,12 @@ def show_figure(figure, key: str) -> None:
         key=key,
         config={**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}},
     )
+
+
+def title_text(figure) -> str:
+    """A figure's title as plain text (first line, no markup), for a button label."""
+    title = figure.layout.title.text or ""
+    return title.split("<br>")[0].split("  ")[0]
 
 
 def export_buttons(view: StageView, key: str) -> None:
@@ -127,12 +190,6 @@ def export_buttons(view: StageView, key: str) -> None:
             )
 
 
-def title_text(figure) -> str:
-    """A figure's title as plain text (first line, no markup), for a button label."""
-    title = figure.layout.title.text or ""
-    return title.split("<br>")[0].split("  ")[0]
-
-
 def trace_npz(trace: AttentionTrace) -> bytes:
     """Every stage of the trace in one .npz (exact float values; tokens as JSON)."""
     arrays = {
@@ -147,29 +204,55 @@ def trace_npz(trace: AttentionTrace) -> bytes:
     return buffer.getvalue()
 
 
-def show_view(view: StageView, key: str, side_by_side: bool = False) -> None:
-    """A stage: heading, formula, one plain sentence, its figures (side by side if asked) and exports."""
-    st.subheader(view.heading)
-    st.latex(view.latex)
-    st.markdown(view.explanation)
-    places = st.columns(len(view.figures)) if side_by_side and len(view.figures) > 1 else None
-    for i, figure in enumerate(view.figures):
+def slide_columns() -> tuple:
+    """Presentation mode's slide: a column for the words of a stage, and a wider one for its figures."""
+    return tuple(st.columns(SLIDE_COLUMNS, gap="large"))
+
+
+def show_figures(figures, key: str, side_by_side: bool) -> None:
+    places = st.columns(len(figures)) if side_by_side and len(figures) > 1 else None
+    for i, figure in enumerate(figures):
         with places[i] if places else contextlib.nullcontext():
             show_figure(figure, f"{key}-{i}")
-    if view.figures:
-        export_buttons(view, key)
 
 
-def context_view(trace: AttentionTrace, head: int, style: Style, key: str = "query") -> None:
-    """One query token's context vector written out as the weighted sum of value rows."""
-    st.subheader("Context of one token, term by term")
-    query = st.selectbox(
-        "query token",
-        range(trace.n_tokens),
-        format_func=lambda i: f"{i}: {trace.tokens[i]}",
-        key=key,
-        bind="query-params",
-    )
-    query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
-    st.code(weighted_sum_text(trace, head, query), language=None, wrap_lines=True)
-    show_figure(context_sum_figure(trace, head, query, style), f"{key}-context-sum")
+def show_stage(
+    trace: AttentionTrace,
+    key: str,
+    head: int,
+    style: Style,
+    prefix: str = "",
+    query_key: str = "query",
+    places: tuple | None = None,
+) -> None:
+    """One stage of the registry: heading, formula, its sentences, its figures and exports, and its per-query
+    detail (a context vector term by term) if it has one. `places`: (words, figures) columns, for presentation
+    mode's slide layout (slide_columns()), so that a stage fits one screen; by default all in one column."""
+    view = stage_view(trace, key, head, style)
+    words, pictures = places or (st.container(),) * 2
+    with words:
+        st.subheader(view.heading, anchor=view.key)
+        st.latex(view.latex)
+        st.markdown(view.explanation)
+    with pictures:
+        show_figures(view.figures, f"{prefix}{key}", style.side_by_side)
+    with words:
+        if view.figures:
+            export_buttons(view, f"{prefix}{key}")
+    detail = BY_KEY[key].per_query
+    if detail is None:
+        return
+    with words:
+        st.markdown("**One token in detail**")
+        query = st.selectbox(
+            "query token",
+            range(trace.n_tokens),
+            format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
+            key=query_key,
+            bind="query-params",
+        )
+        query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
+        text, figure = detail(trace, head, query, dataclasses.replace(style, side_by_side=False))
+        st.code(text, language=None, wrap_lines=True)
+    with pictures:
+        show_figure(figure, f"{prefix}{key}-detail")

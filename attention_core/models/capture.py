@@ -1,0 +1,198 @@
+"""The capture: transformers' own eager attention, keeping every stage, and the traces made from it.
+
+transformers routes every attention layer through a function looked up by name in its
+AttentionInterface. We register our own (`capture_attention`) under CAPTURE, with the matching mask
+builder, and models are loaded with attn_implementation=CAPTURE (sources.load_model). Each forward
+call passes its own list as the keyword argument `attention_record`; transformers hands keyword
+arguments down to the attention function, which appends one entry per layer. Nothing is attached
+to the model, so one cached model can serve many sessions at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import torch
+import transformers
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+from attention_core.config import check_text
+from attention_core.engine import trace_from_stages
+from attention_core.trace import AttentionTrace
+
+if TYPE_CHECKING:
+    from attention_core.models.sources import LoadedModel, ModelInfo
+
+CAPTURE = "attention_explorer"  # the attention implementation name we register with transformers
+WORD_START = "·"  # drawn before a token that starts a new word, where the tokenizer marks it (BPE's "Ġ")
+
+
+def _expand_kv(states: torch.Tensor, groups: int) -> torch.Tensor:
+    """[b, h_kv, n, d] -> [b, h_kv * groups, n, d]: each key/value head serves `groups` query heads."""
+    return states if groups == 1 else states.repeat_interleave(groups, dim=1)
+
+
+def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Eager attention (as transformers' eager_attention_forward) that also records every stage.
+
+    query [b, h, n, d_k]; key, value [b, h_kv, n, d]; attention_mask additive [b, 1, n, n] or None.
+    Returns (attn_output [b, n, h, d_v], weights [b, h, n, n]) like every AttentionInterface function.
+    """
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    groups = query.shape[1] // key.shape[1]
+    key_all, value_all = _expand_kv(key, groups), _expand_kv(value, groups)
+    scores = query @ key_all.transpose(2, 3)  # [b, h, n, n]
+    scaled_scores = scores * scaling
+    masked = scaled_scores if attention_mask is None else scaled_scores + attention_mask
+    weights = torch.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    context = weights @ value_all  # [b, h, n, d_v]
+    record = kwargs.get("attention_record")
+    if record is not None:
+        record.append(
+            {
+                "q": query[0],
+                "k": key_all[0],
+                "v": value_all[0],
+                "scores": scores[0],
+                "scale": float(scaling),
+                "additive_mask": None if attention_mask is None else attention_mask[0, 0],
+                "weights": weights[0],
+                "context": context[0],
+                "kv_heads": key.shape[1],
+            }
+        )
+    return context.transpose(1, 2).contiguous(), weights
+
+
+transformers.utils.logging.disable_progress_bar()  # no per-tensor progress bars in the server log
+transformers.AttentionInterface.register(CAPTURE, capture_attention)
+# Without this, transformers builds no mask for an unknown implementation name and a causal
+# model silently stops being causal. eager_mask gives the additive float mask eager attention expects.
+AttentionMaskInterface.register(CAPTURE, eager_mask)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelTrace:
+    """Every layer's attention for one text: one AttentionTrace per layer."""
+
+    info: ModelInfo
+    tokens: tuple[str, ...]  # readable (see readable_token)
+    raw_tokens: tuple[str, ...]  # as the tokenizer spells them
+    layers: tuple[AttentionTrace, ...]
+    kv_head_of: tuple[int, ...]  # query head -> the key/value head it reads
+    total_tokens: int  # before truncation to info.token_cap
+
+    @property
+    def truncated(self) -> bool:
+        return self.total_tokens > len(self.tokens)
+
+    def mean_normalized_entropy(self) -> torch.Tensor:
+        """[layers, heads]: the mean over query rows of each head's normalized entropy (low = peaked)."""
+        return torch.stack([layer.normalized_entropy.mean(dim=-1) for layer in self.layers])
+
+    def heads_sharing(self, kv_head: int) -> list[int]:
+        """The query heads that read key/value head `kv_head`."""
+        return [head for head, kv in enumerate(self.kv_head_of) if kv == kv_head]
+
+    def to(self, device: torch.device | str) -> ModelTrace:
+        return dataclasses.replace(self, layers=tuple(layer.to(device) for layer in self.layers))
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE spells each byte as one printable character ("Ġ" is the space byte):
+    the inverse of that table, character -> byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(others)}
+
+
+BYTE_OF = _byte_level_alphabet()
+
+
+def readable_token(tokenizer, raw: str) -> str:
+    """The token as a reader would write it, keeping where words start as the tokenizer has it:
+    BPE's "Ġday" (a space, then "day") -> "·day", "Ċ" -> "↵"; WordPiece's continuation marker is kept
+    ("##ing" continues the word before); special tokens as they are. A piece of a multi-byte
+    character (an emoji cut in two) shows its bytes: "⟨f0 9f⟩"."""
+    if raw in tokenizer.all_special_tokens or raw.startswith("##"):
+        return raw
+    text = tokenizer.convert_tokens_to_string([raw])
+    if "\ufffd" in text and all(char in BYTE_OF for char in raw):
+        start = WORD_START if raw.startswith("Ġ") else ""
+        return start + "⟨" + " ".join(f"{BYTE_OF[char]:02x}" for char in raw.removeprefix("Ġ")) + "⟩"
+    if text.startswith(" ") and text.strip():
+        text = WORD_START + text[1:]  # the leading space marks the start of a word
+    visible = text.replace("\r\n", "↵").replace("\n", "↵").replace("\r", "↵").replace("\t", "⇥")
+    return visible if visible.strip() else (visible.replace(" ", "␣") or raw)
+
+
+def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str) -> AttentionTrace:
+    """An AttentionTrace from one recorded layer (one sequence)."""
+    additive = entry["additive_mask"]
+    mask = None
+    if additive is not None:
+        mask = additive == 0  # eager masks are 0 where allowed, the dtype's minimum where hidden
+        if bool(mask.all()):
+            mask = None  # no padding and no causal mask: nothing is hidden
+    scaled_scores = entry["scores"] * entry["scale"]
+    stages = {
+        "scores": entry["scores"],
+        "scaled_scores": scaled_scores,
+        "masked_scores": scaled_scores if mask is None else scaled_scores.masked_fill(~mask, float("-inf")),
+        "weights": entry["weights"],
+        "context": entry["context"],
+    }
+    q, k, v = entry["q"], entry["k"], entry["v"]
+    return trace_from_stages(tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label)
+
+
+def capture(
+    model: torch.nn.Module, input_ids: torch.Tensor, tokens: tuple[str, ...], title: str = "layer"
+) -> tuple[list[AttentionTrace], tuple[int, ...]]:
+    """Run the model once on input_ids [1, n] and return (one AttentionTrace per layer, kv_head_of).
+
+    The model must have been loaded with attn_implementation=CAPTURE. Safe to call from many
+    threads on one model: the record is a local list, not state on the model.
+    """
+    if model.config._attn_implementation != CAPTURE:
+        raise ValueError(
+            f"the model uses attention implementation {model.config._attn_implementation!r}; "
+            f"load it with attn_implementation={CAPTURE!r} so that its attention can be captured"
+        )
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] == 0:
+        raise ValueError(f"input_ids must have shape [1, n] with n >= 1; got {list(input_ids.shape)}")
+    record: list[dict] = []
+    device = next(model.parameters()).device
+    with torch.inference_mode():
+        model(input_ids=input_ids.to(device), attention_record=record, use_cache=False)
+    n_layers = model.config.num_hidden_layers
+    if len(record) != n_layers:
+        raise ValueError(
+            f"captured {len(record)} attention layers but the model has {n_layers}: this architecture does not "
+            "route its attention through transformers' AttentionInterface, so it cannot be shown here"
+        )
+    n_heads = record[0]["q"].shape[0]
+    groups = n_heads // record[0]["kv_heads"]
+    kv_head_of = tuple(head // groups for head in range(n_heads))
+    layers = [
+        _layer_trace(entry, tokens, f"{title} · layer {index + 1}", str(device)) for index, entry in enumerate(record)
+    ]
+    return layers, kv_head_of
+
+
+def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
+    """Tokenize text as the model does (special tokens included), cut it to the token cap, capture every layer."""
+    check_text(text)
+    info, tokenizer = loaded.info, loaded.tokenizer
+    all_ids = tokenizer(text)["input_ids"]
+    if not all_ids:
+        raise ValueError(f"text gives no tokens for {info.title}; type a sentence")
+    cap = info.token_cap
+    ids = tokenizer(text, truncation=True, max_length=cap)["input_ids"] if len(all_ids) > cap else all_ids
+    raw = tuple(tokenizer.convert_ids_to_tokens(ids))
+    readable = tuple(readable_token(tokenizer, token) for token in raw)
+    layers, kv_head_of = capture(loaded.model, torch.tensor([ids]), readable, info.title)
+    return ModelTrace(info, readable, raw, tuple(layers), kv_head_of, total_tokens=len(all_ids))

@@ -1,0 +1,89 @@
+"""The words the views use, defined once, and links to them (plain markdown; no Streamlit).
+
+A link opens the Glossary page at the term (markdown links open in a new tab, so the lecture's
+own tab keeps its view). The address is relative, so it also works behind a proxy's path prefix.
+"""
+
+from __future__ import annotations
+
+import re
+
+# term -> definition (markdown). The order is the Glossary page's.
+TERMS: dict[str, str] = {
+    "Q, K, V": (
+        "**Query, key, value**, named after a database lookup (lecture 001): the *query* is what you search "
+        "with (a misspelled name typed at the desk, “Stammer”), the *keys* are what you search over (the names "
+        "in the database, “Starmer”), the *value* is what comes back when a key matches (the room number, 537). "
+        "In attention every token makes all three from its own vector: Q = X·W_Q, K = X·W_K, V = X·W_V. "
+        "Unlike a database, every key matches a little, and the answer is a weighted mix of all the values."
+    ),
+    "d_model, d_k, d_v": (
+        "**d_model** is the width of each token's vector in X (768 in GPT-2 small). **d_k** is the width of a "
+        "head's queries and keys (they must match to take a dot product), **d_v** the width of its values and so "
+        "of its context vectors; often d_k = d_v = d_model / heads (64 in GPT-2 small)."
+    ),
+    "scores vs weights": (
+        "**Scores** S = Q·Kᵀ are raw dot products: any real number, rows sum to anything. **Weights** "
+        "A = softmax(S / √d_k) are what the softmax makes of them: between 0 and 1, each row sums to 1, so a row "
+        "says what share of its attention a token pays to each token."
+    ),
+    "√d_k": (
+        "A dot product of d_k independent terms, each with variance 1, has variance d_k (adding dice: the more "
+        "dice, the wider the sum spreads). Since Var(a·X) = a²·Var(X), dividing the scores by √d_k divides their "
+        "variance by d_k, back to about 1, so the softmax does not turn one-hot just because d_k is large."
+    ),
+    "softmax": (
+        "softmax(x)ᵢ = eˣⁱ / Σⱼ eˣʲ, taken along each row: every weight is positive, each row sums to 1, and "
+        "larger scores get a larger share (by how much depends on how spread out the scores are)."
+    ),
+    "entropy and effective tokens": (
+        "How **peaked** a row of weights is. **Entropy** −Σ w·log w is 0 when all the weight is on one token and "
+        "log n when it is spread evenly over n tokens; **normalized entropy** divides by log n (0 = one-hot, "
+        "1 = uniform). **Effective tokens** = e^entropy: a row spread evenly over 3 tokens has 3. **Max weight** "
+        "is the row's largest weight."
+    ),
+    "causal mask": (
+        "A decoder (GPT) may not let a token look at tokens after it: while it is trained on whole sentences, "
+        "and while it writes text one token at a time, the future is not there to use. The mask sets those "
+        "scores to −∞ before the softmax, so their weights are exactly 0. An encoder (BERT) has no such mask."
+    ),
+    "context vector": (
+        "A token's output from one head: the weighted sum of every value vector it may see, weighted by its "
+        "row of attention, c_i = Σⱼ A_ij·v_j. The heads' context vectors are concatenated and W_O maps them "
+        "back to d_model."
+    ),
+    "multi-head": (
+        "Several heads run side by side on the same X, each with its own W_Q, W_K, W_V, so each can learn to "
+        "look for something else (in a trained model, one head might follow grammar, another what “he” refers "
+        "to). Their context vectors are concatenated and W_O maps the result back to d_model."
+    ),
+    "GQA": (
+        "**Grouped-query attention**: several query heads share one key head and one value head, so a model "
+        "keeps fewer keys and values in memory while it writes. SmolLM2 has 9 query heads and 3 key/value "
+        "heads: heads 1–3 read key/value head 1, and so on."
+    ),
+    "attention sink": (
+        "A trained head that has nothing useful to look at still has to put its weight somewhere (each row sums "
+        "to 1); many park it on the first token. A large weight on the first token then says little about "
+        "meaning. SmolLM2 starts with no special token, so its first *word* takes that role."
+    ),
+    "positional encoding": (
+        "Attention by itself does not see word order: permute the tokens and the outputs are permuted the same "
+        "way. Adding a position code to X (here the sinusoids of “Attention Is All You Need”; rotary positions "
+        "in SmolLM2) makes the same word at another place a different row."
+    ),
+}
+
+
+def anchor(term: str) -> str:
+    """The Glossary page's anchor for a term: "Q, K, V" -> "q-k-v", "√d_k" -> "sqrt-d-k"."""
+    words = re.sub(r"[^a-z0-9]+", "-", term.lower().replace("√", "sqrt ")).strip("-")
+    return words or "term"
+
+
+def link(text: str, term: str | None = None) -> str:
+    """Markdown: `text` linking to the Glossary's entry for `term` (default: the text itself)."""
+    term = term or text
+    if term not in TERMS:
+        raise ValueError(f"glossary has no term {term!r}; it has {', '.join(TERMS)}")
+    return f"[{text}](glossary#{anchor(term)})"

@@ -1,0 +1,282 @@
+"""Helpers for driving the app in a real browser (Debian's Chromium via Playwright): starting the server,
+and measurements taken inside the page (what Plotly painted, labels outside their chart, overlapping
+text, contrast on screen and in the exported image). Used by the browser tests and the benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+# What Plotly holds for the chart whose title starts with a prefix.
+PLOT_STATE = """prefix => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const painted = gd.querySelector('.gtitle');
+    const title = painted ? painted.textContent : '';
+    const subtitle = gd.querySelector('.gtitle-subtitle')?.textContent ?? '';
+    if (!title.startsWith(prefix)) continue;
+    const ticks = [...gd.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent);
+    const bold = gd.querySelectorAll('.ytick tspan[style*="bold"], .xtick tspan[style*="bold"]').length;
+    let masked = null;
+    if (gd.data.length > 1 && gd.data[1].type === 'heatmap' && gd.data[1].z) {  // decoded rows: index -> value
+      const rows = gd.data[1].z._inputArray || gd.data[1].z;
+      masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
+    }
+    const crosses = gd.data.filter(t => t.type === 'scatter' && t.marker && t.marker.symbol === 'x-thin').length;
+    const cellNumbers = gd.querySelectorAll('.heatmaplayer text, .hm text').length;
+    return {title, subtitle, ticks, bold, masked, crosses, cellNumbers};
+  }
+  return null;
+}"""
+
+# The numbers of the first (value) layer of the chart whose title starts with a prefix.
+CHART_Z = """prefix => {
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    if (!(gd.querySelector('.gtitle')?.textContent ?? '').startsWith(prefix)) continue;
+    const rows = gd.data[0].z._inputArray || gd.data[0].z;
+    return Array.from(rows, row => Array.from(row));
+  }
+  return null;
+}"""
+
+# The text of every chart label (ticks, axis titles, colour-bar numbers, titles) that sticks out of its chart.
+CLIPPED = """() => {
+  const out = [];
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const chart = gd.querySelector('.main-svg').getBoundingClientRect();
+    for (const label of gd.querySelectorAll(
+        'g[class$="tick"] text, .g-xtitle, .g-ytitle, .cbaxis text, .gtitle, .gtitle-subtitle, .annotation-text')) {
+      const box = label.getBoundingClientRect();
+      if (box.width === 0) continue;
+      const slack = 4;  // a text box includes the line's leading above the glyphs
+      if (box.left < chart.left - slack || box.right > chart.right + slack ||
+          box.top < chart.top - slack || box.bottom > chart.bottom + slack)
+        out.push(label.textContent);
+    }
+  }
+  return out;
+}"""
+
+# Pairs of texts in one chart that are drawn over each other: the title, subtitle and sub-plot titles,
+# and the numbers written in neighbouring cells ("-1.42-0.99" run together).
+OVERLAPS = """() => {
+  const out = [];
+  const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
+  const boxes = texts => texts.map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+  const pairs = (one, other) => {  // other === null: every pair within `one`
+    for (let i = 0; i < one.length; i++)
+      for (const b of other === null ? one.slice(i + 1) : other)
+        if (hit(one[i][1], b[1])) out.push(`${one[i][0]} | ${b[0]}`);
+  };
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const titles = boxes([...gd.querySelectorAll(
+      '.gtitle, .gtitle-subtitle, .annotation-text, .g-xtitle text, .g-ytitle text')]);
+    pairs(titles, null);  // title, subtitle, sub-plot and axis titles
+    pairs(boxes([...gd.querySelectorAll('.heatmaplayer text, .hm text')]), null);  // numbers in neighbouring cells
+    pairs(titles, boxes([...gd.querySelectorAll('g[class$="tick"] > text')]));  // a title over the tick labels
+  }
+  return out;
+}"""
+
+LUMINANCE = """const luminance = colour => {
+    const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  const rgb = colour => {  // any CSS colour -> "rgb(r, g, b)" (the canvas normalises it to #rrggbb or rgba)
+    const c = document.createElement('canvas').getContext('2d');
+    c.fillStyle = colour;
+    const hex = c.fillStyle;
+    if (hex.startsWith('rgb')) return hex;
+    const part = i => parseInt(hex.slice(i, i + 2), 16);
+    return `rgb(${part(1)}, ${part(3)}, ${part(5)})`;
+  };"""
+
+# The lowest contrast (WCAG: text needs 4.5) between any chart label, of every sub-plot and legend, and
+# the page behind it, with the label that has it.
+CONTRAST = (
+    """() => {
+  """
+    + LUMINANCE
+    + """
+  const back = luminance(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
+  let worst = [Infinity, ''];
+  const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
+                 '.legendtext, .legendtitletext, .cbaxis text';
+  for (const label of document.querySelectorAll(`.js-plotly-plot :is(${labels})`)) {
+    if (!label.textContent.trim()) continue;
+    const r = ratio(luminance(getComputedStyle(label).fill), back);
+    if (r < worst[0]) worst = [r, label.textContent];
+  }
+  return worst;
+}"""
+)
+
+# The same for the PNG the camera button saves: Plotly draws it from the figure's layout (the page's CSS does
+# not reach it), so the layout's text colours against its paper colour are what the image shows.
+EXPORT_CONTRAST = (
+    """() => {
+  """
+    + LUMINANCE
+    + """
+  let worst = [Infinity, ''];
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const L = gd._fullLayout;
+    const paper = luminance(rgb(L.paper_bgcolor));
+    const texts = [['title', L.title?.font?.color], ['font', L.font?.color], ['legend', L.legend?.font?.color]];
+    for (const name of Object.keys(L).filter(k => /^[xy]axis\\d*$/.test(k)))
+      texts.push([`${name} ticks`, L[name].tickfont?.color], [`${name} title`, L[name].title?.font?.color]);
+    for (const a of L.annotations || []) texts.push([`annotation ${a.text}`, a.font?.color]);
+    for (const [name, colour] of texts) {
+      if (!colour) continue;
+      const r = ratio(luminance(rgb(colour)), paper);
+      if (r < worst[0]) worst = [r, `${L.title.text}: ${name} ${colour} on ${L.paper_bgcolor}`];
+    }
+  }
+  return worst;
+}"""
+)
+
+# The main pane's scroll: how far the content runs past the window (0 = fits without scrolling).
+OVERFLOW = """() => {
+  const pane = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
+  return pane.scrollHeight - pane.clientHeight;
+}"""
+
+# Sizes (px) of what a projector needs large: chart ticks and titles, hover font, buttons, formulas.
+SIZES = """() => {
+  const px = el => el ? parseFloat(getComputedStyle(el).fontSize) : null;
+  const ticks = [...document.querySelectorAll('.js-plotly-plot g[class$="tick"] > text')].map(px);
+  const hovers = [...document.querySelectorAll('.js-plotly-plot')].map(gd => gd._fullLayout.hoverlabel.font.size);
+  return {
+    tick: ticks.length ? Math.min(...ticks) : null,
+    hover: hovers.length ? Math.min(...hovers) : null,
+    title: px(document.querySelector('.js-plotly-plot .gtitle')),
+    button: px(document.querySelector('.stButton button p')),
+    formula: px(document.querySelector('.katex')),
+    text: px(document.querySelector('.stMarkdown p')),
+  };
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, script: str = "app.py") -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def wait_healthy(url: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"streamlit did not become healthy within {timeout:.0f} s")
+
+
+def require_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the browser tests: install Debian's chromium (see .ci/run)")
+        pytest.skip("Debian's chromium is not installed here (apt-get install chromium); CI installs it")
+
+
+@contextlib.contextmanager
+def running_app(script: str = "app.py"):
+    """`streamlit run app.py` on a free port, as the README starts it; yields its address."""
+    require_chromium()
+    port = free_port()
+    process = start_server(port, script)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def outside_requests(page) -> list[str]:
+    """Every address the page asks for that is not this machine: the Docker image runs offline,
+    so a font, icon or script from the internet would be missing in the lecture hall."""
+    asked = []
+    page.on("request", lambda request: asked.append(request.url))
+    return asked  # read after the test: it fills as the page runs
+
+
+def offline(asked: list[str]) -> list[str]:
+    return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
+
+
+def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
+    deadline = time.time() + timeout
+    state = None
+    while time.time() < deadline:
+        state = page.evaluate(PLOT_STATE, prefix)
+        if state and check(state):
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"chart {prefix!r} never reached the expected state; last: {state}")
+
+
+def settled(page, quiet: float = 1.0, timeout: float = 30) -> None:
+    """Until no chart has been redrawn for `quiet` seconds (a rerun draws its charts one after another)."""
+    page.evaluate("""() => { window.__drawn = performance.now();
+      new MutationObserver(() => { window.__drawn = performance.now(); })
+        .observe(document.body, {subtree: true, childList: true}); }""")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if page.evaluate("performance.now() - window.__drawn") > quiet * 1000:
+            return
+        time.sleep(0.2)
+
+
+def no_traceback(page):
+    assert page.locator("[data-testid='stException']").count() == 0
+    assert "Traceback" not in page.content()
+
+
+def screenshot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def toggle(page, label):
+    """A sidebar toggle by its label (the same words can also be a link or an emphasis on the page)."""
+    return page.get_by_test_id("stSidebarUserContent").get_by_text(label, exact=True)

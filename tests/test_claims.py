@@ -1,0 +1,229 @@
+"""Every sentence the app says about the numbers is a claim: each is checked here against the numbers it
+describes, over traces where it could go wrong (every init, small and large d_k, masks, no scaling, no
+projections, the lectures' typed numbers)."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from attention_core import (
+    INIT_CHOICES,
+    AttentionConfig,
+    embed,
+    scaling_experiment,
+    score_variances,
+    sentence_scaling,
+    tokenize,
+    trace_sentence,
+)
+from attention_core.lectures import EXAMPLES, NEXT_ROW, PRINTED_SCORES, PRINTED_WEIGHTS, softmax_row
+from attention_core.scaling import entry_variance_by_init
+from figures.scaling import ONE_HOT, experiment_claims, one_hot_without_scaling, sentence_claims
+from figures.stages import NEAR_ONE, UNIT_VARIANCE, scaling_notes, stage_view
+
+SENTENCES = ("The next day is bright", "The dog chased the ball but it couldn't catch it")
+CONFIGS = [
+    AttentionConfig(d_model=d_model, d_k=d_k, n_heads=2, causal=causal, scaled=scaled, init=init, seed=seed)
+    for init in INIT_CHOICES
+    for d_model, d_k in ((8, 4), (64, 16), (8, 64))
+    for causal, scaled, seed in ((False, True, 0), (True, True, 3), (True, False, 5))
+]
+NUMBER = r"(-?\d[\d,]*\.?\d*)"
+
+
+def numbers(text: str) -> list[float]:
+    return [float(n.replace(",", "")) for n in re.findall(NUMBER, text)]
+
+
+@pytest.fixture(scope="module", params=range(len(CONFIGS)), ids=lambda i: f"config{i}")
+def traces(request):
+    return [trace_sentence(text, CONFIGS[request.param]) for text in SENTENCES]
+
+
+def test_scores_claim_their_range(traces):
+    for trace in traces:
+        for head in range(trace.n_heads):
+            text = stage_view(trace, "scores", head).explanation
+            values = trace.scores[head].double()
+            assert f"Here they run from {float(values.min()):.2f} to {float(values.max()):.2f}." in text
+
+
+def test_scaling_claims_hold_for_the_variances_shown(traces):
+    for trace in traces:
+        for head in range(trace.n_heads):
+            stats = score_variances(trace, head)
+            notes = " ".join(scaling_notes(trace, head))
+            assert notes in stage_view(trace, "scaled_scores", head).explanation
+            if stats.scale == 1.0:
+                assert "Scaling is switched off" in notes and f"{stats.var_scores:.2f}" in notes
+                continue
+            # "their variance is divided by d_k: here from A to B": B is A / d_k, exactly (Var(aX) = a²Var(X)).
+            assert f"divided by {trace.d_k} " in notes and math.isclose(
+                stats.var_scaled, stats.var_scores / trace.d_k, rel_tol=1e-5
+            )
+            assert f"here from {stats.var_scores:.2f} to {stats.var_scaled:.2f}" in notes
+            unit = all(UNIT_VARIANCE[0] <= v <= UNIT_VARIANCE[1] for v in (stats.var_q, stats.var_k))
+            assert ("about 1: that is when" in notes) == unit
+            assert f"variance {stats.var_q:.2f} and {stats.var_k:.2f}" in notes or f"{stats.var_q:.2f} and" in notes
+            near_one = NEAR_ONE[0] <= stats.var_scaled <= NEAR_ONE[1]
+            if "is not near 1" in notes:
+                assert not near_one
+            if "happens to be" in notes:
+                assert near_one and not unit
+            if "too few numbers" in notes:
+                assert not near_one
+
+
+def test_the_scaled_stage_never_promises_about_1_when_the_numbers_say_otherwise():
+    """The first version said dividing by √d_k "brings it back to about 1" while the default trace had 3.9."""
+    trace = trace_sentence(SENTENCES[0], AttentionConfig(d_model=8, d_k=4, init="xavier"))
+    text = stage_view(trace, "scaled_scores").explanation
+    stats = score_variances(trace, 0)
+    assert stats.var_scaled > NEAR_ONE[1] and "is not near 1" in text and "brings it back" not in text
+
+
+def test_mask_claims_count_the_hidden_cells(traces):
+    for trace in traces:
+        text = stage_view(trace, "mask").explanation
+        n = trace.n_tokens
+        if trace.mask is None:
+            assert "Causal masking is off" in text
+            continue
+        hidden = int((~trace.mask).sum())
+        assert hidden == n * (n - 1) // 2 and not bool(trace.mask.triu(1).any())  # "every key after its query"
+        assert f"Here {hidden} of the {n * n} cells are hidden: every key after its query." in text
+
+
+def test_weights_claims_rows_sum_to_one_and_name_the_most_peaked_row(traces):
+    for trace in traces:
+        for head in range(trace.n_heads):
+            text = stage_view(trace, "weights", head).explanation
+            assert "Each row now sums to 1" in text
+            torch.testing.assert_close(trace.weights[head].sum(-1), torch.ones(trace.n_tokens))
+            match = re.search(r"the most peaked is “(.+?)” \(row (\d+)\): ([\d.]+) of its attention", text)
+            assert match, text
+            row = int(match.group(2)) - 1
+            assert trace.tokens[row] == match.group(1)
+            seen = torch.full((trace.n_tokens,), trace.n_tokens) if trace.mask is None else trace.mask.sum(-1)
+            candidates = trace.max_weight[head][seen > 1]
+            assert float(match.group(3)) == pytest.approx(float(candidates.max()), abs=0.005)
+            assert seen[row] > 1  # never the first row of a causal map: it can only look at itself
+
+
+def test_context_claim_under_the_mask(traces):
+    for trace in traces:
+        text = stage_view(trace, "context").explanation
+        if trace.mask is None:
+            assert "Under the causal mask" not in text
+            continue
+        assert "only the values of its own token and the ones before it" in text
+        later = trace.weights[0].triu(1)
+        assert torch.all(later == 0)
+        torch.testing.assert_close(trace.context[0], trace.weights[0] @ trace.v[0])
+
+
+def test_projection_claims_name_where_the_matrices_come_from():
+    drawn = trace_sentence(SENTENCES[0], AttentionConfig(init="kaiming", seed=9))
+    assert "Here: W_Q, W_K, W_V random (kaiming init, seed 9)." in stage_view(drawn, "projections").explanation
+    example = next(e for e in EXAMPLES if e.key == "alice-typed")
+    typed = dict(example.typed)
+    x = typed.pop("x")
+    sizes = example.sizes
+    config = AttentionConfig(d_model=sizes["d_model"], d_k=sizes["d_k"], d_v=sizes["d_v"])
+    trace = trace_sentence(example.text, config, x=x, weights=typed)
+    assert "Here: W_Q, W_K, W_V typed." in stage_view(trace, "projections").explanation
+    assert "Here X is typed." in stage_view(trace, "x").explanation
+
+
+def test_random_vector_experiment_claims():
+    result = scaling_experiment((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 16, 2000, 0, device="cpu")
+    first, second = experiment_claims(result)
+    assert f"Var(q·k) is {result.var_unscaled[0]:.2f} at d_k = 1 and {result.var_unscaled[-1]:,.0f}" in first
+    ratios = np.array(result.var_unscaled) / np.array(result.d_ks)
+    assert "close to d_k each time" in first and np.all((ratios > 0.8) & (ratios < 1.25))
+    assert f"between {min(result.var_scaled):.2f} and {max(result.var_scaled):.2f}" in first
+    assert f"goes from {result.max_weight_unscaled[0]:.2f} to {result.max_weight_unscaled[-1]:.2f}" in second
+
+
+@pytest.mark.parametrize("text", [*SENTENCES, "Alice will eat pizza"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sentence_experiment_is_fair_and_its_claims_hold(text, seed):
+    tokens = tokenize(text)
+    result = sentence_scaling(embed(tokens, 8, seed=seed), tokens, row_d_k=64, seed=seed)
+    assert abs(result.var_entries - 1) < 0.1  # q and k keep unit-variance entries at every d_k: the fair part
+    ratios = np.array(result.var_unscaled) / np.array(result.d_ks)
+    assert np.all((ratios > 0.75) & (ratios < 1.3)), ratios  # Var(q·k) ≈ d_k
+    for query in range(len(tokens)):
+        claims = " ".join(sentence_claims(result, query))
+        assert f"between {min(result.var_scaled):.2f} and {max(result.var_scaled):.2f}" in claims
+        top_u = [row[query] for row in result.max_weight_unscaled]
+        assert f"averages {top_u[0]:.2f} at d_k = 1 and {top_u[-1]:.2f} at d_k = 1024" in claims
+        if "turns almost one-hot" in claims:
+            assert one_hot_without_scaling(result, query)
+            assert top_u[-1] >= ONE_HOT and max(row[query] for row in result.max_weight_scaled) < ONE_HOT
+    # The lesson holds for most rows of every sentence: without √d_k the rows turn one-hot.
+    assert sum(one_hot_without_scaling(result, q) for q in range(len(tokens))) >= len(tokens) // 2
+
+
+def test_xavier_init_shrinks_q_as_d_k_grows_and_the_others_do_not():
+    """The Why √d_k page says so to explain why the sentence experiment draws its own W_Q, W_K."""
+    tokens = tokenize(SENTENCES[0])
+    by_init = entry_variance_by_init(embed(tokens, 8), (4, 16, 64, 256, 1024), INIT_CHOICES)
+    xavier = by_init["xavier"]
+    assert xavier[0] > 10 * xavier[-1] and all(a > b for a, b in zip(xavier[1:], xavier[2:], strict=False))
+    for init in ("normal", "kaiming", "unit"):
+        assert max(by_init[init]) < 3 * min(by_init[init]), init  # no trend with d_k, only the draw's noise
+
+
+def test_the_lectures_printed_numbers_are_reproduced_or_corrected():
+    """The presets reproduce lecture 000's row of "next" to its precision; lecture 002's slips are shown
+    beside the arithmetic."""
+    for example in EXAMPLES:
+        if example.checks is None:
+            continue
+        typed = dict(example.typed)
+        x = typed.pop("x", None)
+        s = example.sizes
+        config = AttentionConfig(
+            d_model=s["d_model"], d_k=s["d_k"], d_v=s["d_v"], n_heads=s["heads"], causal=s["causal"],
+            scaled=s["scaled"], projections=s["projections"],
+        )  # fmt: skip
+        trace = trace_sentence(example.text, config, x=x, weights=typed)
+        checks = {check.quantity: check for check in example.checks(trace)}
+        if example.key == "next-typed":
+            row = checks["weights of “next” (row 2)"]
+            assert row.agrees and np.allclose(row.computed, NEXT_ROW, atol=0.005)
+            assert all(check.agrees for check in checks.values())
+        if example.key == "alice-typed":
+            q = checks["q_eat = x_eat·W_Q"]
+            assert not q.agrees and np.allclose(q.computed, (0.26, 0.72))  # 0.2·0.3 − 0.8·0.2 + 0.9·0.4 = 0.26
+            assert checks["k_Alice = x_Alice·W_K"].agrees
+            alice, pizza = checks["score(eat, Alice) = q_eat·k_Alice"], checks["score(eat, pizza)"]
+            assert abs(alice.computed[0] - pizza.computed[0]) < 0.05  # "almost the same", as the lecture says
+            softmax = checks["softmax of the printed scores [8.1, 1.2, 3.0, 6.5]"]
+            assert not softmax.agrees
+            for scale in np.linspace(0.01, 10, 2000):  # no √d_k turns those scores into that row
+                row = softmax_row(PRINTED_SCORES, scale)
+                assert max(abs(a - b) for a, b in zip(row, PRINTED_WEIGHTS, strict=True)) > 0.03
+        if example.key == "gpt2":
+            assert all(check.agrees for check in checks.values())
+
+
+def test_compare_holds_what_it_says_it_holds():
+    """ "W_Q and W_K of the smaller d_k are the first columns of the larger one's"; X, W_V and W_O the same."""
+    for init in INIT_CHOICES:
+        # The app always passes d_v (the sidebar's), so only d_k differs between the two sides.
+        small = trace_sentence(SENTENCES[0], AttentionConfig(d_k=3, d_v=4, init=init, seed=4))
+        large = trace_sentence(SENTENCES[0], AttentionConfig(d_k=48, d_v=4, init=init, seed=4))
+        assert torch.equal(small.x, large.x) and torch.equal(small.w_v, large.w_v) and torch.equal(small.w_o, large.w_o)
+        if init == "xavier":  # the same draws, each side scaled by its own bound √(6 / (d_model + d_k))
+            ratio = math.sqrt(6 / (8 + 3)) / math.sqrt(6 / (8 + 48))
+            torch.testing.assert_close(small.w_q, large.w_q[..., :3] * ratio)
+        else:
+            assert torch.equal(small.w_q, large.w_q[..., :3]) and torch.equal(small.w_k, large.w_k[..., :3])
+    causal = trace_sentence(SENTENCES[0], AttentionConfig(causal=True))
+    plain = trace_sentence(SENTENCES[0], AttentionConfig(causal=False))
+    assert torch.equal(causal.w_q, plain.w_q) and torch.equal(causal.scores, plain.scores)  # "everything but the mask"

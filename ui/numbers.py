@@ -1,0 +1,114 @@
+"""The lectures' own numbers on the Walkthrough: tables to type X, W_Q, W_K, W_V, W_O into, and the
+lecture example's printed numbers beside what the arithmetic gives.
+
+Typed numbers live in the sidebar's typed-number fields (ui.controls.TYPED), so they are in the URL
+and survive page switches; a table's edit writes the whole matrix back there as compact text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attention_core.matrices import EMPTY, PER_HEAD, TYPED_NAMES, can_type
+from ui.controls import Settings, current_example
+
+
+def _matrices(trace, head: int) -> dict[str, np.ndarray]:
+    """What the tables start from: the trace's own X and W matrices (head `head` of the per-head ones)."""
+    return {
+        "x": trace.x.cpu().double().numpy(),
+        **{name: getattr(trace, name)[head].cpu().double().numpy() for name in PER_HEAD},
+        "w_o": trace.w_o.cpu().double().numpy(),
+    }
+
+
+def _labels(name: str, shape: tuple[int, int], trace, base: int) -> tuple[list[str], list[str]]:
+    rows, cols = shape
+    if name == "x":
+        return [f"{i + base} · {t}" for i, t in enumerate(trace.tokens)], [f"d{j + base}" for j in range(cols)]
+    return [f"in {i + base}" for i in range(rows)], [f"out {j + base}" for j in range(cols)]
+
+
+def _cells(matrix: np.ndarray) -> list[list[str]]:
+    return [[f"{value:.6g}" for value in row] for row in matrix]
+
+
+def _write_back(name: str, key: str, start: np.ndarray, columns: list[str], others: list, head: int) -> None:
+    """on_change of a table: apply its edits to the matrix it started from and store the typed text
+    (every head of W_Q, W_K, W_V: the other heads keep the numbers they had)."""
+    cells = _cells(start)
+    for row, changes in st.session_state[key].get("edited_rows", {}).items():
+        for column, value in changes.items():
+            cells[int(row)][columns.index(column)] = EMPTY if value is None else f"{float(value):.6g}"
+    blocks = [*map(_cells, others[:head]), cells, *map(_cells, others[head + 1 :])] if name in PER_HEAD else [cells]
+    st.session_state[name] = "|".join(";".join(",".join(row) for row in block) for block in blocks)
+
+
+def numbers_editor(trace, settings: Settings, head: int) -> None:
+    """Tables to type the lecture's numbers into (small sizes only), starting from the trace shown."""
+    with st.expander("✎ Type your own numbers: X, W_Q, W_K, W_V, W_O", expanded=bool(settings.typed)):
+        if trace.w_q is None:
+            st.caption("Projections are off: only X could be typed; switch them on to type W_Q, W_K, W_V.")
+        reason = can_type(settings.config, trace.n_tokens)
+        if reason:
+            st.caption(f"Tables appear for small sizes: {reason}.")
+            return
+        st.caption(
+            "Every stage below is recomputed from these numbers. Edited tables go to the address bar, so the "
+            "link restores them. A cleared cell is named until it holds a number again."
+        )
+        matrices = _matrices(trace, head) if trace.w_q is not None else {"x": trace.x.cpu().double().numpy()}
+        names = [name for name in TYPED_NAMES if name in matrices]
+        for place, name in zip(st.columns(len(names)), names, strict=True):
+            start = matrices[name]
+            rows, cols = _labels(name, start.shape, trace, settings.index_base)
+            fingerprint = hashlib.blake2b(start.tobytes(), digest_size=6).hexdigest()
+            key = f"edit-{name}-{head}-{fingerprint}"  # a new table whenever the numbers it starts from change
+            heads = range(trace.n_heads) if name in PER_HEAD else ()
+            others = [getattr(trace, name)[h].cpu().double().numpy() for h in heads]
+            with place:
+                suffix = f" (head {head + 1})" if name in PER_HEAD and trace.n_heads > 1 else ""
+                typed = "typed" if name in trace.given else "drawn"
+                st.markdown(f"**{TYPED_NAMES[name]}**{suffix} · {typed}")
+                st.data_editor(
+                    pd.DataFrame(np.round(start, 6), index=rows, columns=cols),
+                    key=key,
+                    on_change=_write_back,
+                    args=(name, key, start, cols, others, head),
+                    width="stretch",
+                )
+        if settings.typed:
+            st.button("Forget typed numbers", on_click=st.session_state.update,
+                      kwargs=dict.fromkeys(TYPED_NAMES, ""), key="forget_typed")  # fmt: skip
+
+
+def lecture_panel(trace) -> None:
+    """For a lecture example: where it comes from, what was chosen here, and its printed numbers checked."""
+    example = current_example(st.session_state)
+    if example is None or not (example.notes or example.checks):
+        return
+    with st.expander(f"📝 Lecture {example.source}", expanded=True):
+        for note in example.notes:
+            st.markdown(f"- {note}")
+        if example.checks is None:
+            return
+        checks = example.checks(trace)
+        st.dataframe(
+            [
+                {
+                    "": "✓" if check.agrees else "≠",
+                    "quantity": check.quantity,
+                    "the lecture prints": check.text(check.printed),
+                    "computed here": check.text(check.computed),
+                }
+                for check in checks
+            ],
+            hide_index=True,
+        )
+        for check in checks:
+            if check.note:
+                st.caption(f"{'✓' if check.agrees else '≠'} {check.quantity}: {check.note}.")

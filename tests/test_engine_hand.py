@@ -17,6 +17,7 @@ def test_hand_computed_two_dimensional_example():
     eye = torch.eye(2)
     config = AttentionConfig(d_model=2, d_k=2, dtype="float64")
     trace = compute_attention(x, config, weights={"w_q": eye, "w_k": eye, "w_v": eye}, tokens=["a", "b", "c"])
+    trace = trace.to("cpu")  # computed on CUDA where present, compared here
 
     expected_scores = torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 2.0]], dtype=torch.float64)
     torch.testing.assert_close(trace.scores[0], expected_scores)
@@ -42,7 +43,7 @@ def test_lecture_query_for_eat():
     # (the slide prints [0.30, 0.61]; the arithmetic gives [0.26, 0.72]).
     w_q = torch.tensor([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]], dtype=torch.float64)
     config = AttentionConfig(d_model=3, d_k=2, dtype="float64")
-    trace = compute_attention([[0.2, 0.8, 0.9]], config, weights={"w_q": w_q}, tokens=["eat"])
+    trace = compute_attention([[0.2, 0.8, 0.9]], config, weights={"w_q": w_q}, tokens=["eat"]).to("cpu")
     torch.testing.assert_close(trace.q[0, 0], torch.tensor([0.26, 0.72], dtype=torch.float64))
 
 

@@ -24,7 +24,7 @@ def _random_x(n, d_model, dtype, seed):
 def test_output_matches_nn_multihead_attention(d_model, d_k, d_v, heads, causal, dtype):
     config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, n_heads=heads, causal=causal, seed=7, dtype=dtype)
     x = _random_x(6, d_model, config.torch_dtype, seed=1)
-    trace = compute_attention(x, config, tokens=list("abcdef"))
+    trace = compute_attention(x, config, tokens=list("abcdef")).to("cpu")  # computed on CUDA where present
 
     mha = torch.nn.MultiheadAttention(d_model, heads, bias=False, batch_first=True, dtype=config.torch_dtype)
     with torch.no_grad():
@@ -51,7 +51,7 @@ def test_context_matches_scaled_dot_product_attention(d_model, d_k, d_v, heads, 
         d_model=d_model, d_k=d_k, d_v=d_v, n_heads=heads, causal=causal, scaled=scaled, seed=3, dtype=dtype
     )
     x = _random_x(7, d_model, config.torch_dtype, seed=2)
-    trace = compute_attention(x, config)
+    trace = compute_attention(x, config).to("cpu")
     expected = F.scaled_dot_product_attention(trace.q, trace.k, trace.v, is_causal=causal, scale=trace.scale)
     tol = TOLERANCE[dtype]
     torch.testing.assert_close(trace.context, expected, atol=tol, rtol=tol)
@@ -62,7 +62,7 @@ def test_context_matches_scaled_dot_product_attention(d_model, d_k, d_v, heads, 
 
 def test_stages_are_each_others_definitions():
     config = AttentionConfig(d_model=6, d_k=3, n_heads=2, causal=True, seed=5, dtype="float64")
-    trace = compute_attention(_random_x(5, 6, torch.float64, seed=4), config)
+    trace = compute_attention(_random_x(5, 6, torch.float64, seed=4), config).to("cpu")
     torch.testing.assert_close(trace.q, trace.x @ trace.w_q)
     torch.testing.assert_close(trace.scores, trace.q @ trace.k.transpose(-2, -1))
     torch.testing.assert_close(trace.scaled_scores, trace.scores / 3**0.5)

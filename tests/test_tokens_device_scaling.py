@@ -54,6 +54,15 @@ def test_cpu_and_cuda_agree():
         torch.testing.assert_close(getattr(on_gpu, name).cpu(), getattr(on_cpu, name), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and this machine has none")
+def test_scaling_experiment_gives_the_same_numbers_on_cuda():
+    on_cpu = scaling_experiment(d_ks=(1, 16, 256), n_keys=16, samples=2000, seed=3, device="cpu")
+    on_gpu = scaling_experiment(d_ks=(1, 16, 256), n_keys=16, samples=2000, seed=3, device="cuda")
+    assert on_gpu.device.startswith("cuda")
+    for name in ("var_unscaled", "var_scaled", "max_weight_unscaled", "entropy_scaled"):
+        assert getattr(on_gpu, name) == pytest.approx(getattr(on_cpu, name), rel=1e-6), name
+
+
 def test_trace_records_where_it_ran_and_moves():
     trace = compute_attention(torch.randn(3, 8), AttentionConfig(device="cpu"))
     assert trace.device == "cpu"

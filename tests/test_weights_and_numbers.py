@@ -91,7 +91,7 @@ def test_typed_numbers_that_do_not_fit_the_sizes_are_refused_and_say_why():
 
 def test_typed_numbers_make_every_stage():
     x = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
-    trace = trace_sentence("a b c", AttentionConfig(d_model=2, d_k=2), x=x, weights={"w_q": torch.eye(2)})
+    trace = trace_sentence("a b c", AttentionConfig(d_model=2, d_k=2), x=x, weights={"w_q": torch.eye(2)}).to("cpu")
     assert trace.given == ("x", "w_q")
     torch.testing.assert_close(trace.q[0], torch.tensor(x))
     with pytest.raises(ValueError, match="X has 3 rows but the sentence has 2 tokens"):
@@ -103,7 +103,7 @@ def test_without_projections_q_k_and_v_are_x():
     config = AttentionConfig(d_model=4, d_k=2, n_heads=3, projections=False, scaled=False, causal=True)
     assert (config.d_k, config.d_v, config.n_heads) == (4, 4, 1)  # X's widths, one head
     x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
-    trace = compute_attention(x, config)
+    trace = compute_attention(x, config).to("cpu")
     assert trace.w_q is None and trace.w_o is None and trace.output is None
     expected = torch.softmax((x @ x.T).masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), float("-inf")), -1)
     torch.testing.assert_close(trace.weights[0], expected)

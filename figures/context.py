@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.heatmap import heatmap
-from figures.style import DEFAULT_STYLE, Style, as_numpy, shorten
+from figures.heatmap import Panel, heatmaps
+from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, shorten
 
 TERMS_DRAWN = 24  # the largest weights drawn as rows; the sum below them is over every key
 
@@ -29,20 +29,24 @@ def weighted_sum_text(trace, head: int, query: int, style: Style = DEFAULT_STYLE
     return f"context({trace.tokens[query]}, row {style.index(query)}) = " + " + ".join(parts) + rest
 
 
-def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> go.Figure:
-    """The weighted sum, drawn: one row w_j·v_j per key, then their sum (= the context row)."""
+def context_sum_part(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> tuple[Panel, Matrix]:
+    """The weighted sum, drawn: one row w_j·v_j per key, then their sum (= the context row); and its export."""
     weights = as_numpy(trace.weights[head, query])
     values = as_numpy(trace.v[head])
     order = np.argsort(-weights)[:TERMS_DRAWN] if len(weights) > TERMS_DRAWN else np.arange(len(weights))
-    scaled = weights[order, None] * values[order]
-    context = as_numpy(trace.context[head, query])[None]
+    terms = np.vstack([weights[order, None] * values[order], as_numpy(trace.context[head, query])[None]])
     rows = [f"{weights[j]:.2f} × v({shorten(trace.tokens[j])})" for j in order]
     rows.append(f"= context({shorten(trace.tokens[query])})")
-    return heatmap(
-        np.vstack([scaled, context]),
-        title=f"context of “{shorten(trace.tokens[query], 24)}” as a weighted sum of value rows",
-        style=style,
+    panel = Panel(
+        terms,
+        f"context of “{shorten(trace.tokens[query], 24)}” as a weighted sum of value rows",
         row_labels=rows,
         x_title="value dimension",
         label_chars=40,  # the tokens inside are already cut to 16 characters
     )
+    return panel, Matrix("weighted_sum", terms, rows, [f"d{style.index(j)}" for j in range(terms.shape[1])])
+
+
+def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+    """The weighted sum of one query token as a figure of its own."""
+    return heatmaps([context_sum_part(trace, head, query, style)[0]], style)

@@ -16,6 +16,7 @@ moves its details to the subtitle line, and masked cells get a ✕ sized to the 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import re
@@ -36,7 +37,6 @@ from figures.style import (
     escape,
     label_width,
     shorten,
-    title_height,
 )
 
 MAX_DRAWN = 128  # a map with more rows or columns is block-averaged down to this for drawing
@@ -44,7 +44,8 @@ HOVER_TEXT_MAX = 64  # per-cell hover text (tokens, arithmetic) up to this size
 TICKS_MAX = 40  # at most this many tick labels per axis; past it every k-th (hover gives the position)
 BESIDE_MAP_PIXELS = 160  # of a chart's width, about what the row labels and the colour bar take
 AXIS_STANDOFF = 6  # pixels between an axis title and its tick labels
-TICK_GAP = 18  # pixels between the plot and its row labels (Streamlit's template: 5-px ticks, then padding; measured)
+TICK_GAP = 18  # pixels between a map and its row labels (5-px ticks, then padding; measured in Chromium)
+X_TICK_GAP = 8  # pixels between a map and its column labels above it (measured)
 COLORBAR_GAP, COLORBAR_THICKNESS = 8, 14  # pixels
 CELL_PIXELS = 30  # the height of one row of a map at 16 px type, until the map reaches the style's maximum
 CROSS_MIN_PIXELS = 7  # a ✕ smaller than this would be a smudge: masked cells are then plain grey
@@ -157,34 +158,43 @@ def fixed_margins(
     """Margins that fit the title, the x labels on top (upright or at -45°), the y labels on the left
     and the colour bar on the right, so that Plotly need not measure them (see the module docstring)."""
     line = 1.3  # line height, in font sizes
-    titles = title_height(title_size, font_size if subtitle else 0) if title else 0
-    lean = math.radians(abs(x_angle))
-    x_labels = (max(x_widths) + label_font) * math.sin(lean) + 4 if x_angle else label_font * line
-    top = TITLE_PAD + titles + 10 + (font_size * line + AXIS_STANDOFF if x_title else 0) + x_labels
-    left = 10 + y_width + TICK_GAP + (font_size * line + AXIS_STANDOFF if y_title else 0)
+    titles = (title_size * line if title else 0) + (font_size * line if subtitle else 0)  # drawn by heatmaps()
+    top = TITLE_PAD + titles + 10 + (font_size * line + AXIS_STANDOFF if x_title else 0)
+    top += x_labels_height(x_widths, label_font, x_angle) + X_TICK_GAP
+    left = 10 + y_width + TICK_GAP + (font_size * 1.4 + AXIS_STANDOFF if y_title else 0)
     right = 10
     if colorbar:  # the bar, its gap and labels like "−0.25"
         right = COLORBAR_GAP + COLORBAR_THICKNESS + 6 + label_width("−0.25", font_size) + 6
     if x_angle:  # the last label leans out to the right
-        right = max(right, x_widths[-1] * math.cos(lean) + 6)
+        right = max(right, x_widths[-1] * math.cos(math.radians(abs(x_angle))) + 6)
     return {"l": round(left), "r": round(right), "t": round(top), "b": 10, "autoexpand": False}
 
 
-def y_title_annotation(text: str, labels_width: float, font_size: int) -> dict:
-    """A y-axis title as a rotated annotation, AXIS_STANDOFF pixels left of the row labels (which end TICK_GAP
-    pixels left of the plot)."""
-    return {
-        "text": text,
-        "textangle": -90,
-        "x": 0,
-        "xref": "paper",
-        "xanchor": "right",
-        "xshift": -(labels_width + TICK_GAP + AXIS_STANDOFF),
-        "y": 0.5,
-        "yref": "paper",
-        "showarrow": False,
-        "font": {"size": font_size},
-    }
+def x_labels_height(widths: list[float], label_font: float, angle: int) -> float:
+    """Pixels the column labels take above a map: upright, one line; slanted, their longest one leans up."""
+    if not angle:
+        return label_font * 1.3
+    return (max(widths) + label_font) * math.sin(math.radians(abs(angle))) + 4
+
+
+def axis_title_annotations(laid, x0: float, x1: float, y1: float, y_mid: float, width: float, font: int) -> list:
+    """The axis titles of one map, placed here: without automargin Plotly puts an axis title where it likes
+    (an x title over the chart's title, a y title over the row labels). The x title sits AXIS_STANDOFF pixels
+    above the column labels (which end X_TICK_GAP pixels above the map's top, paper y1); the y title the same
+    left of the row labels (TICK_GAP pixels left of the map, paper x0), in paper units so that it moves with
+    the map when the chart is drawn narrower or wider than `width` pixels."""
+    common = {"xref": "paper", "yref": "paper", "showarrow": False, "font": {"size": font}}
+    out = []
+    if laid.panel.x_title:
+        above = X_TICK_GAP + x_labels_height(tick_widths(laid.x_ticks, laid.label_font), laid.label_font,
+                                             laid.x_angle) + AXIS_STANDOFF  # fmt: skip
+        out.append({**common, "text": escape(laid.panel.x_title), "x": (x0 + x1) / 2, "xanchor": "center",
+                    "y": y1, "yanchor": "bottom", "yshift": above})  # fmt: skip
+    if laid.panel.y_title:
+        left = max(tick_widths(laid.y_ticks, laid.label_font)) + TICK_GAP + AXIS_STANDOFF
+        out.append({**common, "text": escape(laid.panel.y_title), "textangle": -90, "x": x0 - left / width,
+                    "xanchor": "right", "y": y_mid, "yanchor": "middle"})  # fmt: skip
+    return out
 
 
 def number_width(text: str, font_size: float) -> float:
@@ -224,9 +234,15 @@ def heatmap_traces(
     colorbar: bool,
     cross_pixels: float,
     style: Style = DEFAULT_STYLE,
+    colorbar_place: dict | None = None,
+    name: str = "",
+    shown: dict | None = None,
 ) -> list[dict]:
-    """The traces of one (already pooled) map: the values, the grey masked cells (NaN where every
-    cell of a block is masked) and a ✕ on each of them. Used by heatmap() and by the multi-head grid."""
+    """The traces of one (already pooled) map: the values (named `name`), the grey masked cells (NaN where
+    every cell of a block is masked) and a ✕ on each of them. Used by heatmaps() and by the multi-head grid.
+    colorbar_place: where the colour bar goes (paper x, y, len), by default right of the whole figure.
+    shown: the panel's title and subtitle as drawn (fitted to its width), kept in the value trace's `meta`
+    so that a reader of the figure (a test, a benchmark) finds the panel and what it says."""
     x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
     gap = 1 if max(z.shape) <= 48 else 0
     heat = {
@@ -240,7 +256,13 @@ def heatmap_traces(
         "zmid": 0.0 if diverging else None,
         "hoverongaps": False,
         "showscale": colorbar,
-        "colorbar": style.colorbar(thickness=COLORBAR_THICKNESS, x=1.0, xanchor="left", xpad=COLORBAR_GAP),
+        "colorbar": style.colorbar(
+            thickness=COLORBAR_THICKNESS,
+            xanchor="left",
+            **(colorbar_place or {"x": 1.0, "xpad": COLORBAR_GAP}),
+        ),
+        "name": name,
+        "meta": shown or {},
         "xgap": gap,
         "ygap": gap,
         **hover,
@@ -299,28 +321,11 @@ def _hover(shape, pooled: bool, hover_text, row_labels, col_labels, y_name: str,
     return {"hovertemplate": f"{y_name} #%{{y}} · {x_name} #%{{x}}<br>value = %{{z:.4f}}<extra></extra>"}
 
 
-def heatmap(
-    matrix,
-    *,
-    title: str,
-    style: Style = DEFAULT_STYLE,
-    subtitle: str = "",
-    row_labels=None,
-    col_labels=None,
-    x_title: str = "",
-    y_title: str = "",
-    diverging: bool = True,
-    allowed=None,
-    hover_text=None,
-    zrange: tuple[float, float] | None = None,
-    colorbar: bool | None = None,
-    x_tick_angle: int | None = None,
-    height: int | None = None,
-    label_chars: int = LABEL_CHARS_MAX,
-) -> go.Figure:
-    """A labelled heatmap of a 2-D array (rows top to bottom, like the matrix on paper).
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    """One map of a figure: a 2-D array and how to draw it.
 
-    title, subtitle, row_labels, col_labels, x_title, y_title: plain text (escaped here).
+    title, subtitle, row_labels, col_labels, x_title, y_title: plain text (escaped when drawn).
     row_labels / col_labels: tokens for the axes (None = numbered dimensions, counted from
     style.index_base). allowed: bool array; False cells are drawn grey with a ✕, not as a colour.
     hover_text: optional 2-D array of (already escaped) strings, used when the map is small.
@@ -328,26 +333,69 @@ def heatmap(
     colorbar: None draws one unless the cells carry their numbers (then they say what a bar would).
     x_tick_angle: the column labels' angle; by default -45° when there are more than 6 tokens.
     label_chars: tokens longer than this are cut on the axes (hovers keep them whole).
-    Numbers are written in the cells when style.show_numbers and they fit the cells at style.width.
-    Where labels would run into each other only every k-th is written; hovers name every cell.
     """
-    data = np.asarray(matrix, dtype=np.float64)
-    ok = None if allowed is None else np.asarray(allowed, dtype=bool)
+
+    matrix: object
+    title: str
+    subtitle: str = ""
+    row_labels: object = None
+    col_labels: object = None
+    x_title: str = ""
+    y_title: str = ""
+    diverging: bool = True
+    allowed: object = None
+    hover_text: object = None
+    zrange: tuple[float, float] | None = None
+    colorbar: bool | None = None
+    x_tick_angle: int | None = None
+    label_chars: int = LABEL_CHARS_MAX
+
+
+@dataclasses.dataclass
+class _Laid:
+    """A panel measured for the width it gets: what it draws and the pixels it needs around its map."""
+
+    panel: Panel
+    data: np.ndarray
+    z: np.ndarray
+    pooled: bool
+    label_font: int
+    map_pixels: int
+    x_ticks: dict
+    y_ticks: dict
+    x_angle: int
+    title: str
+    subtitle: str
+    title_size: int
+    numbers: bool
+    bar: bool
+    margin: dict  # pixels left of, right of, above and below the map, within the panel's share of the figure
+    cross_pixels: float
+
+    @property
+    def height(self) -> float:
+        return self.margin["t"] + self.map_pixels + self.margin["b"]
+
+
+def _lay(panel: Panel, width: float, style: Style) -> _Laid:
+    """Measure a panel drawn `width` pixels wide: pooling, ticks, title, numbers that fit, margins."""
+    data = np.asarray(panel.matrix, dtype=np.float64)
+    ok = None if panel.allowed is None else np.asarray(panel.allowed, dtype=bool)
     z, rows, cols = pool(data, ok)
     pooled = len(rows) < data.shape[0] or len(cols) < data.shape[1]
-    zrange = zrange or _colour_range(z, diverging)
-    font, base = style.font_size, style.index_base
+    font, base, chars = style.font_size, style.index_base, panel.label_chars
 
     label_font = font if max(len(rows), len(cols)) <= 40 else max(9, font - 6)
     cell = CELL_PIXELS * (1 + 0.6 * (font / 16 - 1))  # larger type (presentation mode): taller rows, not as much
     map_pixels = round(min(style.max_map_pixels, max(MAP_PIXELS_MIN, cell * len(rows))))
     # A slanted column label needs ~1.5 font sizes of width; a row label one line of type.
-    x_most, y_most = int((style.width - BESIDE_MAP_PIXELS) / (1.5 * label_font)), int(map_pixels / label_font)
-    x_ticks = axis_ticks(col_labels, cols, most=x_most, base=base, label_chars=label_chars)
-    y_ticks = axis_ticks(row_labels, rows, most=y_most, base=base, label_chars=label_chars)
-    if x_tick_angle is None:
-        x_tick_angle = -45 if col_labels is not None and len(cols) > 6 else 0
-    title, subtitle, title_size = fit_title(title, subtitle, style.width, font)
+    x_most, y_most = int((width - BESIDE_MAP_PIXELS) / (1.5 * label_font)), int(map_pixels / label_font)
+    x_ticks = axis_ticks(panel.col_labels, cols, most=x_most, base=base, label_chars=chars)
+    y_ticks = axis_ticks(panel.row_labels, rows, most=y_most, base=base, label_chars=chars)
+    x_angle = panel.x_tick_angle
+    if x_angle is None:
+        x_angle = -45 if panel.col_labels is not None and len(cols) > 6 else 0
+    title, subtitle, title_size = fit_title(panel.title, panel.subtitle, width, font)
 
     def margins(bar: bool) -> dict:
         return fixed_margins(
@@ -358,54 +406,116 @@ def heatmap(
             label_font=label_font,
             x_widths=tick_widths(x_ticks, label_font),
             y_width=max(tick_widths(y_ticks, label_font)),
-            x_angle=x_tick_angle,
-            x_title=bool(x_title),
-            y_title=bool(y_title),
+            x_angle=x_angle,
+            x_title=bool(panel.x_title),
+            y_title=bool(panel.y_title),
             colorbar=bar,
         )
 
     margin = margins(bar=False)
-    cell_width = (style.width - margin["l"] - margin["r"]) / len(cols)
     cell_height = map_pixels / len(rows)
     numbers_font = max(10, font - 3)
-    numbers = style.show_numbers and not pooled and numbers_fit(z, cell_width, cell_height, numbers_font)
-    bar = not numbers if colorbar is None else colorbar
+    fits = numbers_fit(z, (width - margin["l"] - margin["r"]) / len(cols), cell_height, numbers_font)
+    numbers = style.show_numbers and not pooled and fits
+    bar = not numbers if panel.colorbar is None else panel.colorbar
     if bar:
         margin = margins(bar=True)
-        cell_width = (style.width - margin["l"] - margin["r"]) / len(cols)
+    cell_width = (width - margin["l"] - margin["r"]) / len(cols)
+    return _Laid(panel, data, z, pooled, label_font, map_pixels, x_ticks, y_ticks, x_angle, title, subtitle,
+                 title_size, numbers, bar, margin, 0.5 * min(cell_width, cell_height))  # fmt: skip
 
-    y_name, x_name = escape(y_title or "row"), escape(x_title or "column")
-    hover = _hover(data.shape, pooled, hover_text, row_labels, col_labels, y_name, x_name, base)
-    traces = heatmap_traces(
-        z,
-        diverging=diverging,
-        zrange=zrange,
-        hover=hover,
-        numbers_font=numbers_font if numbers else None,
-        colorbar=bar,
-        cross_pixels=0.5 * min(cell_width, cell_height),
-        style=style,
-    )
-    axis = {"automargin": False, "showgrid": False, "zeroline": False, "tickfont": {"size": label_font}}
-    layout = style.layout(
-        title=style.title(escape(title), escape(subtitle), title_size, font),
-        height=height or margin["t"] + map_pixels + margin["b"],
-        margin=margin,
-        showlegend=False,
-        xaxis={
+
+def _title_annotations(laid: _Laid, x: float, top: float, style: Style) -> list[dict]:
+    """A panel's title and subtitle, left-aligned at paper x, their top edge `top` pixels below the figure's."""
+    common = {"x": x, "xref": "paper", "xanchor": "left", "yref": "paper", "yanchor": "top", "showarrow": False}
+    out = []
+    if laid.title:
+        out.append({**common, "text": f"<b>{escape(laid.title)}</b>", "y": 1.0, "yshift": -top,
+                    "font": {"size": laid.title_size}})  # fmt: skip
+    if laid.subtitle:
+        out.append({**common, "text": escape(laid.subtitle), "y": 1.0, "yshift": -(top + 1.3 * laid.title_size),
+                    "font": {"size": style.font_size}})  # fmt: skip
+    return out
+
+
+def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> go.Figure:
+    """One figure of several maps: side by side, each a share of style.width, or stacked one above the other.
+
+    A stage's matrices (W_Q, W_K and W_V; Q, K and V; ...) are one figure: Streamlit mounts and draws every
+    chart it is sent, so one figure of three maps repaints in less time than three figures (bench/README).
+    Each panel has its own axes, colour scale and bar, numbers where they fit its cells, and title; its value
+    trace is named after its title (tests and exports find a panel by that name). The figure's margins are
+    zero: everything is placed here, in pixels, so Plotly draws the figure once without measuring it.
+    """
+    width = style.width / (1 if stacked else len(panels))
+    laid = [_lay(panel, width, style) for panel in panels]
+    if stacked:
+        total = sum(p.height for p in laid)
+        tops = [sum(p.height for p in laid[:k]) for k in range(len(laid))]  # each panel's top edge, pixels
+        lefts = [0.0] * len(laid)
+    else:
+        total = max(p.margin["t"] for p in laid) + max(p.map_pixels for p in laid) + max(p.margin["b"] for p in laid)
+        tops = [0.0] * len(laid)
+        lefts = [k * width for k in range(len(laid))]
+    map_top = [tops[k] + (p.margin["t"] if stacked else max(q.margin["t"] for q in laid)) for k, p in enumerate(laid)]
+
+    traces, axes, annotations = [], {}, []
+    for k, p in enumerate(laid):
+        suffix = "" if k == 0 else str(k + 1)
+        x0 = (lefts[k] + p.margin["l"]) / style.width
+        x1 = (lefts[k] + width - p.margin["r"]) / style.width
+        y1 = 1 - map_top[k] / total
+        y0 = 1 - (map_top[k] + p.map_pixels) / total
+        y_name, x_name = escape(p.panel.y_title or "row"), escape(p.panel.x_title or "column")
+        hover = _hover(p.data.shape, p.pooled, p.panel.hover_text, p.panel.row_labels, p.panel.col_labels,
+                       y_name, x_name, style.index_base)  # fmt: skip
+        colorbar = {"x": x1 + COLORBAR_GAP / style.width, "xpad": 0, "y": y1, "yanchor": "top", "len": y1 - y0}
+        for trace in heatmap_traces(
+            p.z,
+            diverging=p.panel.diverging,
+            zrange=p.panel.zrange or _colour_range(p.z, p.panel.diverging),
+            hover=hover,
+            numbers_font=max(10, style.font_size - 3) if p.numbers else None,
+            colorbar=p.bar,
+            cross_pixels=p.cross_pixels,
+            style=style,
+            colorbar_place=colorbar,
+            name=p.panel.title,
+            shown={"title": p.title, "subtitle": p.subtitle},
+        ):
+            traces.append({**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"})
+        rows, cols = p.z.shape
+        axis = {"automargin": False, "showgrid": False, "zeroline": False, "tickfont": {"size": p.label_font}}
+        axes[f"xaxis{suffix}"] = {
             **axis,
-            **x_ticks,
-            "title": {"text": escape(x_title), "standoff": AXIS_STANDOFF, "font": {"size": font}},
+            **p.x_ticks,
+            "domain": [x0, x1],
+            "anchor": f"y{suffix}",
             "side": "top",
-            "tickangle": x_tick_angle,
-            "range": [-0.5, len(cols) - 0.5],
-        },
-        yaxis={**axis, **y_ticks, "range": [len(rows) - 0.5, -0.5]},  # row 1 at the top, as on paper
-        # Without automargin Plotly ignores an axis title's standoff and draws a y title over the row labels;
-        # placed here in pixels, it sits left of the widest one.
-        annotations=[y_title_annotation(escape(y_title), max(tick_widths(y_ticks, label_font)), font)]
-        if y_title
-        else [],
+            "tickangle": p.x_angle,
+            "range": [-0.5, cols - 0.5],
+        }
+        axes[f"yaxis{suffix}"] = {
+            **axis,
+            **p.y_ticks,
+            "domain": [y0, y1],
+            "anchor": f"x{suffix}",
+            "range": [rows - 0.5, -0.5],  # row 1 at the top, as on paper
+        }
+        annotations += _title_annotations(p, lefts[k] / style.width, tops[k] + TITLE_PAD, style)
+        annotations += axis_title_annotations(p, x0, x1, y1, (y0 + y1) / 2, style.width, style.font_size)
+    layout = style.layout(
+        **axes,
+        height=round(total),
+        margin={"l": 0, "r": 0, "t": 0, "b": 0, "autoexpand": False},
+        showlegend=False,
+        annotations=annotations,
     )
     # One constructor call: Plotly validates once, where update_layout/update_axes calls each re-walk the figure.
     return go.Figure(data=traces, layout=layout)
+
+
+def heatmap(matrix, *, title: str, style: Style = DEFAULT_STYLE, **options) -> go.Figure:
+    """A labelled heatmap of one 2-D array (rows top to bottom, like the matrix on paper): a one-panel
+    heatmaps() figure; `options` are Panel's."""
+    return heatmaps([Panel(matrix, title, **options)], style)

@@ -20,9 +20,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attention_core.scaling import score_variances
-from figures.context import context_sum_figure, weighted_sum_text
+from figures.context import context_sum_part, weighted_sum_text
 from figures.glossary import link
-from figures.heatmap import heatmap
+from figures.heatmap import Panel, heatmaps
 from figures.peakiness import peakiness_figure
 from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, escape, shape_text, subscript
 
@@ -40,6 +40,7 @@ class Built:
     matrices: list[Matrix]
     notes: list[str] = dataclasses.field(default_factory=list)
     idea: str | None = None  # replaces the stage's idea where it would not be true (e.g. no projections)
+    code: str = ""  # a computation written out, shown as text (a context vector as its weighted sum)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,14 +51,14 @@ class Stage:
     formula: str  # LaTeX
     idea: str  # one sentence (markdown), true whatever the numbers
     needs_x: bool  # needs X and the W matrices: only a from-scratch trace has them
-    build: Callable[[object, int, Style], Built]
+    build: Callable[[object, int, Style, int | None], Built]  # (trace, head, style, query token or None)
     grid: str | None = None  # the [h, n, n] field drawn for every head on the Multi-head page
-    per_query: Callable | None = None  # (trace, head, query, style) -> (text, figure): one token in detail
+    per_query: bool = False  # the view can show one chosen query token in detail
 
 
 @dataclasses.dataclass
 class StageView:
-    """One stage of one head, ready to show: what show_view in ui/show.py lays out."""
+    """One stage of one head, ready to show: what show_stage in ui/show.py lays out."""
 
     key: str
     heading: str
@@ -65,6 +66,7 @@ class StageView:
     explanation: str
     figures: list[go.Figure]
     matrices: list[Matrix]
+    code: str = ""
 
 
 def _tokens(trace) -> list[str]:
@@ -84,28 +86,19 @@ def _allowed(trace) -> np.ndarray | None:
     return None if trace.mask is None else trace.mask.cpu().numpy()
 
 
-def _rows_figure(trace, values, name: str, title: str, style: Style, subtitle: str = "") -> tuple[go.Figure, Matrix]:
+def _rows_panel(trace, values, name: str, title: str, style: Style, subtitle: str = "") -> tuple[Panel, Matrix]:
     """A matrix with one row per token (X, Q, K, V, context, output)."""
-    figure = heatmap(
-        values,
-        title=title,
-        subtitle=subtitle,
-        style=style,
-        row_labels=_tokens(trace),
-        x_title="dimension",
-        y_title="token",
-    )
-    return figure, Matrix(name, values, _tokens(trace), _dims(values.shape[1], style))
+    panel = Panel(values, title, subtitle, row_labels=_tokens(trace), x_title="dimension", y_title="token")
+    return panel, Matrix(name, values, _tokens(trace), _dims(values.shape[1], style))
 
 
-def _square_figure(trace, values, name, title, style, *, diverging, masked, subtitle="", hover=None, zrange=None):
+def _square_panel(trace, values, name, title, *, diverging, masked, subtitle="", hover=None, zrange=None):
     """A query x key map. `masked`: draw the mask's hidden cells grey with a ✕ (masked scores, weights);
     scores and scaled scores exist for every pair, the mask comes after them."""
-    figure = heatmap(
+    panel = Panel(
         values,
-        title=title,
-        subtitle=subtitle,
-        style=style,
+        title,
+        subtitle,
         row_labels=_tokens(trace),
         col_labels=_tokens(trace),
         x_title="key (attended to)",
@@ -115,14 +108,20 @@ def _square_figure(trace, values, name, title, style, *, diverging, masked, subt
         hover_text=hover,
         zrange=zrange,
     )
-    return figure, Matrix(name, values, _tokens(trace), _tokens(trace))
+    return panel, Matrix(name, values, _tokens(trace), _tokens(trace))
 
 
-def _matrix_figure(values, name, title, style, row_name, col_name, subtitle="") -> tuple[go.Figure, Matrix]:
+def _matrix_panel(values, name, title, style, row_name, col_name, subtitle="") -> tuple[Panel, Matrix]:
     """A weight matrix (W_Q, W_K, W_V, W_O): numbered rows and columns."""
-    figure = heatmap(values, title=title, subtitle=subtitle, style=style, x_title=col_name, y_title=row_name)
     rows, cols = values.shape
-    return figure, Matrix(name, values, _dims(rows, style), _dims(cols, style))
+    panel = Panel(values, title, subtitle, x_title=col_name, y_title=row_name)
+    return panel, Matrix(name, values, _dims(rows, style), _dims(cols, style))
+
+
+def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[go.Figure], list[Matrix]]:
+    """A stage's panels as ONE figure (side by side where the style says so, else stacked), and its exports."""
+    panels, matrices = zip(*parts, strict=True)
+    return [heatmaps(list(panels), style, stacked=not style.side_by_side)], list(matrices)
 
 
 def origin(trace, names: tuple[str, ...]) -> str:
@@ -142,37 +141,37 @@ def origin(trace, names: tuple[str, ...]) -> str:
 # The builders, one per stage.
 
 
-def _build_x(trace, head: int, style: Style) -> Built:
+def _build_x(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.x)
-    figure, matrix = _rows_figure(trace, values, "X", f"X  {shape_text(*values.shape)}", style)
+    figures, matrices = _figure([_rows_panel(trace, values, "X", f"X  {shape_text(*values.shape)}", style)], style)
     notes = ["Here X is typed."] if "x" in trace.given else []
-    return Built([figure], [matrix], notes)
+    return Built(figures, matrices, notes)
 
 
-def _build_projections(trace, head: int, style: Style) -> Built:
+def _build_projections(trace, head: int, style: Style, query: int | None) -> Built:
     if trace.w_q is None:
         idea = "No projection matrices here: Q = K = V = X, as in lecture 003's first attempt."
         return Built([], [], idea=idea)
     d_model, suffix = trace.x.shape[1], _head(trace, head)
-    figures, matrices, style = [], [], style.beside(3)
+    parts = []
     for name, w in (("W_Q", trace.w_q), ("W_K", trace.w_k), ("W_V", trace.w_v)):
         values = as_numpy(w[head])
         title = f"{name}  {shape_text(d_model, values.shape[1])}"
-        figure, matrix = _matrix_figure(values, name, title, style, "input dimension", "output dimension", suffix)
-        figures.append(figure)
-        matrices.append(matrix)
+        parts.append(_matrix_panel(values, name, title, style, "input dimension", "output dimension", suffix))
+    figures, matrices = _figure(parts, style)
     where = origin(trace, ("w_q", "w_k", "w_v"))
     return Built(figures, matrices, [f"Here: {where}."] if where else [])
 
 
-def _build_qkv(trace, head: int, style: Style) -> Built:
+def _build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
     n = trace.n_tokens
     if trace.x is not None and trace.w_q is None:  # no projections: one matrix plays all three parts
         values = as_numpy(trace.q[head])
-        figure, matrix = _rows_figure(trace, values, "Q", f"Q = K = V = X  {shape_text(*values.shape)}", style)
+        title = f"Q = K = V = X  {shape_text(*values.shape)}"
+        figures, matrices = _figure([_rows_panel(trace, values, "Q", title, style)], style)
         idea = "Without projections each token's query, key and value are all its own row of X."
-        return Built([figure], [matrix], idea=idea)
-    figures, matrices, style = [], [], style.beside(3)
+        return Built(figures, matrices, idea=idea)
+    parts = []
     for name, t in (("Q", trace.q), ("K", trace.k), ("V", trace.v)):
         values = as_numpy(t[head])
         width = values.shape[1]
@@ -184,21 +183,18 @@ def _build_qkv(trace, head: int, style: Style) -> Built:
             title = (
                 f"{name} = X·W_{name}  {shape_text(n, d_model)}·{shape_text(d_model, width)} = {shape_text(n, width)}"
             )
-        figure, matrix = _rows_figure(trace, values, name, title, style)
-        figures.append(figure)
-        matrices.append(matrix)
+        parts.append(_rows_panel(trace, values, name, title, style))
+    figures, matrices = _figure(parts, style)
     return Built(figures, matrices, [CAPTURED_NOTE] if trace.x is None else [])
 
 
-def _build_scores(trace, head: int, style: Style) -> Built:
+def _build_scores(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scores[head])
     n, dk = trace.n_tokens, trace.d_k
     title = f"scores = Q·Kᵀ  {shape_text(n, dk)}·{shape_text(dk, n)} = {shape_text(n, n)}"
-    figure, matrix = _square_figure(
-        trace, values, "scores", title, style, diverging=True, masked=False, subtitle=_head(trace, head)
-    )
+    part = _square_panel(trace, values, "scores", title, diverging=True, masked=False, subtitle=_head(trace, head))
     note = f"Here they run from {values.min():.2f} to {values.max():.2f}."
-    return Built([figure], [matrix], [note])
+    return Built(*_figure([part], style), [note])
 
 
 UNIT_VARIANCE = (0.8, 1.25)  # q's and k's entries count as unit-variance within this range
@@ -243,20 +239,20 @@ def scaling_notes(trace, head: int) -> list[str]:
     return notes
 
 
-def _build_scaled(trace, head: int, style: Style) -> Built:
+def _build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scaled_scores[head])
     n, dk = trace.n_tokens, trace.d_k
     if trace.scale == 1.0:
         title = f"scaled scores: NOT scaled (scale off)  {shape_text(n, n)}"
     else:
         title = f"scaled scores = scores / √{dk} = scores / {1 / trace.scale:.3g}  {shape_text(n, n)}"
-    figure, matrix = _square_figure(
-        trace, values, "scaled_scores", title, style, diverging=True, masked=False, subtitle=_head(trace, head)
+    part = _square_panel(
+        trace, values, "scaled_scores", title, diverging=True, masked=False, subtitle=_head(trace, head)
     )
-    return Built([figure], [matrix], scaling_notes(trace, head))
+    return Built(*_figure([part], style), scaling_notes(trace, head))
 
 
-def _build_mask(trace, head: int, style: Style) -> Built:
+def _build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     if trace.mask is None:
         if trace.x is None:
             note = "This model is an encoder: every token sees every other token, before and after it."
@@ -268,13 +264,12 @@ def _build_mask(trace, head: int, style: Style) -> Built:
             )
         return Built([], [], [note])
     allowed = _allowed(trace)
-    n, style = trace.n_tokens, style.beside(2)
+    n = trace.n_tokens
     values = allowed.astype(np.float64)
-    mask_figure = heatmap(
+    mask_panel = Panel(
         values,
-        title=f"causal mask  {shape_text(n, n)}",
-        subtitle="1 = may attend, ✕ = hidden",
-        style=style,
+        f"causal mask  {shape_text(n, n)}",
+        "1 = may attend, ✕ = hidden",
         row_labels=_tokens(trace),
         col_labels=_tokens(trace),
         x_title="key (attended to)",
@@ -284,15 +279,16 @@ def _build_mask(trace, head: int, style: Style) -> Built:
         zrange=(0.0, 1.0),
     )
     masked = np.where(allowed, as_numpy(trace.scaled_scores[head]), np.nan)
-    masked_figure, masked_matrix = _square_figure(
-        trace, masked, "masked_scores", "masked scores (−∞ where hidden)", style, diverging=True, masked=True,
+    masked_part = _square_panel(
+        trace, masked, "masked_scores", "masked scores (−∞ where hidden)", diverging=True, masked=True,
         subtitle=_head(trace, head),
     )  # fmt: skip
+    figures, matrices = _figure(
+        [(mask_panel, Matrix("mask", values, _tokens(trace), _tokens(trace))), masked_part], style
+    )
     hidden = int((~allowed).sum())
     note = f"Here {hidden} of the {n * n} cells are hidden: every key after its query."
-    return Built(
-        [mask_figure, masked_figure], [Matrix("mask", values, _tokens(trace), _tokens(trace)), masked_matrix], [note]
-    )
+    return Built(figures, matrices, [note])
 
 
 def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray | None:
@@ -319,21 +315,21 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
     return text
 
 
-def _build_weights(trace, head: int, style: Style) -> Built:
-    values, style = as_numpy(trace.weights[head]), style.beside(2)
-    n = trace.n_tokens
-    figure, matrix = _square_figure(
+def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
+    values, n = as_numpy(trace.weights[head]), trace.n_tokens
+    beside = style.beside(2)
+    part = _square_panel(
         trace,
         values,
         "weights",
         f"attention weights = softmax(rows)  {shape_text(n, n)}",
-        style,
         diverging=False,
         masked=True,
         subtitle=_head(trace, head),  # on its own line: this map shares its row with the peakiness bars
         hover=weights_hover(trace, head, style),
         zrange=(0.0, 1.0),
     )
+    figure = heatmaps([part[0]], beside)
     top = as_numpy(trace.max_weight[head])
     choices = np.ones(n, bool) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1) > 1
     notes = []
@@ -343,58 +339,44 @@ def _build_weights(trace, head: int, style: Style) -> Built:
             f"Of the rows with more than one token to look at, the most peaked is “{trace.tokens[peaked]}” "
             f"(row {style.index(peaked)}): {top[peaked]:.2f} of its attention on one token."
         )
-    return Built([figure, peakiness_figure(trace, head, style)], [matrix], notes)
+    return Built([figure, peakiness_figure(trace, head, beside)], [part[1]], notes)
 
 
-def _build_context(trace, head: int, style: Style) -> Built:
+def _build_context(trace, head: int, style: Style, query: int | None) -> Built:
+    """The context vectors, and, for a chosen query token, its context as the weighted sum of value rows."""
     values = as_numpy(trace.context[head])
     n, dv = trace.n_tokens, trace.d_v
     title = f"context = A·V  {shape_text(n, n)}·{shape_text(n, dv)} = {shape_text(n, dv)}"
-    figure, matrix = _rows_figure(trace, values, "context", title, style, subtitle=_head(trace, head))
+    parts = [_rows_panel(trace, values, "context", title, style, subtitle=_head(trace, head))]
+    code = ""
+    if query is not None:
+        parts.append(context_sum_part(trace, head, query, style))
+        code = weighted_sum_text(trace, head, query, style)
     notes = ["Under the causal mask each row mixes only the values of its own token and the ones before it."]
-    return Built([figure], [matrix], notes if trace.mask is not None else [])
+    return Built(*_figure(parts, style), notes if trace.mask is not None else [], code=code)
 
 
-def context_detail(trace, head: int, query: int, style: Style) -> tuple[str, go.Figure]:
-    """One query token's context vector, written out and drawn as the weighted sum of value rows."""
-    return weighted_sum_text(trace, head, query, style), context_sum_figure(trace, head, query, style)
-
-
-def _build_output(trace, head: int, style: Style) -> Built:
+def _build_output(trace, head: int, style: Style, query: int | None) -> Built:
     n, h, dv = trace.n_tokens, trace.n_heads, trace.d_v
     if trace.x is not None and trace.w_q is None:
         return Built([], [], idea="Without projections there is no W_O: the context vectors are the output.")
-    parts = 1 + (trace.w_o is not None) + (trace.output is not None)
-    figures, matrices, style = [], [], style.beside(parts)
     concat = as_numpy(trace.concat)
-    figure = heatmap(
-        concat,
-        title=f"concat(head 1 … head {h})  {shape_text(n, h * dv)}",
-        style=style,
-        row_labels=_tokens(trace),
-        x_title="head · dimension",
-        y_title="token",
-    )
-    figures.append(figure)
-    matrices.append(Matrix("concat", concat, _tokens(trace), _dims(h * dv, style)))
+    heads = {1: "head 1", 2: "head 1, head 2"}.get(h, f"head 1 … head {h}")
+    concat_panel = Panel(concat, f"concat({heads})  {shape_text(n, h * dv)}", row_labels=_tokens(trace),
+                         x_title="head · dimension", y_title="token")  # fmt: skip
+    parts = [(concat_panel, Matrix("concat", concat, _tokens(trace), _dims(h * dv, style)))]
     if trace.w_o is not None:
-        d_model = trace.x.shape[1]
-        w_o = as_numpy(trace.w_o)
-        figure, matrix = _matrix_figure(
-            w_o, "W_O", f"W_O  {shape_text(h * dv, d_model)}", style, "concat dimension", "output dimension"
-        )
-        figures.append(figure)
-        matrices.append(matrix)
+        d_model, w_o = trace.x.shape[1], as_numpy(trace.w_o)
+        title = f"W_O  {shape_text(h * dv, d_model)}"
+        parts.append(_matrix_panel(w_o, "W_O", title, style, "concat dimension", "output dimension"))
     if trace.output is not None:
         out = as_numpy(trace.output)
         title = f"output = concat·W_O  {shape_text(n, h * dv)}·{shape_text(h * dv, out.shape[1])}"
-        figure, matrix = _rows_figure(trace, out, "output", title, style)
-        figures.append(figure)
-        matrices.append(matrix)
+        parts.append(_rows_panel(trace, out, "output", title, style))
     notes = []
     if trace.w_o is None:
         notes.append("Here only the concatenation is shown: the model applies its own output projection next.")
-    return Built(figures, matrices, notes)
+    return Built(*_figure(parts, style), notes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -483,7 +465,7 @@ STAGES: tuple[Stage, ...] = (
         "Each token's new vector is a weighted sum of the value vectors, weighted by its row of attention.",
         False,
         _build_context,
-        per_query=context_detail,
+        per_query=True,
     ),
     Stage(
         "output",
@@ -511,16 +493,18 @@ def heading(key: str) -> str:
     return f"{index + 1} · {STAGES[index].title}"
 
 
-def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE) -> StageView:
-    """Build the view of one stage for one head."""
+def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE, query: int | None = None) -> StageView:
+    """Build the view of one stage for one head (and, for a per-query stage, one query token in detail)."""
     if key not in BY_KEY:
         raise ValueError(f"stage must be one of {', '.join(BY_KEY)}; got {key!r}")
     if not 0 <= head < trace.n_heads:
         raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
     stage = BY_KEY[key]
-    built = stage.build(trace, head, style)
+    if query is not None and not 0 <= query < trace.n_tokens:
+        raise ValueError(f"query token must be between 1 and {trace.n_tokens}; got {query + 1}")
+    built = stage.build(trace, head, style, query if stage.per_query else None)
     explanation = " ".join([built.idea or stage.idea, *built.notes])
-    return StageView(key, heading(key), stage.formula, explanation, built.figures, built.matrices)
+    return StageView(key, heading(key), stage.formula, explanation, built.figures, built.matrices, built.code)
 
 
 __all__ = [

@@ -86,6 +86,7 @@ class Style:
                 title["subtitle"]["font"] = {**title["subtitle"].get("font", {}), **colour}
         for name, axis in layout.items():  # Streamlit's template sizes ticks at 12 px too: a projector needs more
             if (name.startswith("xaxis") or name.startswith("yaxis")) and isinstance(axis, dict):
+                axis.setdefault("automargin", True)  # a chart that places nothing itself lets Plotly make room
                 axis["tickfont"] = {"size": self.font_size - 2, **axis.get("tickfont", {}), **colour}
                 axis_title = axis.get("title", {})
                 axis["title"] = {**axis_title, "font": {"size": self.font_size, **axis_title.get("font", {}), **colour}}

@@ -31,32 +31,47 @@ CHROMIUM_FLAGS = [
     "--disable-dev-shm-usage",
 ]
 
-# What Plotly holds for the chart whose title starts with a prefix.
+# What Plotly holds for the map (a heatmap panel, found by its trace's name) or the chart (by its own title)
+# whose title starts with a prefix: its title and subtitle as drawn, its row labels as painted, whether "<b>"
+# became bold, the masked layer's cells, and how many ✕ layers it has.
 PLOT_STATE = """prefix => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const painted = gd.querySelector('.gtitle');
-    const title = painted ? painted.textContent : '';
-    const subtitle = gd.querySelector('.gtitle-subtitle')?.textContent ?? '';
-    if (!title.startsWith(prefix)) continue;
-    const ticks = [...gd.querySelectorAll('.yaxislayer-above .ytick text')].map(t => t.textContent);
-    const bold = gd.querySelectorAll('.ytick tspan[style*="bold"], .xtick tspan[style*="bold"]').length;
+    const data = gd.data || [];
+    let index = data.findIndex(t => t.name && t.name.startsWith(prefix));
+    let title, subtitle;
+    if (index >= 0) {
+      ({title = '', subtitle = ''} = data[index].meta || {});
+    } else {
+      title = gd.querySelector('.gtitle')?.textContent ?? '';
+      if (!title.startsWith(prefix)) continue;
+      subtitle = gd.querySelector('.gtitle-subtitle')?.textContent ?? '';
+      index = 0;
+    }
+    const axis = data[index].yaxis || 'y';
+    const ticks = [...gd.querySelectorAll(`.${axis}tick text`)].map(t => t.textContent);
+    const bold = gd.querySelectorAll('g[class$="tick"] tspan[style*="bold"]').length;
+    const mine = data.slice(index + 1).filter((t, i, all) => !all.slice(0, i + 1).some(u => u.name))
+                     .filter(t => (t.yaxis || 'y') === axis);
+    const grey = mine.find(t => t.type === 'heatmap');
     let masked = null;
-    if (gd.data.length > 1 && gd.data[1].type === 'heatmap' && gd.data[1].z) {  // decoded rows: index -> value
-      const rows = gd.data[1].z._inputArray || gd.data[1].z;
+    if (grey) {  // plotly keeps decoded rows as index -> value objects
+      const rows = grey.z._inputArray || grey.z;
       masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
     }
-    const crosses = gd.data.filter(t => t.type === 'scatter' && t.marker && t.marker.symbol === 'x-thin').length;
-    const cellNumbers = gd.querySelectorAll('.heatmaplayer text, .hm text').length;
-    return {title, subtitle, ticks, bold, masked, crosses, cellNumbers};
+    const crosses = mine.filter(t => t.type === 'scatter' && t.marker && t.marker.symbol === 'x-thin').length;
+    return {title, subtitle, ticks, bold, masked, crosses};
   }
   return null;
 }"""
 
-# The numbers of the first (value) layer of the chart whose title starts with a prefix.
+# The numbers of the map (or chart) whose title starts with a prefix.
 CHART_Z = """prefix => {
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    if (!(gd.querySelector('.gtitle')?.textContent ?? '').startsWith(prefix)) continue;
-    const rows = gd.data[0].z._inputArray || gd.data[0].z;
+    const data = gd.data || [];
+    let trace = data.find(t => t.name && t.name.startsWith(prefix));
+    if (!trace && (gd.querySelector('.gtitle')?.textContent ?? '').startsWith(prefix)) trace = data[0];
+    if (!trace) continue;
+    const rows = trace.z._inputArray || trace.z;
     return Array.from(rows, row => Array.from(row));
   }
   return null;
@@ -125,7 +140,9 @@ CONTRAST = (
   """
     + LUMINANCE
     + """
-  const back = luminance(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
+  // A chart is a frame of its own (ui/chart.py): the page behind it is its parent's.
+  const app = window.parent.document.querySelector('.stApp') || document.querySelector('.stApp');
+  const back = luminance(getComputedStyle(app).backgroundColor);
   let worst = [Infinity, ''];
   const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
                  '.legendtext, .legendtitletext, .cbaxis text';
@@ -169,19 +186,32 @@ OVERFLOW = """() => {
   return pane.scrollHeight - pane.clientHeight;
 }"""
 
-# Sizes (px) of what a projector needs large: chart ticks and titles, hover font, buttons, formulas.
-SIZES = """() => {
-  const px = el => el ? parseFloat(getComputedStyle(el).fontSize) : null;
+# Sizes (px) of what a projector needs large, in a chart's frame: tick labels, titles, hover boxes.
+CHART_SIZES = """() => {
+  const px = el => parseFloat(getComputedStyle(el).fontSize);
   const ticks = [...document.querySelectorAll('.js-plotly-plot g[class$="tick"] > text')].map(px);
+  const titles = [...document.querySelectorAll('.js-plotly-plot :is(.gtitle, .annotation-text)')].map(px);
   const hovers = [...document.querySelectorAll('.js-plotly-plot')].map(gd => gd._fullLayout.hoverlabel.font.size);
+  return {tick: ticks, title: titles, hover: hovers};
+}"""
+
+# ... and on the page itself: buttons, formulas, text.
+PAGE_SIZES = """() => {
+  const px = el => el ? parseFloat(getComputedStyle(el).fontSize) : null;
   return {
-    tick: ticks.length ? Math.min(...ticks) : null,
-    hover: hovers.length ? Math.min(...hovers) : null,
-    title: px(document.querySelector('.js-plotly-plot .gtitle')),
     button: px(document.querySelector('.stButton button p')),
     formula: px(document.querySelector('.katex')),
     text: px(document.querySelector('.stMarkdown p')),
   };
+}"""
+
+# Whether this frame is the chart whose figure (drawn or not yet: a chart far below the viewport waits)
+# has a map or a title starting with a prefix.
+HOLDS = """prefix => {
+  if (!window.__latest) return false;
+  const figure = JSON.parse(window.__latest);
+  return figure.data.some(t => t.name && t.name.startsWith(prefix)) ||
+         String(figure.layout.title?.text ?? '').startsWith(prefix);
 }"""
 
 
@@ -244,25 +274,86 @@ def offline(asked: list[str]) -> list[str]:
     return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
 
 
+def across_frames(page, script: str, arg=None) -> list:
+    """What `script` returns in every frame of the page (each chart is a frame: see ui/chart.py)."""
+    results = []
+    for frame in page.frames:
+        try:
+            results.append(frame.evaluate(script, arg))
+        except Exception:  # a frame that went away with a rerun
+            continue
+    return results
+
+
+def clipped(page) -> list[str]:
+    return [label for found in across_frames(page, CLIPPED) for label in found]
+
+
+def overlaps(page) -> list[str]:
+    return [pair for found in across_frames(page, OVERLAPS) for pair in found]
+
+
+def worst_contrast(page, script: str = CONTRAST) -> tuple[float, str]:
+    return min((tuple(found) for found in across_frames(page, script)), default=(float("inf"), ""))
+
+
+def sizes(page) -> dict:
+    """The smallest tick label, title and hover font of every chart, and the page's button, formula and text."""
+    charts = across_frames(page, CHART_SIZES)
+    smallest = {name: min((v for found in charts for v in found[name]), default=None) for name in charts[0]}
+    return {**smallest, "title": max((v for found in charts for v in found["title"]), default=None),
+            **page.evaluate(PAGE_SIZES)}  # fmt: skip
+
+
+def chart_frame(page, prefix):
+    """The frame of the chart holding a map or title that starts with `prefix` (None if there is none)."""
+    for frame in page.frames[1:]:
+        try:
+            if frame.evaluate(HOLDS, prefix):
+                return frame
+        except Exception:
+            continue
+    return None
+
+
 def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
+    """Until the chart holding `prefix` is drawn and its state passes `check` (see PLOT_STATE). A chart far
+    below the viewport is drawn when it comes near: it is scrolled into view first."""
     deadline = time.time() + timeout
     state = None
     while time.time() < deadline:
-        state = page.evaluate(PLOT_STATE, prefix)
+        state = page.evaluate(PLOT_STATE, prefix)  # a chart drawn in the page itself (st.plotly_chart)
         if state and check(state):
             return state
+        frame = chart_frame(page, prefix)
+        if frame is not None:
+            try:
+                frame.frame_element().scroll_into_view_if_needed(timeout=2000)
+                state = frame.evaluate(PLOT_STATE, prefix)
+            except Exception:
+                state = None
+            if state and check(state):
+                return state
         time.sleep(0.2)
     raise AssertionError(f"chart {prefix!r} never reached the expected state; last: {state}")
 
 
+def chart_z(page, prefix):
+    """The numbers of the map titled `prefix`, as Plotly holds them (after waiting for it to be drawn)."""
+    wait_for_chart(page, prefix)
+    return chart_frame(page, prefix).evaluate(CHART_Z, prefix)
+
+
 def settled(page, quiet: float = 1.0, timeout: float = 30) -> None:
-    """Until no chart has been redrawn for `quiet` seconds (a rerun draws its charts one after another)."""
-    page.evaluate("""() => { window.__drawn = performance.now();
-      new MutationObserver(() => { window.__drawn = performance.now(); })
-        .observe(document.body, {subtree: true, childList: true}); }""")
+    """Until no frame of the page has changed for `quiet` seconds (a rerun updates its charts in turn)."""
+    arm = """() => { window.__drawn = Date.now();
+      new MutationObserver(() => { window.__drawn = Date.now(); })
+        .observe(document.body, {subtree: true, childList: true, attributes: true}); }"""
+    across_frames(page, arm)
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if page.evaluate("performance.now() - window.__drawn") > quiet * 1000:
+        latest = max((t for t in across_frames(page, "window.__drawn ?? 0") if t), default=0)
+        if time.time() * 1000 - latest > quiet * 1000:
             return
         time.sleep(0.2)
 

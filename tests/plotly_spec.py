@@ -1,6 +1,10 @@
-"""Read numbers back out of a Plotly figure spec (plotly 7 ships float arrays as base64)."""
+"""Read numbers back out of a Plotly figure spec (plotly 7 ships float arrays as base64), and find a map in a
+figure: heatmaps() names each panel's value trace after its title and keeps what it shows in `meta`."""
+
+from __future__ import annotations
 
 import base64
+import dataclasses
 
 import numpy as np
 
@@ -18,5 +22,82 @@ def decode(value) -> np.ndarray:
 
 
 def title_of(spec: dict) -> str:
+    """A figure's own title (figures that are not heatmaps: peakiness, the √d_k curves, the multi-head grid)."""
     title = spec.get("layout", {}).get("title", {})
     return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
+@dataclasses.dataclass
+class PanelSpec:
+    """One map of a figure spec: its value trace, and the traces and axes that belong to it."""
+
+    spec: dict
+    index: int  # of the value trace in spec["data"]
+
+    @property
+    def trace(self) -> dict:
+        return self.spec["data"][self.index]
+
+    @property
+    def name(self) -> str:
+        return self.trace.get("name", "")
+
+    @property
+    def z(self) -> np.ndarray:
+        return decode(self.trace["z"])
+
+    @property
+    def title(self) -> str:
+        return self.trace.get("meta", {}).get("title", "")
+
+    @property
+    def subtitle(self) -> str:
+        return self.trace.get("meta", {}).get("subtitle", "")
+
+    def axis(self, letter: str) -> dict:
+        ref = self.trace.get(f"{letter}axis", letter)  # "x", "x2", ...
+        return self.spec["layout"][f"{letter}axis{ref[1:]}"]
+
+    @property
+    def x_ticks(self) -> list[str]:
+        return self.axis("x").get("ticktext", [])
+
+    @property
+    def y_ticks(self) -> list[str]:
+        return self.axis("y").get("ticktext", [])
+
+    def layers(self) -> list[dict]:
+        """The traces drawn on this panel's axes after its value trace (the grey masked cells, the ✕ marks)."""
+        same = self.trace.get("xaxis", "x")
+        out = []
+        for trace in self.spec["data"][self.index + 1 :]:
+            if trace.get("name"):  # the next panel's value trace
+                break
+            if trace.get("xaxis", "x") == same:
+                out.append(trace)
+        return out
+
+    @property
+    def masked(self) -> np.ndarray | None:
+        grey = [t for t in self.layers() if t["type"] == "heatmap"]
+        return decode(grey[0]["z"]) if grey else None
+
+    @property
+    def crosses(self) -> dict | None:
+        marks = [t for t in self.layers() if t["type"] == "scatter"]
+        return marks[0] if marks else None
+
+
+def panels(spec: dict) -> list[PanelSpec]:
+    """Every named map of a figure spec, in order."""
+    return [PanelSpec(spec, i) for i, trace in enumerate(spec["data"]) if trace.get("name")]
+
+
+def find_panel(specs: list[dict], prefix: str) -> PanelSpec:
+    """The first map, in any of the figure specs, whose title starts with `prefix`."""
+    for spec in specs:
+        for panel in panels(spec):
+            if panel.name.startswith(prefix):
+                return panel
+    names = [panel.name for spec in specs for panel in panels(spec)]
+    raise AssertionError(f"no map titled {prefix!r}; have {names}")

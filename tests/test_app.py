@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
 from figures.stages import STAGES, heading
-from tests.plotly_spec import decode, title_of
+from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
 
 TIMEOUT = 120
@@ -21,13 +21,20 @@ DEFAULT_TEXT = DEFAULTS["text"]
 
 
 def charts(at):
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure."""
+    return [json.loads(json.loads(chart.proto.json_args)["spec"]) for chart in at.get("component_instance")]
 
 
 def chart_titled(at, prefix):
+    """A figure that is not a heatmap (its own title starts with prefix)."""
     matches = [spec for spec in charts(at) if title_of(spec).startswith(prefix)]
     assert matches, f"no chart titled {prefix!r}; have {[title_of(s) for s in charts(at)]}"
     return matches[0]
+
+
+def panel(at, prefix):
+    """A map (heatmap panel) whose title starts with prefix, in any figure on the page."""
+    return find_panel(charts(at), prefix)
 
 
 def no_problems(at):
@@ -55,12 +62,13 @@ def test_walkthrough_default_is_lecture_000_with_the_engine_numbers(app):
     no_problems(app)
     assert app.selectbox(key="example").value == BY_KEY["next"].label  # the default *is* the lecture's example
     trace = trace_sentence(DEFAULT_TEXT, default_config())
-    spec = chart_titled(app, "attention weights")
-    np.testing.assert_allclose(decode(spec["data"][0]["z"]), trace.weights[0].numpy(), rtol=1e-6)
-    assert spec["layout"]["xaxis"]["ticktext"] == ["The", "next", "day", "is", "bright"]
-    q = chart_titled(app, "Q = X·W_Q")  # three side by side: the shapes move to the subtitle line to fit
-    assert q["layout"]["title"]["subtitle"]["text"] == "[5x8]·[8x4] = [5x4]"
-    np.testing.assert_allclose(decode(q["data"][0]["z"]), trace.q[0].numpy(), rtol=1e-6)
+    weights = panel(app, "attention weights")
+    np.testing.assert_allclose(weights.z, trace.weights[0].numpy(), rtol=1e-6)
+    assert weights.x_ticks == ["The", "next", "day", "is", "bright"]
+    q = panel(app, "Q = X·W_Q")  # three side by side: the shapes move to the subtitle line to fit
+    assert q.title == "Q = X·W_Q" and q.subtitle == "[5x8]·[8x4] = [5x4]"
+    np.testing.assert_allclose(q.z, trace.q[0].numpy(), rtol=1e-6)
+    assert len(charts(app)) == 9  # one figure per stage (the weights' peakiness bars beside them)
     assert subheaders(app)[: len(STAGES)] == [heading(stage.key) for stage in STAGES]
 
 
@@ -74,13 +82,13 @@ def test_sidebar_changes_reach_the_heatmaps(app):
     no_problems(app)
     app.segmented_control(key="head").set_value(2).run()
     trace = trace_sentence("the cat saw the <b>dog</b>", default_config(d_k=6, n_heads=3, causal=True, seed=42))
-    spec = chart_titled(app, "attention weights")
-    assert spec["layout"]["title"]["subtitle"]["text"] == "head 3 of 3"
-    z = decode(spec["data"][0]["z"])
+    weights = panel(app, "attention weights")
+    assert weights.subtitle.endswith("head 3 of 3")
+    z = weights.z
     lower = trace.mask.numpy()
     np.testing.assert_allclose(z[lower], trace.weights[2].numpy()[lower], rtol=1e-6)
     assert np.isnan(z[~lower]).all()
-    ticks = spec["layout"]["yaxis"]["ticktext"]
+    ticks = weights.y_ticks
     assert ticks == ["the", "cat", "saw", "the", "&lt;", "b", "&gt;", "dog", "&lt;", "/", "b", "&gt;"]
     assert app.selectbox(key="example").value == OWN  # no lecture example any more
 
@@ -91,7 +99,7 @@ def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):
     no_problems(app)
     assert app.session_state["text"] == example.text
     assert (app.slider(key="heads").value, app.toggle(key="causal").value) == (2, True)
-    assert chart_titled(app, "X  [")["layout"]["yaxis"]["ticktext"][:3] == ["Vatsal", "studies", "a"]
+    assert panel(app, "X  [").y_ticks[:3] == ["Vatsal", "studies", "a"]
     app.slider(key="heads").set_value(3).run()
     assert app.selectbox(key="example").value == OWN
     app.slider(key="heads").set_value(2).run()  # back to the lecture's sizes: the box shows it again
@@ -102,12 +110,9 @@ def test_the_lectures_hand_numbers_reach_every_stage(app):
     """Lecture 002's "Alice will eat pizza" in 3 dimensions: X and W_Q as printed, q_eat as the arithmetic gives."""
     app.selectbox(key="example").set_value(BY_KEY["alice-typed"].label).run()
     no_problems(app)
-    x = chart_titled(app, "X  [4x3]")
-    np.testing.assert_allclose(decode(x["data"][0]["z"]), np.array(ALICE_X), rtol=1e-6)
-    w_q = chart_titled(app, "W_Q  [3x2]")
-    np.testing.assert_allclose(decode(w_q["data"][0]["z"]), np.array(ALICE_W_Q), rtol=1e-6)
-    q = chart_titled(app, "Q = X·W_Q")
-    np.testing.assert_allclose(decode(q["data"][0]["z"])[2], [0.26, 0.72], atol=1e-6)  # q_eat, not [0.30, 0.61]
+    np.testing.assert_allclose(panel(app, "X  [4x3]").z, np.array(ALICE_X), rtol=1e-6)
+    np.testing.assert_allclose(panel(app, "W_Q  [3x2]").z, np.array(ALICE_W_Q), rtol=1e-6)
+    np.testing.assert_allclose(panel(app, "Q = X·W_Q").z[2], [0.26, 0.72], atol=1e-6)  # q_eat, not [0.30, 0.61]
     table = app.dataframe[0].value
     assert "q_eat = x_eat·W_Q" in set(table["quantity"]) and "≠" in set(table[""])
     assert app.text_area(key="w_q").value == "0.3,-0.1;-0.2,0.7;0.4,0.2"  # in the URL, compactly
@@ -119,18 +124,17 @@ def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
     app.text_area(key="w_q").set_value("1,0;0,1").run()
     assert any("The typed W_Q is 2×2, but these settings need 8×4" in w.value for w in app.warning)
     trace = trace_sentence(DEFAULT_TEXT, default_config())
-    q = chart_titled(app, "Q = X·W_Q")
-    np.testing.assert_allclose(decode(q["data"][0]["z"]), trace.q[0].numpy(), rtol=1e-6)  # the drawn W_Q stands
+    np.testing.assert_allclose(panel(app, "Q = X·W_Q").z, trace.q[0].numpy(), rtol=1e-6)  # the drawn W_Q stands
     no_problems(app)
 
 
 def test_projections_off_is_lecture_003s_first_attempt(app):
     app.toggle(key="projections").set_value(False).run()
     no_problems(app)
-    assert "W_Q  [" not in " ".join(title_of(s) for s in charts(app))
-    qkv = chart_titled(app, "Q = K = V = X")
+    assert not [p for spec in charts(app) for p in panels(spec) if p.name.startswith("W_Q")]
+    qkv = panel(app, "Q = K = V = X")
     trace = trace_sentence(DEFAULT_TEXT, default_config(projections=False))
-    np.testing.assert_allclose(decode(qkv["data"][0]["z"]), trace.x.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(qkv.z, trace.x.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -202,7 +206,7 @@ def test_gpt2_small_sizes_fit_the_controls():
     at.run()
     no_problems(at)
     assert at.slider(key="d_model").value == 768 and at.slider(key="heads").value == 12
-    assert chart_titled(at, "W_Q  [768x64]")
+    assert panel(at, "W_Q  [768x64]").z.shape == (128, 64)  # 768 rows drawn block-averaged
 
 
 def test_empty_sentence_gives_a_message_not_a_traceback(app):
@@ -230,8 +234,8 @@ def test_multihead_page_shows_every_head(app):
     assert len(heads) == 4  # one map per head, each the engine's
     for h, data in enumerate(heads):
         np.testing.assert_allclose(decode(data["z"]), trace.weights[h].numpy(), rtol=1e-6)
-    out = chart_titled(app, "output = concat·W_O")
-    np.testing.assert_allclose(decode(out["data"][0]["z"]), trace.output.numpy(), rtol=1e-5, atol=1e-6)
+    out = panel(app, "output = concat·W_O")
+    np.testing.assert_allclose(out.z, trace.output.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_one_head_reads_one_head(app):
@@ -257,13 +261,13 @@ def test_why_sqrt_dk_page_plots_both_experiments(app):
 def test_compare_page_puts_two_settings_side_by_side_and_says_what_is_held(app):
     app.switch_page("pages/compare.py").run()
     no_problems(app)
-    specs = [s for s in charts(app) if title_of(s).startswith("attention weights")]
-    assert len(specs) == 2
+    sides = [p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]
+    assert len(sides) == 2
     left = trace_sentence(DEFAULT_TEXT, default_config(causal=False))
     right = trace_sentence(DEFAULT_TEXT, default_config(causal=True))
-    np.testing.assert_allclose(decode(specs[0]["data"][0]["z"]), left.weights[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(sides[0].z, left.weights[0].numpy(), rtol=1e-6)
     lower = right.mask.numpy()
-    np.testing.assert_allclose(decode(specs[1]["data"][0]["z"])[lower], right.weights[0].numpy()[lower], rtol=1e-6)
+    np.testing.assert_allclose(sides[1].z[lower], right.weights[0].numpy()[lower], rtol=1e-6)
     assert any(c.value.startswith("Held fixed: everything but the mask") for c in app.caption)
 
 
@@ -273,7 +277,7 @@ def test_compare_two_chosen_d_ks(app):
     app.number_input(key="cmp_dk_left").set_value(3).run()
     app.number_input(key="cmp_dk_right").set_value(48).run()
     no_problems(app)
-    assert len([s for s in charts(app) if title_of(s).startswith("attention weights")]) == 2
+    assert len([p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]) == 2
     assert any("first 3 columns of the larger one's" in c.value for c in app.caption)
     assert any(m.value.startswith("**no mask, scaled, seed 0, d_k 48") for m in app.markdown)
 
@@ -310,7 +314,8 @@ def test_presentation_mode_on_every_page_has_a_way_out_and_to_the_others(app, pa
 def test_every_stage_offers_its_exports(app):
     labels = [button.label for button in app.get("download_button")]
     assert "weights (CSV)" in labels and "scores (CSV)" in labels and "W_Q (CSV)" in labels
-    assert "attention weights (HTML)" in labels and "How peaked is each row? (HTML)" in labels
+    assert "attention weights = softmax(rows) (HTML)" in labels and "How peaked is each row? (HTML)" in labels
+    assert "W_Q, W_K, W_V (HTML)" in labels  # one figure for the stage's three maps
 
 
 def test_glossary_has_every_term_linked_from_the_pages(app):

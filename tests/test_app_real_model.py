@@ -6,8 +6,8 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import causal_mask, rerun_head
 from attention_core.models import load_model, trace_text
-from tests.plotly_spec import decode
-from tests.test_app import ROOT, TIMEOUT, chart_titled, charts, no_problems
+from tests.plotly_spec import decode, panels, title_of
+from tests.test_app import ROOT, TIMEOUT, charts, no_problems, panel
 from ui.controls import DEFAULTS
 
 PAYLOAD_MAX = 2 * 1024 * 1024
@@ -30,38 +30,36 @@ def open_page(text=None, **page_values):
 
 
 def payload_bytes(at) -> int:
-    return sum(len(chart.proto.spec) for chart in at.get("plotly_chart"))
+    return sum(len(chart.proto.json_args) for chart in at.get("component_instance"))
 
 
 def test_default_is_minilm_with_its_numbers_and_tokens(models):
     at = open_page()
     traced = trace_text(models["minilm"], DEFAULTS["text"])
-    grid = chart_titled(at, "Mean normalized entropy")
-    np.testing.assert_allclose(decode(grid["data"][0]["z"]), traced.mean_normalized_entropy().numpy(), rtol=1e-6)
-    assert grid["layout"]["yaxis"]["ticktext"] == [f"layer {i}" for i in range(1, 7)]
-    weights = chart_titled(at, "attention weights")
-    np.testing.assert_allclose(decode(weights["data"][0]["z"]), traced.layers[0].weights[0].numpy(), rtol=1e-6)
-    assert weights["layout"]["xaxis"]["ticktext"] == ["[CLS]", "the", "next", "day", "is", "bright", "[SEP]"]
+    grid = panel(at, "Mean normalized entropy")
+    np.testing.assert_allclose(grid.z, traced.mean_normalized_entropy().numpy(), rtol=1e-6)
+    assert grid.y_ticks == [f"layer {i}" for i in range(1, 7)]
+    weights = panel(at, "attention weights")
+    np.testing.assert_allclose(weights.z, traced.layers[0].weights[0].numpy(), rtol=1e-6)
+    assert weights.x_ticks == ["[CLS]", "the", "next", "day", "is", "bright", "[SEP]"]
     assert any("running on cpu" in s.proto.label for s in at.get("status"))
 
 
 def test_smollm2_layer_and_head_choice_reaches_the_stage_views(models):
     at = open_page(text="the cat saw the dog", rm_model="smollm2", rm_layer=17, rm_head=4)
     traced = trace_text(models["smollm2"], "the cat saw the dog")
-    weights = chart_titled(at, "attention weights")
-    assert weights["layout"]["title"]["subtitle"]["text"].endswith("head 5 of 9")
-    z = decode(weights["data"][0]["z"])
+    weights = panel(at, "attention weights")
+    assert weights.subtitle.endswith("head 5 of 9")
+    z = weights.z
     lower = causal_mask(5).numpy()
     np.testing.assert_allclose(z[lower], traced.layers[17].weights[4].numpy()[lower], rtol=1e-6)
     assert np.isnan(z[~lower]).all()  # the future is drawn as masked, not as a colour
-    assert weights["layout"]["yaxis"]["ticktext"] == ["the", "·cat", "·saw", "·the", "·dog"]  # · = word start
-    scores = chart_titled(at, "scores = Q·Kᵀ")
-    np.testing.assert_allclose(decode(scores["data"][0]["z"]), traced.layers[17].scores[4].numpy(), rtol=1e-5)
+    assert weights.y_ticks == ["the", "·cat", "·saw", "·the", "·dog"]  # · = word start
+    np.testing.assert_allclose(panel(at, "scores = Q·Kᵀ").z, traced.layers[17].scores[4].numpy(), rtol=1e-5)
     notes = " ".join(m.value for m in at.markdown)  # the sharing note links GQA to the glossary
     assert "query heads 4, 5, 6 all read key/value head 2" in notes
     assert "(kv 2)" in at.selectbox(key="rm_head").format_func(4)
-    grid = chart_titled(at, "Mean normalized entropy")
-    assert decode(grid["data"][0]["z"]).shape == (30, 9)
+    assert panel(at, "Mean normalized entropy").z.shape == (30, 9)
 
 
 def test_what_if_causal_masks_one_encoder_head(models):
@@ -70,8 +68,7 @@ def test_what_if_causal_masks_one_encoder_head(models):
     no_problems(at)
     layer = trace_text(models["minilm"], DEFAULTS["text"]).layers[2]
     expected = rerun_head(layer, 3, causal_mask(layer.n_tokens)).weights[0].numpy()
-    spec = [s for s in charts(at) if "what if causal" in s["layout"]["title"]["subtitle"]["text"]][0]
-    z = decode(spec["data"][0]["z"])
+    z = [p for spec in charts(at) for p in panels(spec) if "what if causal" in p.subtitle][0].z
     lower = np.tril(np.ones_like(expected, dtype=bool))
     np.testing.assert_allclose(z[lower], expected[lower], rtol=1e-6)
     assert np.isnan(z[~lower]).all()
@@ -84,7 +81,7 @@ def test_only_the_encoder_has_the_what_if_switch():
     assert [t.key for t in encoder.toggle if t.key == "rm_whatif"] == ["rm_whatif"]
     decoder = open_page(rm_model="smollm2")
     assert not [t for t in decoder.toggle if t.key == "rm_whatif"]
-    assert chart_titled(decoder, "attention weights")  # the page drew its stages: the switch is absent, not broken
+    assert panel(decoder, "attention weights")  # the page drew its stages: the switch is absent, not broken
 
 
 def test_attention_sink_is_named_where_a_head_parks_on_the_first_token(models):
@@ -112,15 +109,14 @@ def test_controls_that_do_not_apply_are_inactive():
 def test_long_text_is_truncated_with_a_notice_and_stays_under_2_mb():
     at = open_page(text=" ".join(["the quick brown fox jumps over the lazy dog"] * 40), rm_model="smollm2")
     assert any("only the first 128 are shown" in w.value for w in at.warning), [w.value for w in at.warning]
-    thumbs = chart_titled(at, "Attention weights of all 30 layers x 9 heads")
+    thumbs = [s for s in charts(at) if title_of(s).startswith("Attention weights of all 30 layers x 9 heads")][0]
     assert decode(thumbs["data"][0]["z"]).shape == (30 * 14 - 1, 9 * 14 - 1)  # 13 x 13 thumbnails
     assert payload_bytes(at) <= PAYLOAD_MAX, payload_bytes(at)
 
 
 def test_html_looking_text_is_shown_literally(models):
     at = open_page(text="<script>alert(1)</script> <b>x</b>")
-    weights = chart_titled(at, "attention weights")
-    ticks = weights["layout"]["xaxis"]["ticktext"]
+    ticks = panel(at, "attention weights").x_ticks
     assert "&lt;" in ticks and "<" not in ticks
     tokens = trace_text(models["minilm"], "<script>alert(1)</script> <b>x</b>").tokens
     assert at.code[0].value.startswith("  ".join(f"{i + 1}:{t}" for i, t in enumerate(tokens))[:40])

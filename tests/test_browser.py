@@ -17,24 +17,25 @@ import pytest
 
 from figures.stages import STAGES
 from tests.browser import (
-    CHART_Z,
     CHROMIUM,
     CHROMIUM_FLAGS,
-    CLIPPED,
-    CONTRAST,
     EXPORT_CONTRAST,
     OVERFLOW,
-    OVERLAPS,
-    SIZES,
+    chart_frame,
+    chart_z,
+    clipped,
     no_traceback,
     offline,
     outside_requests,
     running_app,
     screenshot,
     settled,
+    sizes,
     toggle,
     wait_for_chart,
+    worst_contrast,
 )
+from tests.browser import overlaps as overlapping
 from ui.pages import PAGES
 
 AWKWARD = "<b>x</b> the cat saw the dog"
@@ -76,7 +77,7 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     page.goto(server)
     wait_for_chart(page, "attention weights", lambda s: s["ticks"] == ["The", "next", "day", "is", "bright"])
     no_traceback(page)
-    assert page.evaluate(CLIPPED) == []
+    assert clipped(page) == []
     screenshot(page, "walkthrough-default")
 
     sentence = page.get_by_role("textbox", name="Sentence")
@@ -99,7 +100,7 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     assert state["ticks"] == AWKWARD_TOKENS  # literal "<", repeated "the" and "b" keep their rows
     assert state["bold"] == 0  # "<b>" was not interpreted as markup
     no_traceback(page)
-    assert page.evaluate(CLIPPED) == []
+    assert clipped(page) == []
     page.get_by_text("7 · Softmax").scroll_into_view_if_needed()
     screenshot(page, "walkthrough-awkward-causal")
 
@@ -113,7 +114,7 @@ def test_odd_unicode_keeps_every_row_and_every_label_inside_its_chart(server, pa
     assert state["ticks"][:2] == ["שלום", "עולם"] and state["ticks"][4] == "zerowidth"  # the invisible char is dropped
     assert state["ticks"][5] == "antidisestablis…"  # cut on the axis (whole in the hover)
     no_traceback(page)
-    assert page.evaluate(CLIPPED) == []
+    assert clipped(page) == []
     screenshot(page, "walkthrough-odd-unicode")
 
 
@@ -128,8 +129,8 @@ def test_titles_never_clip_and_cell_numbers_never_run_together(server, browser, 
         wait_for_chart(page, "causal mask", lambda s: s["masked"] is not None)
         wait_for_chart(page, "concat")
         settled(page)
-        assert page.evaluate(CLIPPED) == []
-        assert page.evaluate(OVERLAPS) == []
+        assert clipped(page) == []
+        assert overlapping(page) == []
         no_traceback(page)
         screenshot(page, f"walkthrough-dog-causal-{width}")
     finally:
@@ -151,14 +152,15 @@ def test_every_label_is_readable_on_screen_and_in_the_exported_image(server, bro
             page.goto(f"{server}{path}")
             wait_for_chart(page, chart)
             settled(page)
-            ratio, label = page.evaluate(CONTRAST)
+            ratio, label = worst_contrast(page)
             assert ratio >= 4.5, f"{label!r} has contrast {ratio:.1f} in the {scheme} theme on {path}"
-            ratio, label = page.evaluate(EXPORT_CONTRAST)
+            ratio, label = worst_contrast(page, EXPORT_CONTRAST)
             assert ratio >= 4.5, f"exported image: {label} has contrast {ratio:.1f} ({scheme}, {path})"
             screenshot(page, f"{path.strip('/').split('?')[0] or 'walkthrough'}-{scheme}")
+        frame = chart_frame(page, "Random q, k")
         with page.expect_download() as png:
-            page.locator(".js-plotly-plot").first.hover()
-            page.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
+            frame.locator(".js-plotly-plot").first.hover()
+            frame.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
         assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     finally:
         context.close()
@@ -203,8 +205,8 @@ def test_every_page_keeps_the_sidebar_and_paints(server, page):
         assert page.get_by_role("textbox", name="Sentence").input_value() == "the dog chased the ball"
         no_traceback(page)
         settled(page)
-        assert page.evaluate(CLIPPED) == [], name
-        assert page.evaluate(OVERLAPS) == [], name
+        assert clipped(page) == [], name
+        assert overlapping(page) == [], name
         screenshot(page, name)
     page.get_by_role("link", name="Glossary").click()
     page.get_by_role("heading", name="attention sink").wait_for()
@@ -302,13 +304,13 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
             settled(page, quiet=0.7)
             assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
-            assert page.evaluate(CLIPPED) == [] and page.evaluate(OVERLAPS) == [], stage.key
+            assert clipped(page) == [] and overlapping(page) == [], stage.key
             if stage.key in ("qkv", "weights"):
                 screenshot(page, f"presentation-{stage.key}-{width}-{scheme}")
             page.keyboard.press("ArrowRight")
-        sizes = page.evaluate(SIZES)
-        assert sizes["tick"] >= 18 and sizes["title"] >= 22 and sizes["hover"] >= 22, sizes
-        assert sizes["button"] >= 19 and sizes["formula"] >= 25 and sizes["text"] >= 20, sizes
+        measured = sizes(page)
+        assert measured["tick"] >= 18 and measured["title"] >= 22 and measured["hover"] >= 22, measured
+        assert measured["button"] >= 19 and measured["formula"] >= 25 and measured["text"] >= 20, measured
         for title in PAGE_TITLES[1:]:
             page.get_by_test_id("stPageLink").get_by_text(title, exact=True).click()
             page.wait_for_url(re.compile(f"/{ADDRESS[title]}"))
@@ -317,8 +319,8 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             no_traceback(page)
             assert not page.locator("section[data-testid='stSidebar']").is_visible()
             if title in ("Multi-head", "Why √d_k"):
-                sizes = page.evaluate(SIZES)
-                assert sizes["tick"] >= 18 and sizes["button"] >= 19, (title, sizes)
+                measured = sizes(page)
+                assert measured["tick"] >= 18 and measured["button"] >= 19, (title, measured)
                 screenshot(page, f"presentation-{title.replace(' ', '-').replace('√', 'sqrt')}-{width}-{scheme}")
         page.keyboard.press("Escape")  # the way out, from any page
         page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
@@ -335,7 +337,7 @@ def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
     page.get_by_role("option", name="002 · Alice will eat pizza: the 3-d hand numbers").click()
     state = wait_for_chart(page, "X  [4x3]")
     assert state["ticks"] == ["Alice", "will", "eat", "pizza"]
-    q = page.evaluate(CHART_Z, "Q = X·W_Q")
+    q = chart_z(page, "Q = X·W_Q")
     np.testing.assert_allclose(q[2], [0.26, 0.72], atol=1e-6)  # q_eat as the arithmetic gives it
     page.get_by_text("📝 Lecture 002").wait_for()
     page.get_by_text("the slide's arithmetic slipped").wait_for()
@@ -347,10 +349,10 @@ def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
     sidebar_x.press("Control+Enter")
     page.wait_for_function("() => decodeURIComponent(location.search).includes('0.9,0.1,0.9')")
     deadline = time.time() + 20
-    while time.time() < deadline and page.evaluate(CHART_Z, "X  [4x3]")[3][2] != pytest.approx(0.9):
+    while time.time() < deadline and chart_z(page, "X  [4x3]")[3][2] != pytest.approx(0.9):
         time.sleep(0.2)
-    assert page.evaluate(CHART_Z, "X  [4x3]")[3] == pytest.approx([0.9, 0.1, 0.9])
-    q = page.evaluate(CHART_Z, "Q = X·W_Q")
+    assert chart_z(page, "X  [4x3]")[3] == pytest.approx([0.9, 0.1, 0.9])
+    q = chart_z(page, "Q = X·W_Q")
     w_q = np.array([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]])
     np.testing.assert_allclose(q[3], np.array([0.9, 0.1, 0.9]) @ w_q, atol=1e-6)
     assert page.get_by_role("combobox", name="Lecture example").input_value() != ""  # it still reads
@@ -368,7 +370,7 @@ def test_glossary_links_open_the_term_in_a_new_tab(server, page):
     glossary = opened.value
     glossary.get_by_role("heading", name="causal mask").wait_for(timeout=30000)
     assert glossary.url.endswith("/glossary#causal-mask")
-    assert "causal=true" in page.url and page.evaluate(CHART_Z, "attention weights")  # the lecture's tab keeps its view
+    assert "causal=true" in page.url and chart_z(page, "attention weights")  # the lecture's tab keeps its view
 
 
 def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server, browser):
@@ -394,7 +396,7 @@ def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server,
         assert page.get_by_role("textbox", name="Sentence").is_enabled()
         no_traceback(page)
         settled(page)
-        assert page.evaluate(CLIPPED) == []
+        assert clipped(page) == []
         screenshot(page, "real-model-smollm2")
         page.goto(f"{server}/real_model?text={quote(AWKWARD)}")
         state = wait_for_chart(page, "attention weights", lambda s: s["ticks"][:2] == ["[CLS]", "<"], timeout=60)

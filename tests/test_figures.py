@@ -14,7 +14,7 @@ from figures.heatmap import MAX_DRAWN, fit_title, heatmap, numbers_fit, pool
 from figures.multihead import multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, STAGES, heading, stage_view, stages_for
 from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, escape, label_width
-from tests.plotly_spec import decode
+from tests.plotly_spec import decode, find_panel, panels
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,9 +29,24 @@ def _traces(figure):
     return figure.to_plotly_json()["data"]
 
 
+def _panel(figure, prefix: str = ""):
+    """The map of a figure whose title starts with `prefix` (the first one by default)."""
+    return find_panel([figure.to_plotly_json()], prefix)
+
+
+def _map_box(figure, panel: int = 0, width: int = PAGE_PIXELS) -> dict:
+    """Where a panel's map sits in the figure, in pixels: its left edge and its top edge."""
+    layout = figure.to_plotly_json()["layout"]
+    suffix = "" if panel == 0 else str(panel + 1)
+    x0 = layout[f"xaxis{suffix}"]["domain"][0]
+    y1 = layout[f"yaxis{suffix}"]["domain"][1]
+    return {"left": x0 * width, "top": (1 - y1) * layout["height"]}
+
+
 def test_weights_heatmap_is_the_weights_tensor(causal_trace):
     view = stage_view(causal_trace, "weights", head=1)
     heat, masked, crosses = _traces(view.figures[0])[:3]
+    assert heat["name"].startswith("attention weights") and heat["meta"]["subtitle"].endswith("head 2 of 2")
     z = decode(heat["z"])
     weights = causal_trace.weights[1].numpy()
     lower = causal_trace.mask.numpy()
@@ -41,10 +56,10 @@ def test_weights_heatmap_is_the_weights_tensor(causal_trace):
     assert masked["colorscale"] == [[0, MASKED_GREY], [1, MASKED_GREY]]
     marked = set(zip(decode(crosses["y"]).tolist(), decode(crosses["x"]).tolist(), strict=True))
     assert marked == {(i, j) for i, j in zip(*np.nonzero(~lower), strict=True)}  # a ✕ on every masked cell only
-    layout = view.figures[0].to_plotly_json()["layout"]
-    assert layout["yaxis"]["ticktext"] == [html.escape(t, quote=False) for t in causal_trace.tokens]
-    assert layout["yaxis"]["ticktext"].count("the") == 2  # repeated words keep their own rows
-    assert "&lt;" in layout["xaxis"]["ticktext"]
+    panel = _panel(view.figures[0])
+    assert panel.y_ticks == [html.escape(t, quote=False) for t in causal_trace.tokens]
+    assert panel.y_ticks.count("the") == 2  # repeated words keep their own rows
+    assert "&lt;" in panel.x_ticks
     assert (heat["zmin"], heat["zmax"]) == (0.0, 1.0)  # weights always on 0..1, set when built
 
 
@@ -83,8 +98,11 @@ def test_every_stage_builds_and_titles_carry_shapes(causal_trace):
         assert len(_traces(stage_view(causal_trace, key).figures[0])) == layers, key
     qkv = stage_view(causal_trace, "qkv", 0)
     n = causal_trace.n_tokens
-    assert qkv.figures[0].layout.title.text == f"Q = X·W_Q  [{n}x8]·[8x4] = [{n}x4]"
-    np.testing.assert_allclose(decode(_traces(qkv.figures[2])[0]["z"]), causal_trace.v[0].numpy())
+    assert len(qkv.figures) == 1  # one figure per stage: Q, K and V are its three panels
+    assert [p.name for p in panels(qkv.figures[0].to_plotly_json())] == [
+        f"{m} = X·W_{m}  [{n}x8]·[8x4] = [{n}x4]" for m in "QKV"
+    ]
+    np.testing.assert_allclose(_panel(qkv.figures[0], "V =").z, causal_trace.v[0].numpy())
     csv_text = qkv.matrices[0].to_csv()
     assert csv_text.splitlines()[1].startswith("<,")  # tokens exported literally
 
@@ -95,8 +113,8 @@ def test_without_projections_the_stages_say_so():
     assert projections.figures == [] and "Q = K = V = X" in projections.explanation
     assert "Three learned matrices" not in projections.explanation
     qkv = stage_view(trace, "qkv")
-    assert len(qkv.figures) == 1 and qkv.figures[0].layout.title.text.startswith("Q = K = V = X")
-    np.testing.assert_allclose(decode(_traces(qkv.figures[0])[0]["z"]), trace.x.numpy(), rtol=1e-6)
+    assert len(qkv.figures) == 1 and _panel(qkv.figures[0]).name.startswith("Q = K = V = X")
+    np.testing.assert_allclose(_panel(qkv.figures[0]).z, trace.x.numpy(), rtol=1e-6)
     assert "no W_O" in stage_view(trace, "output").explanation
 
 
@@ -146,20 +164,37 @@ def test_a_title_too_wide_for_its_chart_moves_its_details_down_and_never_runs_ou
         assert label_width(head, size) * 1.1 <= width - 24 and label_width(sub, 16) <= width - 24
 
 
-def test_margins_are_fixed_and_grow_with_the_labels():
-    """Plotly is told the margins (automargin would draw every chart twice); they must still fit the labels."""
-    short = heatmap(np.eye(3), title="t", row_labels=["a", "b", "c"]).to_plotly_json()["layout"]
-    long = heatmap(np.eye(3), title="t", row_labels=["a", "b", "a longer token"]).to_plotly_json()["layout"]
-    assert short["xaxis"]["automargin"] is False and short["yaxis"]["automargin"] is False
-    assert short["margin"]["autoexpand"] is False
-    assert long["margin"]["l"] - short["margin"]["l"] >= label_width("a longer token", 16) - label_width("a", 16) - 1
+def test_maps_are_placed_in_pixels_and_make_room_for_their_labels():
+    """Plotly is told where every map goes (automargin would draw every chart twice); the room left of and
+    above a map must still fit its labels, title and subtitle."""
+    short = heatmap(np.eye(3), title="t", row_labels=["a", "b", "c"])
+    long = heatmap(np.eye(3), title="t", row_labels=["a", "b", "a longer token"])
+    layout = short.to_plotly_json()["layout"]
+    assert layout["xaxis"]["automargin"] is False and layout["yaxis"]["automargin"] is False
+    assert layout["margin"] == {"l": 0, "r": 0, "t": 0, "b": 0, "autoexpand": False}
+    grown = _map_box(long)["left"] - _map_box(short)["left"]
+    assert grown >= label_width("a longer token", 16) - label_width("a", 16) - 1
     tokens = [f"token{i}" for i in range(8)]
-    upright = heatmap(np.eye(8), title="t", col_labels=tokens, x_tick_angle=0).to_plotly_json()["layout"]
-    leaning = heatmap(np.eye(8), title="t", col_labels=tokens).to_plotly_json()["layout"]
-    assert leaning["xaxis"]["tickangle"] == -45
-    assert leaning["margin"]["t"] > upright["margin"]["t"]  # rotated labels need height
-    two_lines = heatmap(np.eye(3), title="t", subtitle="head 1 of 2").to_plotly_json()["layout"]
-    assert two_lines["margin"]["t"] > heatmap(np.eye(3), title="t").to_plotly_json()["layout"]["margin"]["t"]
+    upright = heatmap(np.eye(8), title="t", col_labels=tokens, x_tick_angle=0)
+    leaning = heatmap(np.eye(8), title="t", col_labels=tokens)
+    assert leaning.to_plotly_json()["layout"]["xaxis"]["tickangle"] == -45
+    assert _map_box(leaning)["top"] > _map_box(upright)["top"]  # rotated labels need height
+    two_lines = heatmap(np.eye(3), title="t", subtitle="head 1 of 2")
+    assert _map_box(two_lines)["top"] > _map_box(heatmap(np.eye(3), title="t"))["top"]
+
+
+def test_a_stage_is_one_figure_of_panels_side_by_side_or_stacked(causal_trace):
+    beside = stage_view(causal_trace, "projections", 0, Style(side_by_side=True)).figures
+    stacked = stage_view(causal_trace, "projections", 0, Style(side_by_side=False)).figures
+    assert len(beside) == len(stacked) == 1
+    lay_b, lay_s = beside[0].to_plotly_json()["layout"], stacked[0].to_plotly_json()["layout"]
+    assert lay_b["xaxis"]["domain"][1] < lay_b["xaxis2"]["domain"][0] < lay_b["xaxis3"]["domain"][0]  # left to right
+    assert lay_s["yaxis"]["domain"][0] > lay_s["yaxis2"]["domain"][1] > lay_s["yaxis3"]["domain"][1]  # top to bottom
+    assert lay_s["height"] > 2.5 * lay_b["height"]
+    for figure in (beside[0], stacked[0]):
+        names = [p.name for p in panels(figure.to_plotly_json())]
+        assert names == ["W_Q  [8x4]", "W_K  [8x4]", "W_V  [8x4]"]
+        np.testing.assert_allclose(_panel(figure, "W_K").z, causal_trace.w_k[0].numpy(), rtol=1e-6)
 
 
 def test_label_width_counts_wide_and_invisible_characters():
@@ -172,7 +207,7 @@ def test_label_width_counts_wide_and_invisible_characters():
 def test_long_tokens_are_cut_on_the_axes_but_whole_in_the_hover():
     token = "antidisestablishmentarianism"
     spec = heatmap(np.eye(2), title="t", row_labels=["a", token], col_labels=["a", token]).to_plotly_json()
-    label = spec["layout"]["yaxis"]["ticktext"][1]
+    label = find_panel([spec], "t").y_ticks[1]
     assert len(label) == LABEL_CHARS_MAX and label.endswith("…") and token.startswith(label[:-1])
     assert token in spec["data"][0]["text"][1][1]
 
@@ -182,6 +217,7 @@ def test_column_labels_thin_out_where_the_chart_is_narrow():
     so every third is written."""
     tokens = [f"word{i}" for i in range(26)]
     wide = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens).to_plotly_json()["layout"]
+    assert wide["xaxis"]["ticktext"] == tokens
     narrow = heatmap(np.eye(26), title="t", row_labels=tokens, col_labels=tokens, style=Style(width=450))
     narrow = narrow.to_plotly_json()
     assert wide["xaxis"]["ticktext"] == tokens

@@ -14,17 +14,14 @@ import streamlit as st
 from attention_core import AttentionTrace, scaling_experiment, sentence_scaling, tokenize, trace_sentence
 from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
-from figures.stages import BY_KEY, StageView, stage_view
+from figures.stages import BY_KEY, StageView, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style
+from ui.chart import show_figure
 from ui.controls import Settings
 from ui.pages import PAGES
 
 log = logging.getLogger("attention_explorer")
 
-PLOTLY_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
-}
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen
 SLIDE_COLUMNS = (2, 3)  # presentation mode: the words of a stage on the left, its figures on the right
 # Presentation mode: no sidebar, and everything a projector needs larger. Constant CSS; no user text reaches it.
@@ -151,18 +148,10 @@ def presentation_bar() -> None:
     )
 
 
-def show_figure(figure, key: str) -> None:
-    st.plotly_chart(
-        figure,
-        key=key,
-        config={**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}},
-    )
-
-
 def title_text(figure) -> str:
-    """A figure's title as plain text (first line, no markup), for a button label."""
-    title = figure.layout.title.text or ""
-    return title.split("<br>")[0].split("  ")[0]
+    """What a figure shows, for a button label: its title, or its maps' titles (without their shapes)."""
+    names = [trace.name.split("  ")[0] for trace in figure.data if trace.name and trace.type == "heatmap"]
+    return (figure.layout.title.text or ", ".join(names)).split("<br>")[0].split("  ")[0]
 
 
 def export_buttons(view: StageView, key: str) -> None:
@@ -225,34 +214,32 @@ def show_stage(
     query_key: str = "query",
     places: tuple | None = None,
 ) -> None:
-    """One stage of the registry: heading, formula, its sentences, its figures and exports, and its per-query
-    detail (a context vector term by term) if it has one. `places`: (words, figures) columns, for presentation
-    mode's slide layout (slide_columns()), so that a stage fits one screen; by default all in one column."""
-    view = stage_view(trace, key, head, style)
+    """One stage of the registry: heading, formula, its sentences, its figure and exports; for a per-query
+    stage, a picker for the token shown in detail (a context vector term by term) and the sum written out.
+    `places`: (words, figures) columns, for presentation mode's slide layout (slide_columns()), so that a
+    stage fits one screen; by default all in one column."""
+    stage = BY_KEY[key]
     words, pictures = places or (st.container(),) * 2
     with words:
-        st.subheader(view.heading, anchor=view.key)
-        st.latex(view.latex)
-        st.markdown(view.explanation)
+        st.subheader(heading(key), anchor=key)
+        st.latex(stage.formula)
+        sentences = st.empty()  # filled once the view is built: its sentences depend on the numbers
+        query = None
+        if stage.per_query:
+            query = st.selectbox(
+                "one token in detail",
+                range(trace.n_tokens),
+                format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
+                key=query_key,
+                bind="query-params",
+            )
+            query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
+    view = stage_view(trace, key, head, style, query)
+    sentences.markdown(view.explanation)
     with pictures:
         show_figures(view.figures, f"{prefix}{key}", style.side_by_side)
     with words:
+        if view.code:
+            st.code(view.code, language=None, wrap_lines=True)
         if view.figures:
             export_buttons(view, f"{prefix}{key}")
-    detail = BY_KEY[key].per_query
-    if detail is None:
-        return
-    with words:
-        st.markdown("**One token in detail**")
-        query = st.selectbox(
-            "query token",
-            range(trace.n_tokens),
-            format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
-            key=query_key,
-            bind="query-params",
-        )
-        query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
-        text, figure = detail(trace, head, query, dataclasses.replace(style, side_by_side=False))
-        st.code(text, language=None, wrap_lines=True)
-    with pictures:
-        show_figure(figure, f"{prefix}{key}-detail")

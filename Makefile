@@ -31,3 +31,4 @@ bench: install-dev
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_models.py
 	$(BIN)/python bench/bench_browser.py
+	$(BIN)/python bench/bench_repaint.py

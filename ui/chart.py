@@ -69,7 +69,9 @@ def _served_folder() -> Path:
 _live_chart = components.declare_component("live_chart", path=str(_served_folder()))
 
 
-def show_figure(figure, key: str) -> None:
-    """Draw a Plotly figure; the same key on the next rerun updates the same chart in place."""
-    config = {**PLOTLY_CONFIG, "toImageButtonOptions": {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": key}}
+def show_figure(figure, key: str, filename: str | None = None) -> None:
+    """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
+    the camera button's PNG is called (by default the key)."""
+    png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
+    config = {**PLOTLY_CONFIG, "toImageButtonOptions": png}
     _live_chart(spec=plotly.io.to_json(figure, validate=False), config=json.dumps(config), key=key, default=None)

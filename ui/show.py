@@ -198,11 +198,13 @@ def slide_columns() -> tuple:
     return tuple(st.columns(SLIDE_COLUMNS, gap="large"))
 
 
-def show_figures(figures, key: str, side_by_side: bool) -> None:
+def show_figures(figures, key: str, side_by_side: bool, name: str | None = None) -> None:
+    """The figures, keyed `key`-0, `key`-1, ... (a chart with the same key next time is updated in place);
+    `name`: what their PNG files are called (by default the key)."""
     places = st.columns(len(figures)) if side_by_side and len(figures) > 1 else None
     for i, figure in enumerate(figures):
         with places[i] if places else contextlib.nullcontext():
-            show_figure(figure, f"{key}-{i}")
+            show_figure(figure, f"{key}-{i}", filename=f"{name or key}-{i}")
 
 
 def show_stage(
@@ -217,7 +219,9 @@ def show_stage(
     """One stage of the registry: heading, formula, its sentences, its figure and exports; for a per-query
     stage, a picker for the token shown in detail (a context vector term by term) and the sum written out.
     `places`: (words, figures) columns, for presentation mode's slide layout (slide_columns()), so that a
-    stage fits one screen; by default all in one column."""
+    stage fits one screen; by default all in one column. On a slide the charts are keyed by their place, not
+    by the stage: the next stage's figures go to the charts already on screen (drawn in place, ~4x faster
+    than new charts)."""
     stage = BY_KEY[key]
     words, pictures = places or (st.container(),) * 2
     with words:
@@ -237,7 +241,8 @@ def show_stage(
     view = stage_view(trace, key, head, style, query)
     sentences.markdown(view.explanation)
     with pictures:
-        show_figures(view.figures, f"{prefix}{key}", style.side_by_side)
+        chart_key = f"{prefix}slide" if places else f"{prefix}{key}"
+        show_figures(view.figures, chart_key, style.side_by_side, name=f"{prefix}{key}")
     with words:
         if view.code:
             st.code(view.code, language=None, wrap_lines=True)

@@ -43,6 +43,8 @@ MAX_DRAWN = 128  # a map with more rows or columns is block-averaged down to thi
 HOVER_TEXT_MAX = 64  # per-cell hover text (tokens, arithmetic) up to this size
 TICKS_MAX = 40  # at most this many tick labels per axis; past it every k-th (hover gives the position)
 BESIDE_MAP_PIXELS = 160  # of a chart's width, about what the row labels and the colour bar take
+MAP_WIDTH_MIN = 48  # side by side, a map narrower than this (or PER_COLUMN_MIN per column) is stacked instead
+PER_COLUMN_MIN = 10
 AXIS_STANDOFF = 6  # pixels between an axis title and its tick labels
 TICK_GAP = 18  # pixels between a map and its row labels (5-px ticks, then padding; measured in Chromium)
 X_TICK_GAP = 8  # pixels between a map and its column labels above it (measured)
@@ -134,7 +136,7 @@ def fit_title(title: str, subtitle: str, width: float, font_size: int) -> tuple[
             moved.pop(part, None)
 
     def cut(text: str, font: float, bold: float) -> str:
-        while text and label_width(text, font) * bold > room:
+        while len(text) > 1 and label_width(text, font) * bold > room:  # "…" alone is as short as it gets
             text = text[:-2] + "…"
         return text
 
@@ -190,7 +192,7 @@ def axis_title_annotations(laid, x0: float, x1: float, y1: float, y_mid: float, 
                                              laid.x_angle) + AXIS_STANDOFF  # fmt: skip
         out.append({**common, "text": escape(laid.panel.x_title), "x": (x0 + x1) / 2, "xanchor": "center",
                     "y": y1, "yanchor": "bottom", "yshift": above})  # fmt: skip
-    if laid.panel.y_title:
+    if laid.panel.y_title and laid.rows_shown:
         left = max(tick_widths(laid.y_ticks, laid.label_font)) + TICK_GAP + AXIS_STANDOFF
         out.append({**common, "text": escape(laid.panel.y_title), "textangle": -90, "x": x0 - left / width,
                     "xanchor": "right", "y": y_mid, "yanchor": "middle"})  # fmt: skip
@@ -371,14 +373,21 @@ class _Laid:
     bar: bool
     margin: dict  # pixels left of, right of, above and below the map, within the panel's share of the figure
     cross_pixels: float
+    rows_shown: bool = True  # False: the panel to its left names the same rows (see heatmaps)
+    width: float = 0.0  # the panel's share of the figure, pixels
+
+    @property
+    def map_width(self) -> float:
+        return self.width - self.margin["l"] - self.margin["r"]
 
     @property
     def height(self) -> float:
         return self.margin["t"] + self.map_pixels + self.margin["b"]
 
 
-def _lay(panel: Panel, width: float, style: Style) -> _Laid:
-    """Measure a panel drawn `width` pixels wide: pooling, ticks, title, numbers that fit, margins."""
+def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _Laid:
+    """Measure a panel drawn `width` pixels wide: pooling, ticks, title, numbers that fit, margins.
+    rows_shown=False: no row labels or y title (the panel to its left has the same rows)."""
     data = np.asarray(panel.matrix, dtype=np.float64)
     ok = None if panel.allowed is None else np.asarray(panel.allowed, dtype=bool)
     z, rows, cols = pool(data, ok)
@@ -389,9 +398,12 @@ def _lay(panel: Panel, width: float, style: Style) -> _Laid:
     cell = CELL_PIXELS * (1 + 0.6 * (font / 16 - 1))  # larger type (presentation mode): taller rows, not as much
     map_pixels = round(min(style.max_map_pixels, max(MAP_PIXELS_MIN, cell * len(rows))))
     # A slanted column label needs ~1.5 font sizes of width; a row label one line of type.
-    x_most, y_most = int((width - BESIDE_MAP_PIXELS) / (1.5 * label_font)), int(map_pixels / label_font)
+    beside = BESIDE_MAP_PIXELS if rows_shown else BESIDE_MAP_PIXELS / 2  # no row labels: the colour bar at most
+    x_most, y_most = int((width - beside) / (1.5 * label_font)), int(map_pixels / label_font)
     x_ticks = axis_ticks(panel.col_labels, cols, most=x_most, base=base, label_chars=chars)
     y_ticks = axis_ticks(panel.row_labels, rows, most=y_most, base=base, label_chars=chars)
+    if not rows_shown:
+        y_ticks = {**y_ticks, "showticklabels": False}
     x_angle = panel.x_tick_angle
     if x_angle is None:
         x_angle = -45 if panel.col_labels is not None and len(cols) > 6 else 0
@@ -405,10 +417,10 @@ def _lay(panel: Panel, width: float, style: Style) -> _Laid:
             font_size=font,
             label_font=label_font,
             x_widths=tick_widths(x_ticks, label_font),
-            y_width=max(tick_widths(y_ticks, label_font)),
+            y_width=max(tick_widths(y_ticks, label_font)) if rows_shown else 0,
             x_angle=x_angle,
             x_title=bool(panel.x_title),
-            y_title=bool(panel.y_title),
+            y_title=bool(panel.y_title) and rows_shown,
             colorbar=bar,
         )
 
@@ -420,9 +432,11 @@ def _lay(panel: Panel, width: float, style: Style) -> _Laid:
     bar = not numbers if panel.colorbar is None else panel.colorbar
     if bar:
         margin = margins(bar=True)
+        if width - margin["l"] - margin["r"] < MAP_WIDTH_MIN and panel.colorbar is None:
+            bar, margin = False, margins(bar=False)  # no room for a bar beside a readable map: hovers say the values
     cell_width = (width - margin["l"] - margin["r"]) / len(cols)
     return _Laid(panel, data, z, pooled, label_font, map_pixels, x_ticks, y_ticks, x_angle, title, subtitle,
-                 title_size, numbers, bar, margin, 0.5 * min(cell_width, cell_height))  # fmt: skip
+                 title_size, numbers, bar, margin, 0.5 * min(cell_width, cell_height), rows_shown, width)  # fmt: skip
 
 
 def _title_annotations(laid: _Laid, x: float, top: float, style: Style) -> list[dict]:
@@ -438,6 +452,35 @@ def _title_annotations(laid: _Laid, x: float, top: float, style: Style) -> list[
     return out
 
 
+def _side_by_side(panels: list[Panel], style: Style) -> list[_Laid] | None:
+    """Panels in a row, their maps equally wide. Panels with the same rows (Q, K and V: the tokens) name them
+    once, left of the first map, which leaves the maps room for their numbers. None if a map would still be
+    narrower than MAP_WIDTH_MIN (or PER_COLUMN_MIN per column): then they are stacked."""
+    n = len(panels)
+    first = panels[0]
+    same_rows = n > 1 and all(
+        np.shape(p.matrix)[0] == np.shape(first.matrix)[0]
+        and p.y_title == first.y_title
+        and (p.row_labels is None) == (first.row_labels is None)
+        and (p.row_labels is None or list(p.row_labels) == list(first.row_labels))
+        for p in panels
+    )
+    shown = [True] + [not same_rows] * (n - 1)
+
+    def lay_equal(laid: list[_Laid], panels: list[Panel]) -> list[_Laid]:  # each gets its margins + an equal map
+        beside = [p.margin["l"] + p.margin["r"] for p in laid]
+        map_width = (style.width - sum(beside)) / n
+        return [_lay(panel, beside[k] + map_width, style, shown[k]) for k, panel in enumerate(panels)]
+
+    # First as if no map needed a colour bar (numbers in the cells instead); then, if some do, with their bars.
+    barless = [dataclasses.replace(panel, colorbar=False) for panel in panels]
+    laid = lay_equal([_lay(panel, style.width / n, style, shown[k]) for k, panel in enumerate(barless)], panels)
+    if any(p.bar for p in laid):
+        laid = lay_equal(laid, panels)
+    narrow = any(p.map_width < max(MAP_WIDTH_MIN, PER_COLUMN_MIN * p.z.shape[1]) for p in laid)
+    return None if narrow and n > 1 else laid
+
+
 def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> go.Figure:
     """One figure of several maps: side by side, each a share of style.width, or stacked one above the other.
 
@@ -447,8 +490,9 @@ def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool
     trace is named after its title (tests and exports find a panel by that name). The figure's margins are
     zero: everything is placed here, in pixels, so Plotly draws the figure once without measuring it.
     """
-    width = style.width / (1 if stacked else len(panels))
-    laid = [_lay(panel, width, style) for panel in panels]
+    laid = [_lay(panel, style.width, style) for panel in panels] if stacked else _side_by_side(panels, style)
+    if laid is None:  # side by side, a map would be too narrow to read
+        return heatmaps(panels, style, stacked=True)
     if stacked:
         total = sum(p.height for p in laid)
         tops = [sum(p.height for p in laid[:k]) for k in range(len(laid))]  # each panel's top edge, pixels
@@ -456,14 +500,14 @@ def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool
     else:
         total = max(p.margin["t"] for p in laid) + max(p.map_pixels for p in laid) + max(p.margin["b"] for p in laid)
         tops = [0.0] * len(laid)
-        lefts = [k * width for k in range(len(laid))]
+        lefts = [sum(p.width for p in laid[:k]) for k in range(len(laid))]
     map_top = [tops[k] + (p.margin["t"] if stacked else max(q.margin["t"] for q in laid)) for k, p in enumerate(laid)]
 
     traces, axes, annotations = [], {}, []
     for k, p in enumerate(laid):
         suffix = "" if k == 0 else str(k + 1)
         x0 = (lefts[k] + p.margin["l"]) / style.width
-        x1 = (lefts[k] + width - p.margin["r"]) / style.width
+        x1 = (lefts[k] + p.width - p.margin["r"]) / style.width
         y1 = 1 - map_top[k] / total
         y0 = 1 - (map_top[k] + p.map_pixels) / total
         y_name, x_name = escape(p.panel.y_title or "row"), escape(p.panel.x_title or "column")

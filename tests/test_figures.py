@@ -197,6 +197,32 @@ def test_a_stage_is_one_figure_of_panels_side_by_side_or_stacked(causal_trace):
         np.testing.assert_allclose(_panel(figure, "W_K").z, causal_trace.w_k[0].numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("width, font", [(PAGE_PIXELS, 16), (450, 16), (300, 16), (670, 26), (804, 26), (1102, 26)])
+def test_side_by_side_maps_are_never_squeezed_and_same_rows_are_named_once(width, font):
+    """At a slide's width in presentation type (804 px, 26 px) the three maps of Q, K, V once got domains
+    that ran backwards (their labels and colour bars took more than their share): a 20-pixel sliver each.
+    Side by side, every map keeps a readable width, panels with the same rows name them once (on the
+    left), and where even that is too narrow the maps are stacked."""
+    trace = trace_sentence("The dog chased the ball but it couldn't catch it", AttentionConfig(causal=True, n_heads=2))
+    style = Style(font_size=font, width=width, side_by_side=True, max_map_pixels=400)
+    for stage in STAGES:
+        for figure in stage_view(trace, stage.key, 0, style).figures:
+            layout = figure.to_plotly_json()["layout"]
+            found = panels(figure.to_plotly_json())
+            if len(found) < 2 or found[0].trace.get("type") != "heatmap":
+                continue
+            xs = [layout["xaxis" + ("" if k == 0 else str(k + 1))]["domain"] for k in range(len(found))]
+            ys = [layout["yaxis" + ("" if k == 0 else str(k + 1))]["domain"] for k in range(len(found))]
+            assert all((x1 - x0) * width >= 48 - 1e-6 for x0, x1 in xs), (stage.key, width, font, xs)
+            beside = all(y == ys[0] for y in ys)  # side by side: every map at the same height
+            if beside and stage.key == "qkv":  # Q, K, V: one sentence, so the row labels are drawn once
+                shown = [layout["yaxis" + ("" if k == 0 else str(k + 1))].get("showticklabels", True)
+                         for k in range(len(found))]  # fmt: skip
+                assert shown == [True, False, False]
+                titles = [a["text"] for a in layout["annotations"] if a["text"] == "token"]
+                assert len(titles) == 1
+
+
 def test_label_width_counts_wide_and_invisible_characters():
     assert label_width("我们", 10) > label_width("ab", 10)
     assert label_width("a\u200bb", 10) == label_width("ab", 10)  # zero-width space

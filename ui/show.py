@@ -24,6 +24,7 @@ log = logging.getLogger("attention_explorer")
 
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen
 SLIDE_COLUMNS = (2, 3)  # presentation mode: the words of a stage on the left, its figures on the right
+SLIDE_FIGURE_PIXELS = 700  # ... unless its figures would be taller than this there: then full width, below
 # Presentation mode: no sidebar, and everything a projector needs larger. Constant CSS; no user text reaches it.
 PRESENTATION_CSS = """
 <style>
@@ -239,6 +240,10 @@ def show_stage(
             )
             query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
     view = stage_view(trace, key, head, style, query)
+    if places and any(figure.layout.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
+        # Too many maps for the slide's right-hand column (they were stacked): the page's whole width, below.
+        view = stage_view(trace, key, head, dataclasses.replace(style, width=FULL_PAGE_PIXELS), query)
+        pictures = st.container()
     sentences.markdown(view.explanation)
     with pictures:
         chart_key = f"{prefix}slide" if places else f"{prefix}{key}"

@@ -1,0 +1,106 @@
+"""deploy/: the Kubernetes manifests validate against the Kubernetes API schemas (offline, kubernetes-validate),
+the compose file says what a class deployment needs, HAProxy accepts its configuration, and the local
+replicas behind a real HAProxy (scripts/scale_out.py) keep each browser on its replica and survive losing one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+KUBERNETES_VERSION = "1.33.0"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+needs_haproxy = pytest.mark.skipif(
+    not shutil.which("haproxy") and os.environ.get("CI") != "true",
+    reason="haproxy is not installed (apt-get install haproxy; .ci/run installs it, so CI runs this)",
+)
+
+
+def manifests() -> dict[str, dict]:
+    found = {}
+    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            found[document["kind"]] = document
+    return found
+
+
+def test_kubernetes_manifests_validate_offline():
+    import kubernetes_validate
+
+    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            kubernetes_validate.validate(document, KUBERNETES_VERSION, strict=True)  # raises on any error
+
+
+def test_kubernetes_manifests_probe_health_limit_resources_and_keep_sessions_sticky():
+    found = manifests()
+    assert set(found) == {"Deployment", "Service", "Ingress", "HorizontalPodAutoscaler"}
+    pod = found["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["path"] == "/_stcore/health"
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert not container.get("volumeMounts") and not pod.get("volumes")  # the models are in the image
+    labels = found["Deployment"]["spec"]["selector"]["matchLabels"]
+    assert found["Service"]["spec"]["selector"] == labels
+    annotations = found["Ingress"]["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/affinity"] == "cookie"
+    assert int(annotations["nginx.ingress.kubernetes.io/proxy-read-timeout"]) >= 3600  # a lecture's websocket
+    assert found["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]["name"] == found["Deployment"]["metadata"]["name"]
+    (secret,) = [e for e in container["env"] if e["name"] == "STREAMLIT_SERVER_COOKIE_SECRET"]  # one for all pods
+    assert "secretKeyRef" in secret["valueFrom"]
+
+
+def test_compose_runs_replicas_of_the_image_behind_haproxy_with_health_checks():
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    app, lb = compose["services"]["app"], compose["services"]["lb"]
+    assert app["build"]["context"] == ".." and (DEPLOY / app["build"]["context"] / "Dockerfile").exists()
+    assert app["deploy"]["replicas"] >= 2 and "/_stcore/health" in " ".join(app["healthcheck"]["test"])
+    assert lb["image"].startswith("haproxy:") and lb["depends_on"]["app"]["condition"] == "service_healthy"
+    (mount,) = lb["volumes"]
+    assert mount.split(":")[0] == "./haproxy.cfg" and (DEPLOY / "haproxy.cfg").exists()
+    assert "8080:8080" in lb["ports"]
+    assert "STREAMLIT_SERVER_COOKIE_SECRET" in app["environment"]  # one for all replicas
+
+
+@needs_haproxy
+def test_haproxy_accepts_the_configuration_and_its_local_variant():
+    from scale_out import local_config
+
+    subprocess.run(["haproxy", "-c", "-q", "-f", str(DEPLOY / "haproxy.cfg")], check=True)
+    text = (DEPLOY / "haproxy.cfg").read_text()
+    for needed in ("cookie attention_replica insert", "option redispatch", "option httpchk GET /_stcore/health",
+                   "timeout tunnel"):  # fmt: skip
+        assert needed in text
+    local = local_config([18501, 18502], 18080)
+    lines = [line.split("#")[0].strip() for line in local.splitlines()]
+    assert not any(line.startswith(("server-template", "resolvers")) for line in lines)
+    assert "server app1 127.0.0.1:18501 cookie app1" in local and "server app2 127.0.0.1:18502 cookie app2" in local
+    assert local.replace("127.0.0.1:18080", ":8080").count("\n") < text.count("\n")  # only the replicas changed
+
+
+@needs_haproxy
+def test_two_replicas_behind_haproxy_keep_their_browsers_and_survive_losing_one():
+    """Three browsers through HAProxy: each keeps its replica across a reload; after the replica of the first
+    is killed, every page shows its own sentence again (reconnected, rerun from its address) on the live
+    replica, and a new browser opens."""
+    from scale_out import run
+
+    from tests.browser import require_chromium
+
+    require_chromium()
+    seen = run(replicas=2, sessions=3, log=lambda line: None)
+    assert all(cookie.startswith("app") for cookie in seen["cookies"]), seen
+    assert len(set(seen["cookies"])) == 2, seen  # leastconn spreads three browsers over both replicas
+    assert all(seen["kept"]), seen
+    live = ({"app1", "app2"} - {seen["cookies"][0]}).pop()
+    assert set(seen["after_kill"]) == {live}, seen
+    assert seen["new_session"] == live, seen

@@ -24,7 +24,7 @@ from figures.context import context_sum_part, weighted_sum_text
 from figures.glossary import link
 from figures.heatmap import Panel, heatmaps
 from figures.peakiness import peakiness_figure
-from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, escape, shape_text, subscript
+from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, escape, markdown_literal, shape_text, subscript
 
 CAPTURED_NOTE = (
     "Captured from the model's own forward pass: its learned projections (with their biases, "
@@ -335,8 +335,9 @@ def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
     notes = []
     if choices.any():  # a row that may see only itself is one-hot whatever the numbers
         peaked = int(np.flatnonzero(choices)[np.argmax(top[choices])])
+        token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown
         notes.append(
-            f"Of the rows with more than one token to look at, the most peaked is “{trace.tokens[peaked]}” "
+            f"Of the rows with more than one token to look at, the most peaked is “{token}” "
             f"(row {style.index(peaked)}): {top[peaked]:.2f} of its attention on one token."
         )
     return Built([figure, peakiness_figure(trace, head, beside)], [part[1]], notes)

@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import html
 import io
+import re
 import unicodedata
 
 import numpy as np
@@ -125,6 +126,17 @@ def title_height(title_size: float, subtitle_size: float = 0) -> float:
 def escape(label: str) -> str:
     """Make a token safe to show as Plotly text: "<b>" is drawn as the four characters <b>."""
     return html.escape(str(label), quote=False)
+
+
+# What formats text inside a line in Streamlit's markdown: emphasis, code, links, HTML-looking tags, LaTeX,
+# strikethrough, tables. (Line-start marks like "#" or "1." cannot occur: the text is quoted mid-sentence.)
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>$~|])")
+
+
+def markdown_literal(text: str) -> str:
+    """A token to quote in a sentence that st.markdown shows: its punctuation backslash-escaped, so that
+    "_it_" stays _it_ (not italic) and "$" starts no formula (Streamlit renders $…$ as LaTeX)."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", str(text))
 
 
 def shorten(label: str, limit: int = LABEL_CHARS_MAX) -> str:

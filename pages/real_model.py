@@ -6,6 +6,7 @@ from attention_core import MAX_MODEL_TOKENS, causal_mask, rerun_head, resolve_de
 from attention_core.models import WORD_START, available_models
 from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
 from figures.stages import stage_view, stages_for
+from figures.style import markdown_literal
 from ui.controls import current_settings
 from ui.real import model_for, model_trace_for
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, style_for
@@ -51,7 +52,7 @@ def sink_note(layer_trace, head: int, special: bool) -> str:
     share = layer_trace.first_key_share(head)
     if share is None or share < SINK_SHARE or layer_trace.n_tokens < 3:
         return ""
-    first = layer_trace.tokens[0]
+    first = markdown_literal(layer_trace.tokens[0])
     why = (
         f"“{first}” is a special token, a usual parking place."
         if special

@@ -3,6 +3,8 @@ the sidebar, lecture examples and typed numbers reach every stage, and bad value
 field, never an exception."""
 
 import json
+import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,11 @@ def chart_titled(at, prefix):
 def panel(at, prefix):
     """A map (heatmap panel) whose title starts with prefix, in any figure on the page."""
     return find_panel(charts(at), prefix)
+
+
+def shown(element) -> str:
+    """A message as the reader sees it: the page backslash-escapes what it quotes (figures.style.markdown_literal)."""
+    return re.sub(r"\\([\\`*_\[\]<>$~|])", r"\1", element.value)
 
 
 def no_problems(at):
@@ -120,9 +127,9 @@ def test_the_lectures_hand_numbers_reach_every_stage(app):
 
 def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
     app.text_area(key="w_q").set_value("1,2;3,x").run()
-    assert any("W_Q row 2, column 2 is 'x', which is not a number" in w.value for w in app.warning)
+    assert any("W_Q row 2, column 2 is 'x', which is not a number" in shown(w) for w in app.warning)
     app.text_area(key="w_q").set_value("1,0;0,1").run()
-    assert any("The typed W_Q is 2×2, but these settings need 8×4" in w.value for w in app.warning)
+    assert any("The typed W_Q is 2×2, but these settings need 8×4" in shown(w) for w in app.warning)
     trace = trace_sentence(DEFAULT_TEXT, default_config())
     np.testing.assert_allclose(panel(app, "Q = X·W_Q").z, trace.q[0].numpy(), rtol=1e-6)  # the drawn W_Q stands
     no_problems(app)
@@ -182,7 +189,36 @@ def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused
     at.query_params.update(params)
     at.run()
     assert not at.exception
-    assert any(refused in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any(refused in shown(w) for w in at.warning), [w.value for w in at.warning]
+
+
+def test_what_the_page_quotes_is_shown_as_typed_never_as_markdown():
+    """A link value or a typed cell is quoted in a message: markdown in it (emphasis, a link, LaTeX) must
+    show as the characters typed, not format the page."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"heads": "**[x](https://example.com)** $y$"})
+    at.run()
+    assert not at.exception
+    (warning,) = [w for w in at.warning if "heads" in w.value]
+    assert r"\*\*\[x\](https://example.com)\*\* \$y\$" in warning.value
+    assert "**[x](https://example.com)** $y$" in shown(warning)
+
+
+def test_refused_requests_are_logged_with_their_reason_and_no_sentence_text(caplog):
+    """The server's log names each refusal and why; a sentence appears only as its length."""
+    secret = "my private essay " * 1300  # 22,100 characters: over the limit
+    caplog.set_level(logging.INFO, logger="attention_explorer")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"heads": "abc", "text": secret})
+    at.run()
+    assert not at.exception
+    lines = [record.getMessage() for record in caplog.records if record.name == "attention_explorer"]
+    assert any("refused a link value" in line and "heads" in line and "'abc'" in line for line in lines), lines
+    assert any("refused a link value" in line and "22,100 characters" in line for line in lines), lines
+    at.text_area(key="text").set_value("   ").run()  # empty after stripping: refused by the core
+    lines = [record.getMessage() for record in caplog.records if record.name == "attention_explorer"]
+    assert any(line.startswith("refused a request") and "empty" in line for line in lines), lines
+    assert not any("private essay" in line for line in lines)
 
 
 def test_a_link_that_is_no_lecture_example_shows_none_in_the_box():
@@ -212,14 +248,14 @@ def test_gpt2_small_sizes_fit_the_controls():
 def test_empty_sentence_gives_a_message_not_a_traceback(app):
     app.text_area(key="text").set_value("  \u200b ").run()
     assert not app.exception, [e.value for e in app.exception]
-    assert any("text is empty" in e.value for e in app.error), [e.value for e in app.error]
+    assert any("text is empty" in shown(e) for e in app.error), [e.value for e in app.error]
 
 
 def test_impossible_size_gives_a_message_not_a_traceback(app, monkeypatch):
     monkeypatch.setenv("ATTENTION_MEMORY_BUDGET_MB", "1")
     app.text_area(key="text").set_value(" ".join(f"w{i}" for i in range(400))).run()
     assert not app.exception, [e.value for e in app.exception]
-    assert any("more than the memory budget" in e.value for e in app.error), [e.value for e in app.error]
+    assert any("more than the memory budget" in shown(e) for e in app.error), [e.value for e in app.error]
 
 
 def test_multihead_page_shows_every_head(app):

@@ -21,6 +21,7 @@ from tests.browser import (
     CHROMIUM_FLAGS,
     EXPORT_CONTRAST,
     OVERFLOW,
+    across_frames,
     chart_frame,
     chart_z,
     clipped,
@@ -211,6 +212,40 @@ def test_every_page_keeps_the_sidebar_and_paints(server, page):
     page.get_by_role("link", name="Glossary").click()
     page.get_by_role("heading", name="attention sink").wait_for()
     no_traceback(page)
+
+
+# Markup, script, markdown and LaTeX typed where a reader types: each must show as the characters typed.
+PAYLOAD = (
+    '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> **bold** _it_ '
+    "$\\alpha$ [link](javascript:window.__pwned=3) <svg onload=window.__pwned=4>"
+)
+INJECTED = """() => ({
+  pwned: window.__pwned ?? null,
+  images: document.querySelectorAll('img[src="x"], svg[onload]').length,
+  scripts: [...document.scripts].filter(s => s.textContent.includes('__pwned')).length,
+  formatted: [...document.querySelectorAll('strong, em, a, .katex')]
+    .filter(e => ['bold', 'it', 'link', 'α'].includes(e.textContent.trim())).length,
+  links: [...document.querySelectorAll('a[href^="javascript"]')].length,
+})"""
+
+
+def test_markup_typed_anywhere_never_runs_or_renders_on_any_page(server, page):
+    """The payload goes into the sentence, a typed matrix and a refused link value; on every page nothing it
+    holds runs (no __pwned in any frame), becomes an element, a link or a formula, or raises a traceback."""
+    link = quote(PAYLOAD)
+    page.goto(f"{server}/?text={link}&w_q={link}&heads={quote('<b onmouseover=x>**h**</b>')}")
+    wait_for_chart(page, "attention weights", timeout=60)
+    body = page.locator("body").inner_text()
+    assert "<b onmouseover=x>**h**</b>" in body  # the refused link value, quoted as typed
+    assert page.get_by_role("textbox", name="Sentence").input_value() == PAYLOAD
+    for title in PAGE_TITLES:
+        page.get_by_role("link", name=title, exact=True).first.click()
+        page.wait_for_url(f"**/{ADDRESS[title] if title != PAGE_TITLES[0] else ''}?*", timeout=30_000)
+        settled(page, quiet=1.5)
+        no_traceback(page)
+        for found in across_frames(page, INJECTED):
+            assert found == {"pwned": None, "images": 0, "scripts": 0, "formatted": 0, "links": 0}, (title, found)
+    screenshot(page, "markup-payload")
 
 
 @pytest.mark.parametrize(("path", "chart"), [("multihead", "weights of all 3 heads"), ("why_sqrt_dk", "Random q")])

@@ -223,6 +223,22 @@ def test_side_by_side_maps_are_never_squeezed_and_same_rows_are_named_once(width
                 assert len(titles) == 1
 
 
+def test_a_token_quoted_in_a_sentence_is_markdown_escaped():
+    """The weights stage names its most peaked row's token inside a markdown sentence: "_it_" must not turn
+    italic, "$" must not start a formula. Seeds are tried until such a token is the one quoted."""
+    for seed in range(200):
+        trace = trace_sentence("_it_ $x$ <b>", AttentionConfig(seed=seed))
+        explanation = stage_view(trace, "weights", 0).explanation
+        quoted = re.search(r"the most peaked is “(.*?)”", explanation).group(1)
+        raw = re.sub(r"\\(.)", r"\1", quoted)
+        assert raw in trace.tokens
+        assert all(quoted.count("\\" + char) == raw.count(char) for char in "_$<>")
+        if raw == "_it_":
+            assert quoted == r"\_it\_"
+            return
+    pytest.fail("no seed made “_it_” the most peaked row")
+
+
 def test_label_width_counts_wide_and_invisible_characters():
     assert label_width("我们", 10) > label_width("ab", 10)
     assert label_width("a\u200bb", 10) == label_width("ab", 10)  # zero-width space

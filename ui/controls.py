@@ -9,6 +9,7 @@ or session state can carry anything).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 
 import streamlit as st
@@ -27,7 +28,17 @@ from attention_core import (
 from attention_core.config import DEVICE_CHOICES
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
+from figures.style import markdown_literal
 from ui.pages import EVERYTHING
+
+# The server's log of refused requests (bad input, link values): one line each on standard error, with the
+# reason; a sentence appears only as its length. Streamlit configures only its own loggers.
+log = logging.getLogger("attention_explorer")
+if not log.handlers:
+    _handler = logging.StreamHandler()
+    _handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(_handler)
+    log.setLevel(logging.INFO)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,14 +180,17 @@ def url_refusals(params: Mapping[str, str]) -> list[str]:
 def check_link() -> None:
     """On a session's first run, before any bound widget reads the URL, note the link's refused values."""
     if "link_refusals" not in st.session_state:
-        st.session_state["link_refusals"] = url_refusals(st.query_params.to_dict())
+        refusals = url_refusals(st.query_params.to_dict())
+        for refusal in refusals:  # the reason, with at most 40 characters of the value (a sentence: its length)
+            log.info("refused a link value: %s", refusal)
+        st.session_state["link_refusals"] = refusals
 
 
 def show_link_refusals() -> None:
     """The refused link values, until the reader dismisses them."""
     refusals = st.session_state.get("link_refusals") or []
     if refusals:
-        st.warning("  \n".join(refusals), icon="🔗")
+        st.warning("  \n".join(markdown_literal(line) for line in refusals), icon="🔗")  # the link's text as written
         st.button("Dismiss", key="dismiss_link_refusals", on_click=st.session_state.update,
                   kwargs={"link_refusals": []})  # fmt: skip
 

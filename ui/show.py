@@ -15,7 +15,7 @@ from attention_core import AttentionTrace, scaling_experiment, sentence_scaling,
 from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
 from figures.stages import BY_KEY, StageView, heading, stage_view
-from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style
+from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
 from ui.chart import show_figure
 from ui.controls import Settings
 from ui.pages import PAGES
@@ -93,7 +93,7 @@ def show_typed_refusals(settings: Settings) -> None:
     """Say which typed matrices are not used, and why."""
     if settings.typed:
         for message in typed_numbers(settings)[1]:
-            st.warning(message, icon="✏️")
+            st.warning(markdown_literal(message), icon="✏️")  # it quotes what was typed: shown as typed
 
 
 SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
@@ -127,7 +127,7 @@ def friendly_errors():
         yield
     except ValueError as error:
         log.info("refused a request: %s", error)  # the reason; sentences appear only as their length
-        st.error(f"⚠️ {error}")
+        st.error(f"⚠️ {markdown_literal(error)}")  # it quotes the input: shown as typed, never as markdown
 
 
 def presentation_bar() -> None:

@@ -221,6 +221,32 @@ def test_refused_requests_are_logged_with_their_reason_and_no_sentence_text(capl
     assert not any("private essay" in line for line in lines)
 
 
+def test_a_large_trace_is_kept_by_its_session_only_and_at_most_two_of_them():
+    """Traces over HEAVY_TRACE_BYTES stay out of the cache shared by every session (32 of them would be
+    gigabytes): the session keeps its last two, and gives the older ones back."""
+    from attention_core import estimate_trace_bytes
+    from ui.show import HEAVY_PER_SESSION, HEAVY_TRACE_BYTES
+
+    words = " ".join(f"w{i}" for i in range(2000))
+    assert estimate_trace_bytes(2000, default_config()) > HEAVY_TRACE_BYTES
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"text": words})
+    at.run()
+    no_problems(at)
+    assert len(at.session_state["heavy_traces"]) == 1
+    at.toggle(key="causal").set_value(True).run()
+    at.number_input(key="seed").set_value(1).run()
+    no_problems(at)
+    kept = at.session_state["heavy_traces"]
+    assert len(kept) == HEAVY_PER_SESSION
+    assert [key[1].causal for key in kept] == [True, True] and [key[1].seed for key in kept] == [0, 1]
+    assert all(trace.n_tokens == 2000 for trace in kept.values())
+    at.query_params.clear()
+    at.text_area(key="text").set_value("a short one").run()  # small again: the shared cache, nothing added
+    no_problems(at)
+    assert len(at.session_state["heavy_traces"]) == HEAVY_PER_SESSION
+
+
 def test_a_link_that_is_no_lecture_example_shows_none_in_the_box():
     """On a session's first run the box must read the link's values, not the defaults."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)

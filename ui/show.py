@@ -7,11 +7,21 @@ import dataclasses
 import io
 import json
 import logging
+import os
+import threading
 
 import numpy as np
 import streamlit as st
 
-from attention_core import AttentionTrace, scaling_experiment, sentence_scaling, tokenize, trace_sentence
+from attention_core import (
+    AttentionTrace,
+    check_request,
+    estimate_trace_bytes,
+    scaling_experiment,
+    sentence_scaling,
+    tokenize,
+    trace_sentence,
+)
 from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
 from figures.stages import BY_KEY, StageView, heading, stage_view
@@ -52,14 +62,20 @@ CHART_TEXT_CSS = """
 """
 
 
+def compute_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
+    """The trace of a sentence under a config, with the typed matrices ((name, numbers) pairs) in place of
+    drawn ones; kept on the CPU, where the figures read it."""
+    given = dict(typed)
+    x = given.pop("x", None)
+    return trace_sentence(text, config, positional=positional, x=x, weights=given).to("cpu")
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)
 def cached_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
     """One trace per (text, settings, typed numbers), shared by all sessions: the same inputs give the same
     numbers, and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
-    several n x n tensors on every rerun)."""
-    given = dict(typed)
-    x = given.pop("x", None)
-    return trace_sentence(text, config, positional=positional, x=x, weights=given).to("cpu")
+    several n x n tensors on every rerun). Only small traces come here (see trace_for)."""
+    return compute_trace(text, config, positional, typed)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -80,13 +96,46 @@ def typed_numbers(settings: Settings, **changes) -> tuple[dict, list[str]]:
     return fit_typed(dict(settings.typed), config, len(tokenize(settings.text)))
 
 
+# Large traces (a 4096-token trace holds ~335 MB of maps per head) are not kept in the shared cache, whose
+# entries would add up to gigabytes: each session keeps its own last HEAVY_PER_SESSION of them (given back
+# when it moves on or ends), and at most HEAVY_AT_ONCE are computed at a time, so that one reader's large
+# request leaves the cores to everybody else's small ones.
+HEAVY_TRACE_BYTES = 64 * 2**20
+HEAVY_PER_SESSION = 2  # Compare shows two traces
+HEAVY_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
+_heavy_slots = threading.BoundedSemaphore(HEAVY_AT_ONCE)
+
+
+def _heavy_trace(key: tuple) -> AttentionTrace:
+    """A large trace: this session's own copy, computed when a slot is free."""
+    kept = st.session_state.setdefault("heavy_traces", {})
+    if key in kept:
+        return kept[key]
+    check_request(len(tokenize(key[0])), key[1])  # a request over the memory budget is refused without waiting
+    while len(kept) >= HEAVY_PER_SESSION:  # give the oldest back before making a new one
+        kept.pop(next(iter(kept)))
+    if not _heavy_slots.acquire(blocking=False):
+        with st.spinner("Waiting for a free slot: other readers' large traces are being computed…"):
+            _heavy_slots.acquire()
+    try:
+        with st.spinner("Computing a large trace…"):
+            kept[key] = compute_trace(*key)
+    finally:
+        _heavy_slots.release()
+    return kept[key]
+
+
 def trace_for(settings: Settings, **changes) -> AttentionTrace:
     """The trace for the current settings (with the typed numbers that fit), optionally with some config
-    fields changed."""
+    fields changed. Small traces come from the cache that every session shares (a class opening one link
+    computes it once); large ones see _heavy_trace."""
     config = settings.config.replace(**changes) if changes else settings.config
     typed, _ = typed_numbers(settings, **changes) if settings.typed else ({}, [])
+    key = (settings.text, config, settings.positional, tuple(sorted(typed.items())))
+    if estimate_trace_bytes(len(tokenize(settings.text)), config) > HEAVY_TRACE_BYTES:
+        return _heavy_trace(key)
     with st.spinner("Computing attention…"):
-        return cached_trace(settings.text, config, settings.positional, tuple(sorted(typed.items())))
+        return cached_trace(*key)
 
 
 def show_typed_refusals(settings: Settings) -> None:

@@ -22,7 +22,7 @@ from attention_core.config import (
     estimate_trace_bytes,
     memory_budget_bytes,
 )
-from attention_core.device import describe_device, resolve_device
+from attention_core.device import cpu_threads, describe_device, resolve_device
 from attention_core.engine import (
     attend,
     causal_mask,
@@ -62,6 +62,7 @@ __all__ = [
     "check_request",
     "check_text",
     "compute_attention",
+    "cpu_threads",
     "describe_device",
     "embed",
     "estimate_trace_bytes",

@@ -45,3 +45,9 @@ def describe_device(device: torch.device | str) -> str:
     if device.type == "mps":
         return "MPS: Apple GPU"
     return "CPU"
+
+
+def cpu_threads() -> int:
+    """How many threads torch computes with on the CPU: OMP_NUM_THREADS where it is set (a replica given part
+    of a machine, deploy/), else one per core."""
+    return torch.get_num_threads()

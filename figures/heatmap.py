@@ -35,6 +35,7 @@ from figures.style import (
     TITLE_PAD,
     Style,
     escape,
+    figure,
     label_width,
     shorten,
 )
@@ -556,7 +557,7 @@ def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool
         annotations=annotations,
     )
     # One constructor call: Plotly validates once, where update_layout/update_axes calls each re-walk the figure.
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def heatmap(matrix, *, title: str, style: Style = DEFAULT_STYLE, **options) -> go.Figure:

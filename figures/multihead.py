@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from figures.heatmap import _hover, axis_ticks, block_ranges, heatmap_traces, pool, tick_widths
 from figures.stages import BY_KEY
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, title_height
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, figure, title_height
 
 GRID_PANEL_PIXELS = 240  # the height of one head's map
 GRID_COLUMNS = 4
@@ -112,7 +112,7 @@ def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, sty
             "autoexpand": False,
         },
     )
-    return go.Figure(data=traces, layout=figure_layout)
+    return figure(traces, figure_layout)
 
 
 def _fit_range(z: np.ndarray, diverging: bool) -> tuple[float, float]:
@@ -143,4 +143,4 @@ def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> go.Figure:
         go.Bar(name="mean normalized entropy (low = focused)", x=heads, y=entropy),
         go.Bar(name="mean max weight (high = focused)", x=heads, y=top),
     ]
-    return go.Figure(bars, layout=layout)
+    return figure(bars, layout)

@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.heatmap import heatmap, pool
-from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Style, title_height
+from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Style, figure, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
 MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
@@ -104,7 +104,7 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
         hoverinfo="skip",
         colorbar=style.colorbar(thickness=12, title={"text": "÷ map max"}),
     )
-    return go.Figure(heat, layout=layout)
+    return figure([heat], layout)
 
 
 __all__ = ["entropy_grid_figure", "head_labels", "layer_labels", "thumbnail_mosaic", "thumbnails_figure"]

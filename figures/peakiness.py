@@ -6,7 +6,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from figures.heatmap import axis_ticks, fit_title, tick_widths
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, label_width, title_height
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, figure, label_width, title_height
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
 PANEL_GAP = 0.06  # of the width, between the three panels
@@ -92,4 +92,4 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
         margin={"l": left, "r": 10, "t": round(top_margin), "b": round(14 + 1.3 * font), "autoexpand": False},
     )
     layout["font"] = {**layout["font"], "size": font}
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

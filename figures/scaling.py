@@ -7,7 +7,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, escape
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, escape, figure
 
 LINE_COLOURS = {"unscaled": "#c0392b", "scaled": "#2e6fb0", "theory": "#6b6b6b"}
 
@@ -62,7 +62,7 @@ def variance_figure(d_ks, var_unscaled, var_scaled, title: str, style: Style = D
         go.Scatter(x=d, y=d, mode="lines", name="d_k (theory)", line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
     ]  # fmt: skip
     layout = _layout(style, title, _d_k_axis(d), _log_axis([*var_unscaled, *var_scaled, *d], "variance"))
-    return go.Figure(traces, layout=layout)
+    return figure(traces, layout)
 
 
 def peaks_figure(
@@ -84,7 +84,7 @@ def peaks_figure(
                            line={"dash": "dash", "color": LINE_COLOURS[colour]})
             )  # fmt: skip
     layout = _layout(style, title, _d_k_axis(d), {"range": [0, 1.05], "title": {"text": f"mean over {over}"}})
-    return go.Figure(traces, layout=layout)
+    return figure(traces, layout)
 
 
 def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go.Figure]:
@@ -113,7 +113,7 @@ def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DE
         **_layout(style, f"weights of “{tokens[query]}” at d_k = {d_k}", xaxis, yaxis, height=400, legend_rows=1),
         "barmode": "group",
     }
-    return go.Figure(
+    return figure(
         [
             go.Bar(name=f"scaled (÷√{d_k})", x=x, y=np.asarray(scaled, dtype=np.float32),
                    marker_color=LINE_COLOURS["scaled"]),

@@ -15,14 +15,16 @@ import re
 import unicodedata
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 PAGE_PIXELS = 900  # about how wide a chart is drawn across the page (wide layout, 1400-px window, sidebar open)
 FULL_PAGE_PIXELS = 1340  # the same without the sidebar (presentation mode)
 MAP_PIXELS_MIN, MAP_PIXELS_MAX = 140, 620
-# Colour-blind-safe scales (ColorBrewer RdBu is diverging and safe; cividis was designed for it).
-DIVERGING = "RdBu_r"
-SEQUENTIAL = "Cividis"
+# Colour-blind-safe scales (ColorBrewer RdBu is diverging and safe; cividis was designed for it), as the
+# [position, colour] lists plotly.js draws: figure() does not expand Plotly's names ("_r" is plotly.py's).
+DIVERGING = plotly.colors.get_colorscale("RdBu_r")
+SEQUENTIAL = plotly.colors.get_colorscale("Cividis")
 # Masked cells: an opaque light grey with a dark ✕ on it, the same on a light or a dark page.
 MASKED_GREY, MASKED_CROSS = "rgb(190, 190, 190)", "rgb(40, 40, 40)"
 # The page's own text colours (Streamlit's light and dark themes): labels in them meet 4.5:1, on screen
@@ -33,6 +35,14 @@ LABEL_CHARS_MAX = 16  # a longer token is cut to this many characters on an axis
 # Plotly's default template is ~6 KB of JSON per figure, and Streamlit's theme replaces its styling in
 # the browser anyway: without it a rerun of the walkthrough sends ~100 KB less.
 NO_TEMPLATE = go.layout.Template()
+
+
+def figure(data, layout: dict) -> go.Figure:
+    """Every figure of the app is made here, from plain dicts, without Plotly's property-by-property
+    validation: that was a third of a Walkthrough rerun on the server (bench/load.py --per-page, README),
+    paid by every session on every slider step. tests/test_figures.py validates every figure the app
+    builds instead (Plotly raises on a misspelled or out-of-range property there)."""
+    return go.Figure(data=data, layout=layout, _validate=False)
 
 
 @dataclasses.dataclass(frozen=True)

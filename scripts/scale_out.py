@@ -6,13 +6,14 @@ deploy/compose.yaml runs, with its REPLICAS lines swapped for one `server` line 
 Opens browser sessions (Chromium) through HAProxy, each with its own sentence in its address, checks that
 each browser keeps its replica (the `attention_replica` cookie), then kills one replica and shows what
 happens: the sessions it held reconnect to a live replica and, because the address holds every setting,
-draw the same view again; new sessions keep opening. tests/test_scale_out.py runs the same steps.
+draw the same view again; new sessions keep opening. tests/test_deploy.py runs the same steps.
 HAProxy comes from Debian (`apt-get install haproxy`; .ci/run installs it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import secrets
 import shutil
@@ -57,7 +58,11 @@ class Cluster:
         self.ports = [free_port() for _ in range(replicas)]
         # One cookie-signing key for every replica, as deploy/ sets it (Streamlit's config reference asks for it;
         # the failover here also worked without it).
-        shared = {"STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32)}
+        # And the cores shared out: torch would give each replica a thread per core of the machine.
+        shared = {
+            "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
+            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // replicas)),
+        }
         self.apps = [start_server(port, env=shared) for port in self.ports]
         self.lb_port = free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="attention-haproxy-"))

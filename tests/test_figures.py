@@ -381,3 +381,63 @@ def test_overview_labels_show_shared_key_value_heads():
     np.testing.assert_allclose(figure.data[0].z, expected, rtol=1e-6)
     assert list(figure.layout.yaxis.ticktext) == ["layer 1", "layer 2"]
     assert figure.data[0].texttemplate == "%{z:.2f}"  # 4 heads across the page: the numbers fit their cells
+
+
+def _every_figure():
+    """(name, figure) for every figure builder of figures/, on traces that reach their branches: one and
+    several heads, causal, no projections, a trace long enough to be pooled, a real-model overview."""
+    from attention_core import embed, scaling_experiment, sentence_scaling
+    from figures.context import context_sum_figure
+    from figures.multihead import head_summary_figure
+    from figures.overview import entropy_grid_figure, thumbnails_figure
+    from figures.peakiness import peakiness_figure
+    from figures.scaling import row_figure, scaling_figures
+
+    long_text = " ".join(f"w{i}" for i in range(150))
+    traces = {
+        "causal, 2 heads": trace_sentence("<b>x</b> the cat saw the dog", AttentionConfig(n_heads=2, causal=True)),
+        "no projections": trace_sentence("the cat", AttentionConfig(projections=False)),
+        "one token": trace_sentence("cat", AttentionConfig()),
+        "150 tokens, pooled": trace_sentence(long_text, AttentionConfig(d_model=16, d_k=4, causal=True)),
+    }
+    styles = (Style(), Style(font_size=22, show_numbers=False, theme="dark", index_base=1, width=1340))
+    for (name, trace), style in ((t, s) for t in traces.items() for s in styles):
+        for stage in STAGES:
+            for k, fig in enumerate(stage_view(trace, stage.key, trace.n_heads - 1, style).figures):
+                yield f"{stage.key} {k}, {name}", fig
+        for stage in GRID_STAGES:
+            for shared in (True, False):
+                yield f"grid {stage.key}, {name}", multihead_grid(trace, stage.key, shared_scale=shared, style=style)
+        yield f"head summary, {name}", head_summary_figure(trace, style)
+        yield f"peakiness, {name}", peakiness_figure(trace, 0, style)
+        yield f"context sum, {name}", context_sum_figure(trace, 0, trace.n_tokens - 1, style)
+    model_trace = _model_trace()
+    yield "entropy grid", entropy_grid_figure(model_trace)
+    yield "thumbnails", thumbnails_figure(model_trace)
+    result = scaling_experiment((4, 64), n_keys=8, samples=200, seed=0, device="cpu")
+    yield from (("scaling", fig) for fig in scaling_figures(result))
+    tokens = ["the", "cat", "saw", "the", "dog"]
+    sentence = sentence_scaling(embed(tokens, 8, seed=0), tokens, row_d_k=64, seed=0)
+    unscaled, scaled = sentence.weights_unscaled[2].numpy(), sentence.weights_scaled[2].numpy()
+    yield "row", row_figure(tokens, unscaled, scaled, 64, 2)
+
+
+def test_every_figure_is_what_plotly_validation_would_have_made():
+    """figures.style.figure skips Plotly's validation (a third of a rerun's server time): here each figure
+    the builders make is validated after the fact (a misspelled or out-of-range property raises) and must
+    come out the same (nothing relied on Plotly expanding a value, such as a colour scale's name)."""
+    import json
+
+    import plotly.graph_objects as go
+    import plotly.io
+
+    count = 0
+    for name, fig in _every_figure():
+        built = fig.to_plotly_json()
+        validated = json.loads(plotly.io.to_json(go.Figure(built)))  # raises on an invalid property
+        mine = json.loads(plotly.io.to_json(fig, validate=False))
+        for spec in (validated, mine):
+            spec["layout"].pop("template", None)  # ours is empty; validated, Plotly's stub of one
+        assert mine == validated, name
+        count += 1
+    assert count > 150

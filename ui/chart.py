@@ -27,6 +27,8 @@ import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
 
+from ui.memo import remember
+
 PAGE = Path(__file__).with_name("chart_frontend") / "index.html"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 STREAMLIT_MEDIA = Path(st.__file__).parent / "static" / "static" / "media"
@@ -74,4 +76,5 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     the camera button's PNG is called (by default the key)."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png}
-    _live_chart(spec=plotly.io.to_json(figure, validate=False), config=json.dumps(config), key=key, default=None)
+    spec = remember(figure, "json", lambda: plotly.io.to_json(figure, validate=False))  # once per figure
+    _live_chart(spec=spec, config=json.dumps(config), key=key, default=None)

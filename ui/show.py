@@ -7,7 +7,6 @@ import dataclasses
 import io
 import json
 import logging
-import os
 import threading
 
 import numpy as np
@@ -16,6 +15,7 @@ import streamlit as st
 from attention_core import (
     AttentionTrace,
     check_request,
+    cpu_threads,
     estimate_trace_bytes,
     scaling_experiment,
     sentence_scaling,
@@ -28,6 +28,7 @@ from figures.stages import BY_KEY, StageView, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
 from ui.chart import show_figure
 from ui.controls import Settings
+from ui.memo import remember
 from ui.pages import PAGES
 
 log = logging.getLogger("attention_explorer")
@@ -102,8 +103,17 @@ def typed_numbers(settings: Settings, **changes) -> tuple[dict, list[str]]:
 # request leaves the cores to everybody else's small ones.
 HEAVY_TRACE_BYTES = 64 * 2**20
 HEAVY_PER_SESSION = 2  # Compare shows two traces
-HEAVY_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
+# Half the threads torch computes with: the cores, or OMP_NUM_THREADS where a replica is given fewer (deploy/).
+HEAVY_AT_ONCE = max(1, cpu_threads() // 2)
 _heavy_slots = threading.BoundedSemaphore(HEAVY_AT_ONCE)
+
+
+@contextlib.contextmanager
+def heavy_slot():
+    """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a real model's run): a room asking at
+    once is served in turn, not all together, which on a few cores would make every one of them slow."""
+    with _heavy_slots:
+        yield
 
 
 def _heavy_trace(key: tuple) -> AttentionTrace:
@@ -288,10 +298,11 @@ def show_stage(
                 bind="query-params",
             )
             query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
-    view = stage_view(trace, key, head, style, query)
+    view = remember(trace, ("view", key, head, style, query), lambda: stage_view(trace, key, head, style, query))
     if places and any(figure.layout.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
         # Too many maps for the slide's right-hand column (they were stacked): the page's whole width, below.
-        view = stage_view(trace, key, head, dataclasses.replace(style, width=FULL_PAGE_PIXELS), query)
+        wide = dataclasses.replace(style, width=FULL_PAGE_PIXELS)
+        view = remember(trace, ("view", key, head, wide, query), lambda: stage_view(trace, key, head, wide, query))
         pictures = st.container()
     sentences.markdown(view.explanation)
     with pictures:

@@ -1,0 +1,56 @@
+"""ui/memo.py: values computed from an object are kept while it lives, once, and go with it."""
+
+import gc
+
+from ui import memo
+
+
+class Thing:
+    """Any object that can be weakly referenced (a trace, a figure)."""
+
+
+def test_a_value_is_made_once_per_object_and_key_and_goes_with_its_object():
+    made = []
+
+    def make(name):
+        return lambda: made.append(name) or f"value of {name}"
+
+    first, second = Thing(), Thing()
+    assert memo.remember(first, "a", make("first a")) == "value of first a"
+    assert memo.remember(first, "a", make("again")) == "value of first a"  # kept: not made again
+    assert memo.remember(first, "b", make("first b")) == "value of first b"
+    assert memo.remember(second, "a", make("second a")) == "value of second a"  # another object, its own
+    assert made == ["first a", "first b", "second a"]
+    kept = len(memo._kept)
+    del first
+    gc.collect()
+    assert len(memo._kept) == kept - 1  # freed with its object
+    assert memo.remember(second, "a", make("never")) == "value of second a"
+
+
+def test_an_object_keeps_at_most_per_object_max_values():
+    thing = Thing()
+    for k in range(memo.PER_OBJECT_MAX + 5):
+        memo.remember(thing, k, lambda k=k: k)
+    assert len(memo._values_of(thing)) <= memo.PER_OBJECT_MAX
+
+
+def test_a_traces_views_and_their_json_go_when_the_trace_goes():
+    """What show_stage keeps (a trace's stage views, each figure's JSON) holds no reference back to the
+    trace: when the shared cache lets a trace go, its figures go too (bench/load.py watches the memory)."""
+    import plotly.io
+
+    from attention_core import AttentionConfig, trace_sentence
+    from figures.stages import STAGES, stage_view
+
+    gc.collect()
+    before = len(memo._kept)
+    trace = trace_sentence("the cat saw the dog", AttentionConfig(n_heads=2, dtype="float64"))
+    for stage in STAGES:
+        view = memo.remember(trace, ("view", stage.key), lambda stage=stage, t=trace: stage_view(t, stage.key, 0))
+        for figure in view.figures:
+            memo.remember(figure, "json", lambda figure=figure: plotly.io.to_json(figure, validate=False))
+    assert len(memo._kept) > before + len(STAGES)
+    del trace, view, figure
+    gc.collect()
+    assert len(memo._kept) == before

@@ -31,6 +31,7 @@ import random
 import re
 import statistics
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -70,6 +71,7 @@ class Action:
     name: str
     seconds: float
     problems: list[str]
+    reconnected: bool = False  # its replica had gone: the session reconnected through the load balancer
 
 
 class Session:
@@ -84,26 +86,38 @@ class Session:
         self.widgets: dict[str, tuple[str, object]] = {}  # user key -> (widget id, its element proto)
         self.changed: dict[str, object] = {}  # widget id -> WidgetState value set by this reader
         self.received = b""
+        self.jar = http.cookiejar.CookieJar()  # the load balancer's cookie, kept as a browser keeps it
         self.page = ""  # the page open now ("" = the Walkthrough): every rerun names it, as the browser does
         self.ws = None
 
     async def open(self) -> Action:
         """Load the page (which sets the load balancer's cookie) and open the websocket with that cookie."""
         started = time.perf_counter()
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        await asyncio.to_thread(lambda: opener.open(f"{self.url}/?{self.query}", timeout=TIMEOUT).read())
-        cookie = "; ".join(f"{c.name}={c.value}" for c in jar)
-        self.ws = await websockets.connect(
-            self.url.replace("http", "ws", 1) + "/_stcore/stream",
-            subprotocols=["streamlit"],
-            additional_headers={"Cookie": cookie} if cookie else None,
-            max_size=None,
-            open_timeout=TIMEOUT,
-        )
+        await self._connect()
         opened = await self.rerun("open the Walkthrough")
         opened.seconds = time.perf_counter() - started
         return opened
+
+    async def _connect(self, tries: int = 1) -> None:
+        """Load the page, then open the websocket with the cookie it set. `tries`: a reconnecting browser tries
+        again, a second apart, until its server answers."""
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+        for attempt in range(tries):
+            try:
+                await asyncio.to_thread(lambda: opener.open(f"{self.url}/?{self.query}", timeout=TIMEOUT).read())
+                cookie = "; ".join(f"{c.name}={c.value}" for c in self.jar)
+                self.ws = await websockets.connect(
+                    self.url.replace("http", "ws", 1) + "/_stcore/stream",
+                    subprotocols=["streamlit"],
+                    additional_headers={"Cookie": cookie} if cookie else None,
+                    max_size=None,
+                    open_timeout=TIMEOUT,
+                )
+                return
+            except (OSError, websockets.InvalidHandshake):  # urllib's HTTPError and URLError are OSErrors
+                if attempt == tries - 1:
+                    raise
+                await asyncio.sleep(1.0)
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -132,8 +146,10 @@ class Session:
         self.page = path
         return await self.rerun(name or f"open {path}")
 
-    async def rerun(self, name: str) -> Action:
-        """Send one rerun of the page open now and read until the script has finished; check what it sent."""
+    async def rerun(self, name: str, again: bool = True) -> Action:
+        """Send one rerun of the page open now and read until the script has finished; check what it sent.
+        If the connection has gone (its replica died), reconnect once, as the browser does, and send the rerun
+        again with every widget value this reader set: the new replica draws the same view."""
         msg = BackMsg()
         client = msg.rerun_script
         client.query_string = self.query
@@ -157,8 +173,12 @@ class Session:
                         break
         except TimeoutError:
             problems.append(f"timeout after {TIMEOUT:.0f} s")
-        except websockets.ConnectionClosed as closed:
-            problems.append(f"connection closed: {closed}")
+        except (websockets.ConnectionClosed, OSError) as closed:
+            if again:
+                await self._connect(tries=10)
+                action = await self.rerun(name, again=False)
+                return dataclasses.replace(action, seconds=time.perf_counter() - started, reconnected=True)
+            problems.append(f"connection lost: {closed}")
         seconds = time.perf_counter() - started
         self.received = b"".join(received)  # what this rerun sent, for tests to read
         problems += self._leaks(self.received, shows_sentence=self.typed and self.page != "glossary")
@@ -241,19 +261,21 @@ def rss_mb(pids: list[int]) -> float:
     """Resident memory of the server processes, MB."""
     total = 0
     for pid in pids:
+        if not Path(f"/proc/{pid}").exists():  # a replica killed on purpose (--kill-after)
+            continue
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
     return total / 1024
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU time the server processes have used (user + system), seconds."""
-    ticks = 0
-    for pid in pids:
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU time each live server process has used (user + system), seconds."""
+    used = {}
+    for pid in (pid for pid in pids if Path(f"/proc/{pid}").exists()):
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
-    return ticks / os.sysconf("SC_CLK_TCK")
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: proc(5) 14, 15
+    return used
 
 
 def summary(actions: list[Action]) -> dict:
@@ -267,11 +289,13 @@ def summary(actions: list[Action]) -> dict:
         "p95": p95,
         "worst": seconds[-1] if seconds else float("nan"),
         "problems": sorted({p for a in failures for p in a.problems}),
+        "reconnected": sum(a.reconnected for a in actions),
     }
 
 
 def line(label: str, s: dict) -> str:
-    return (f"{label}: {s['actions']} actions, {s['failures']} failed; median {s['median']:.2f} s, "
+    moved = f", {s['reconnected']} reconnected to a live replica" if s["reconnected"] else ""
+    return (f"{label}: {s['actions']} actions, {s['failures']} failed{moved}; median {s['median']:.2f} s, "
             f"p95 {s['p95']:.2f} s, worst {s['worst']:.2f} s")  # fmt: skip
 
 
@@ -300,9 +324,10 @@ class Server:
 
 
 def run_waves(url: str, pids: list[int], sessions: int, waves: int, think: float, browsers: int = 0,
-              log=print) -> list[dict]:  # fmt: skip
+              log=print, kill=None) -> list[dict]:  # fmt: skip
     """Waves of `sessions` protocol-level students (and `browsers` Chromium ones beside them); per wave: the
-    summary of its actions and the server's RSS after it."""
+    summary of its actions and the server's RSS after it. `kill`: (seconds, function) to call that long into
+    the first wave (a replica killed mid-run)."""
     if sessions + browsers > len(NAMES):
         raise ValueError(f"sessions + browsers must be at most {len(NAMES)} (one name each); got {sessions + browsers}")
     results = []
@@ -313,8 +338,11 @@ def run_waves(url: str, pids: list[int], sessions: int, waves: int, think: float
             return wave(url, sessions, think, first=first, seed=w)
 
         started, cpu = time.perf_counter(), cpu_seconds(pids)
+        if kill and w == 0:
+            threading.Timer(*kill).start()
         actions = with_browsers(url, browsers, think, first + sessions, protocol)
-        cores = (cpu_seconds(pids) - cpu) / (time.perf_counter() - started)  # 1.0 = one core busy all along
+        after = cpu_seconds(pids)  # a replica killed meanwhile counts no more
+        cores = sum(after[p] - cpu[p] for p in after) / (time.perf_counter() - started)  # 1.0: one core all along
         grouped = by_name(actions)
         results.append({**summary(actions), "rss_mb": rss_mb(pids), "cores": cores, "actions_by_name": grouped})
         label = f"  wave {w + 1}, {sessions} sessions" + (f" + {browsers} Chromium" if browsers else "")
@@ -409,6 +437,8 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--browsers", type=int, default=0, help="real Chromium sessions beside the protocol ones")
     parser.add_argument("--per-page", action="store_true", help="time one session's rerun of each page, alone")
+    parser.add_argument("--kill-after", type=float, help="with --replicas 2 or more: kill the first replica this "
+                        "many seconds into the first wave")  # fmt: skip
     args = parser.parse_args()
 
     print(f"machine: {os.cpu_count()} cores; {args.replicas} replica(s); reading time {args.think} s on average "
@@ -422,11 +452,14 @@ def main() -> None:
         if args.per_page:
             for title, seconds in per_page(server.url).items():
                 print(f"  one rerun of {title}, alone: median {seconds * 1000:.0f} ms")
-        held = 0
+        held, killed = 0, False
         for n in (int(s) for s in args.sessions.split(",") if s):
             print(f"{n} protocol sessions" + (f" + {args.browsers} Chromium" if args.browsers else "")
                   + f", {args.waves} waves:")  # fmt: skip
-            results = run_waves(server.url, server.pids, n, args.waves, args.think, args.browsers)
+            kill = None
+            if args.kill_after is not None and server.cluster and not killed:
+                kill, killed = (args.kill_after, lambda: (server.cluster.kill(0), print("  (replica 1 killed)"))), True
+            results = run_waves(server.url, server.pids, n, args.waves, args.think, args.browsers, kill=kill)
             every = summary_of_waves(results)
             print("  all waves, by action:")
             for name, s in every["by_action"].items():

@@ -6,6 +6,8 @@ sent another session's sentence."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 from urllib.parse import quote, urlencode
 
 import pytest
@@ -71,3 +73,21 @@ def test_a_protocol_session_sets_a_widget_and_the_page_shows_it(server):
     assert opened.problems == [] and changed.problems == []
     assert NAMES[11].encode() in first_page and "√4".encode() in first_page and "√8".encode() not in first_page
     assert "√8".encode() in session.received
+
+
+def test_a_replica_killed_mid_run_loses_no_session():
+    """Two replicas behind Debian's HAProxy with deploy/haproxy.cfg; one is killed during the wave. The
+    sessions it held reconnect through the load balancer with their next action, as a browser does, and go on
+    on the live replica with every setting they had (their own sentence included): no action fails."""
+    if not shutil.which("haproxy"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the replica tests: install haproxy (see .ci/run)")
+        pytest.skip("haproxy is not installed here (apt-get install haproxy); CI installs it")
+    cluster = Server(replicas=2)
+    try:
+        [result] = run_waves(cluster.url, cluster.pids, sessions=6, waves=1, think=1.0,
+                             kill=(6.0, lambda: cluster.cluster.kill(0)))  # fmt: skip
+    finally:
+        cluster.close()
+    assert result["failures"] == 0, result["problems"]
+    assert result["reconnected"] >= 1  # leastconn spread the six over both replicas

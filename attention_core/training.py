@@ -164,7 +164,6 @@ class Checkpoint:
 def train(config: TrainingConfig = TrainingConfig(), grammar: Grammar = Grammar(), stop=lambda: False):
     """Train from the seed; returns (model, checkpoints, losses per step). `stop()`: asked before every step.
     On the CPU the same config gives the same run bit for bit."""
-    torch.manual_seed(config.seed)  # Adam draws nothing, but a future optimizer might
     vocabulary = grammar.vocabulary
     model = TinyLM(vocabulary, config)
     ids = encode(vocabulary, grammar.sentences(config.sentences, seed=config.seed))

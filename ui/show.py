@@ -109,11 +109,17 @@ _heavy_slots = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
 
 @contextlib.contextmanager
-def heavy_slot():
+def heavy_slot(waiting: str | None = None):
     """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a real model's run): a room asking at
-    once is served in turn, not all together, which on a few cores would make every one of them slow."""
-    with _heavy_slots:
+    once is served in turn, not all together, which on a few cores would make every one of them slow.
+    `waiting`: a spinner's words while no slot is free (none inside a cached function)."""
+    if not _heavy_slots.acquire(blocking=False):
+        with st.spinner(waiting) if waiting else contextlib.nullcontext():
+            _heavy_slots.acquire()
+    try:
         yield
+    finally:
+        _heavy_slots.release()
 
 
 def _heavy_trace(key: tuple) -> AttentionTrace:
@@ -124,14 +130,9 @@ def _heavy_trace(key: tuple) -> AttentionTrace:
     check_request(len(tokenize(key[0])), key[1])  # a request over the memory budget is refused without waiting
     while len(kept) >= HEAVY_PER_SESSION:  # give the oldest back before making a new one
         kept.pop(next(iter(kept)))
-    if not _heavy_slots.acquire(blocking=False):
-        with st.spinner("Waiting for a free slot: other readers' large traces are being computed…"):
-            _heavy_slots.acquire()
-    try:
-        with st.spinner("Computing a large trace…"):
-            kept[key] = compute_trace(*key)
-    finally:
-        _heavy_slots.release()
+    waiting = "Waiting for a free slot: other readers' large traces are being computed…"
+    with heavy_slot(waiting), st.spinner("Computing a large trace…"):
+        kept[key] = compute_trace(*key)
     return kept[key]
 
 

@@ -3,7 +3,8 @@
 Layers, bottom up: `device` (where the maths runs), `tokens` (text -> X), `config` (knobs and
 every request limit), `weights` (how W_Q, W_K, W_V, W_O are drawn or checked), `engine` (the
 maths), `trace` (the result object every view reads, with the alias table of names), `scaling`
-(the √d_k experiment), `matrices` (typed numbers), `lectures` (the lectures' own examples).
+(the √d_k experiment), `matrices` (typed numbers), `lectures` (the lectures' own examples),
+`training` (a tiny model whose attention layer is trained, for the Training page).
 Only `models` (real pretrained transformers) imports transformers; import it explicitly.
 """
 

@@ -128,3 +128,61 @@ def fit_typed(texts: dict[str, str], config: AttentionConfig, n_tokens: int) -> 
             continue
         used[name] = blocks if name in PER_HEAD else blocks[0]
     return used, refused
+
+
+def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
+    """Weights saved as an .npz (the Training page's export, or one's own: arrays named x, w_q, w_k, w_v, w_o
+    in compute_attention's shapes) -> (typed text per matrix, the sidebar values they need: d_model, d_k,
+    d_v, heads, and text when the file holds tokens_json). Other arrays (the Training page's embeddings and
+    vocabulary) are for the reader and are not used. Raises ValueError naming the array and the
+    problem: no pickles are read, every number must be finite and typeable, the sizes must agree."""
+    import io
+    import json
+
+    import numpy as np
+
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except Exception as error:  # noqa: BLE001  (any unreadable file gets the same clear answer)
+        raise ValueError(f"the file is not an .npz of arrays that can be read without pickles ({error})") from None
+    missing = [TYPED_NAMES[n] for n in ("w_q", "w_k", "w_v", "w_o") if n not in arrays]
+    if missing:
+        raise ValueError(f"the .npz needs arrays w_q, w_k, w_v and w_o; it lacks {', '.join(missing)}")
+    shapes = {}
+    for name in TYPED_NAMES:
+        if name not in arrays:
+            continue
+        array = arrays[name]
+        want = 3 if name in PER_HEAD else 2
+        if array.ndim == 2 and name in PER_HEAD:
+            array = array[None]  # one head
+        if array.ndim != want or not np.issubdtype(array.dtype, np.number) or 0 in array.shape:
+            raise ValueError(f"{TYPED_NAMES[name]} in the .npz has shape {tuple(arrays[name].shape)} "
+                             f"({arrays[name].dtype}); it must be {want}-dimensional numbers")  # fmt: skip
+        if not np.isfinite(array).all() or np.abs(array).max() > NUMBER_LIMIT:
+            raise ValueError(f"{TYPED_NAMES[name]} in the .npz holds a number that is not finite or beyond ±1,000,000")
+        arrays[name], shapes[name] = array.astype(np.float64), array.shape
+    h, d_model, d_k = shapes["w_q"]
+    d_v = shapes["w_v"][2]
+    want = {"w_k": (h, d_model, d_k), "w_v": (h, d_model, d_v), "w_o": (h * d_v, d_model)}
+    if "x" in shapes:
+        want["x"] = (shapes["x"][0], d_model)
+    for name, shape in want.items():
+        if shapes[name] != shape:
+            raise ValueError(f"{TYPED_NAMES[name]} in the .npz is {'×'.join(map(str, shapes[name]))}; with W_Q "
+                             f"{'×'.join(map(str, shapes['w_q']))} it must be {'×'.join(map(str, shape))}")  # fmt: skip
+    sizes = {"d_model": d_model, "d_k": d_k, "d_v": d_v, "heads": h}
+    n_tokens = shapes["x"][0] if "x" in shapes else 1
+    config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, n_heads=h)
+    reason = can_type(config, n_tokens)
+    if reason:
+        raise ValueError(f"these weights cannot be shown as typed numbers: {reason}")
+    if "tokens_json" in arrays:
+        tokens = json.loads(arrays["tokens_json"].tobytes().decode())
+        if "x" not in arrays or len(tokens) != n_tokens or not all(isinstance(t, str) for t in tokens):
+            raise ValueError(f"tokens_json in the .npz must list one token per row of X ({n_tokens})")
+        sizes["text"] = " ".join(tokens)
+    texts = {name: format_blocks(arrays[name] if name in PER_HEAD else [arrays[name]]) for name in TYPED_NAMES
+             if name in arrays}  # fmt: skip
+    return texts, sizes

@@ -16,14 +16,29 @@ Shapes: b sentences, n tokens, h heads, d = d_model, d_k, d_v; tokens are rows a
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import io
+import json
 import math
 import random
+import threading
+import time
+import weakref
 
+import numpy as np
 import torch
 
-from attention_core.config import AttentionConfig
-from attention_core.engine import attend, causal_mask
+from attention_core.config import (
+    MAX_TRAIN_D_K,
+    MAX_TRAIN_DIM,
+    MAX_TRAIN_HEADS,
+    MAX_TRAIN_SECONDS,
+    MAX_TRAIN_STEPS,
+    AttentionConfig,
+)
+from attention_core.engine import attend, causal_mask, compute_attention
 from attention_core.weights import init_weights
 
 SUBJECTS = (  # noqa: SIM905  (names read better as words)
@@ -40,6 +55,7 @@ OBJECTS = {  # verb -> the objects it takes; subject group g takes the g-th
 }
 GROUPS = 4  # subject i is in group i % GROUPS
 SUBJECT, MODAL, VERB, OBJECT = range(4)  # positions in a sentence
+POSITIONS = 4  # the grammar's sentences have 4 words, so the model learns 4 positions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,14 +76,22 @@ class Grammar:
     def object_of(self, subject: str, verb: str) -> str:
         return dict(self.objects)[verb][self.subjects.index(subject) % GROUPS]
 
-    def sentences(self, count: int, seed: int) -> list[tuple[str, ...]]:
-        """`count` sentences drawn with `seed` (the same seed, the same sentences)."""
+    def held_out(self, subject: str, verb: str) -> bool:
+        """Each subject's one verb that training never pairs it with ("Alice drink ..." is never seen): a
+        model that predicts its object has combined the subject's group with the verb, not remembered it."""
+        verbs = [v for v, _ in self.objects]
+        return self.subjects.index(subject) % len(verbs) == verbs.index(verb)
+
+    def sentences(self, count: int, seed: int, held_out: bool = False) -> list[tuple[str, ...]]:
+        """`count` sentences drawn with `seed` (the same seed, the same sentences): for training, or, with
+        held_out, only the subject-verb pairs that training never sees."""
         rng = random.Random(seed)
         verbs = [verb for verb, _ in self.objects]
         out = []
-        for _ in range(count):
+        while len(out) < count:
             subject, modal, verb = rng.choice(self.subjects), rng.choice(self.modals), rng.choice(verbs)
-            out.append((subject, modal, verb, self.object_of(subject, verb)))
+            if self.held_out(subject, verb) == held_out:
+                out.append((subject, modal, verb, self.object_of(subject, verb)))
         return out
 
     def best_loss(self) -> float:
@@ -78,11 +102,11 @@ class Grammar:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
-    """The layer's knobs (as in the sidebar) and the run's. lr: Adam's step size; steps: the budget;
-    checkpoint_every: steps between kept weights."""
+    """The layer's knobs (the sidebar's: the same sizes as the Walkthrough's default) and the run's.
+    lr: Adam's step size; steps: the budget; checkpoint_every: steps between kept weights."""
 
-    d_model: int = 16
-    d_k: int = 8
+    d_model: int = 8
+    d_k: int = 4
     n_heads: int = 1
     causal: bool = True
     scaled: bool = True
@@ -91,6 +115,19 @@ class TrainingConfig:
     lr: float = 0.05
     sentences: int = 1000
     checkpoint_every: int = 10
+
+    def __post_init__(self):
+        for field, value, high in (
+            ("d_model", self.d_model, MAX_TRAIN_DIM),
+            ("d_k", self.d_k, MAX_TRAIN_D_K),
+            ("heads", self.n_heads, MAX_TRAIN_HEADS),
+            ("training steps", self.steps, MAX_TRAIN_STEPS),
+            ("checkpoint_every", self.checkpoint_every, MAX_TRAIN_STEPS),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise ValueError(f"{field} for training must be a whole number from 1 to {high:,}; got {value!r} "
+                                 f"(a model this page trains in seconds on a CPU)")  # fmt: skip
+        self.attention()  # the other fields are checked as the attention layer's
 
     def attention(self) -> AttentionConfig:
         """The attention layer's config, as compute_attention takes it (float32, on the CPU)."""
@@ -101,7 +138,7 @@ class TrainingConfig:
 class TinyLM(torch.nn.Module):
     """Embedding + positions -> one attention layer (residual) -> unembedding: next-word logits."""
 
-    def __init__(self, vocabulary: tuple[str, ...], config: TrainingConfig, positions: int = 4):
+    def __init__(self, vocabulary: tuple[str, ...], config: TrainingConfig, positions: int = POSITIONS):
         super().__init__()
         self.vocabulary, self.config = vocabulary, config
         generator = torch.Generator().manual_seed(config.seed)
@@ -146,10 +183,23 @@ def encode(vocabulary: tuple[str, ...], sentences) -> torch.Tensor:
     return torch.tensor([[index[w] for w in s] for s in sentences])
 
 
-def next_word_loss(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy (nats) of predicting each word from the ones before it."""
-    logits, _ = model(ids[:, :-1])
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+def next_word_loss(model: TinyLM, ids: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Mean cross-entropy (nats) of predicting each word from the ones before it, and the attention stages."""
+    logits, stages = model(ids[:, :-1])
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    return loss, stages
+
+
+SATURATED = 0.99  # a softmax row whose largest weight is above this passes almost no gradient to its scores
+
+
+def saturated_share(weights: torch.Tensor, causal: bool) -> float:
+    """The share of softmax rows [..., n, n] whose largest weight is above SATURATED, counting only rows that
+    see two or more keys (under the causal mask the first token sees itself alone: its weight is always 1)."""
+    rows = weights.amax(dim=-1)  # [..., n]
+    if causal:
+        rows = rows[..., 1:]
+    return (rows > SATURATED).float().mean().item() if rows.numel() else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,31 +210,63 @@ class Checkpoint:
     embed: torch.Tensor  # [vocabulary, d]
     position: torch.Tensor  # [positions, d]
 
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.weights.values(), self.embed, self.position))
 
-def train(config: TrainingConfig = TrainingConfig(), grammar: Grammar = Grammar(), stop=lambda: False):
-    """Train from the seed; returns (model, checkpoints, losses per step). `stop()`: asked before every step.
-    On the CPU the same config gives the same run bit for bit."""
+
+@dataclasses.dataclass
+class Run:
+    """What a run has made so far; one entry per step in each list (lists only grow, so a reader in another
+    thread may take a copy at any time). grad_w_q: the norm of the loss's gradient with respect to W_Q."""
+
+    config: TrainingConfig
+    vocabulary: tuple[str, ...]
+    checkpoints: list[Checkpoint] = dataclasses.field(default_factory=list)
+    loss: list[float] = dataclasses.field(default_factory=list)
+    saturated: list[float] = dataclasses.field(default_factory=list)
+    grad_w_q: list[float] = dataclasses.field(default_factory=list)
+
+    def checkpoint_at(self, step: int) -> Checkpoint:
+        """The last checkpoint at or before `step` (the first one if none is)."""
+        kept = list(self.checkpoints)
+        return next((c for c in reversed(kept) if c.step <= step), kept[0])
+
+
+def train(config: TrainingConfig = TrainingConfig(), grammar: Grammar = Grammar(), stop=lambda: False,
+          run: Run | None = None) -> tuple[TinyLM, Run]:  # fmt: skip
+    """Train from the seed; returns (model, run). `stop()`: asked before every step; `run`: filled as it goes
+    (a new one by default). On the CPU the same config gives the same run bit for bit."""
     vocabulary = grammar.vocabulary
+    run = run or Run(config, vocabulary)
     model = TinyLM(vocabulary, config)
     ids = encode(vocabulary, grammar.sentences(config.sentences, seed=config.seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    checkpoints, losses = [], []
-
-    def keep(step: int, loss: float) -> None:
-        checkpoints.append(Checkpoint(step, loss, model.weights(), model.embed.detach().clone(),
-                                      model.position.detach().clone()))  # fmt: skip
-
     for step in range(config.steps + 1):
-        loss = next_word_loss(model, ids)
-        losses.append(loss.item())
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            keep(step, losses[-1])
-        if step == config.steps or stop():
-            break
         optimizer.zero_grad()
-        loss.backward()
+        loss, stages = next_word_loss(model, ids)
+        loss.backward()  # also at the last step: its gradient is measured, not used
+        run.saturated.append(saturated_share(stages["weights"].detach(), config.causal))
+        run.grad_w_q.append(model.w_q.grad.norm().item())
+        last = step == config.steps or stop()
+        if last or step % config.checkpoint_every == 0:
+            run.checkpoints.append(Checkpoint(step, loss.item(), model.weights(), model.embed.detach().clone(),
+                                              model.position.detach().clone()))  # fmt: skip
+        run.loss.append(loss.item())  # after the checkpoint: a reader that sees step s's loss sees its checkpoint
+        if last:
+            break
         optimizer.step()
-    return model, checkpoints, losses
+    return model, run
+
+
+def model_at(checkpoint: Checkpoint, vocabulary: tuple[str, ...], config: TrainingConfig) -> TinyLM:
+    """The model's embeddings and attention layer as they were at the checkpoint (its unembedding is not kept)."""
+    model = TinyLM(vocabulary, config)
+    with torch.no_grad():
+        for name, value in checkpoint.weights.items():
+            getattr(model, name).copy_(value)
+        model.embed.copy_(checkpoint.embed)
+        model.position.copy_(checkpoint.position)
+    return model
 
 
 def verb_to_subject(model: TinyLM, sentences) -> float:
@@ -192,3 +274,140 @@ def verb_to_subject(model: TinyLM, sentences) -> float:
     with torch.no_grad():
         _, stages = model(encode(model.vocabulary, sentences))
     return stages["weights"][:, :, VERB, SUBJECT].mean().item()
+
+
+HELD_OUT = 300  # sentences the page and the tests measure on
+HELD_OUT_SEED = 10_000
+
+
+def held_out_sentences(grammar: Grammar = Grammar()) -> list[tuple[str, ...]]:
+    return grammar.sentences(HELD_OUT, seed=HELD_OUT_SEED, held_out=True)
+
+
+def attention_by_position(checkpoint: Checkpoint, run: Run, sentences) -> torch.Tensor:
+    """The layer's weights at a checkpoint averaged over sentences: [heads, 4, 4], rows and columns being
+    the positions subject, modal, verb, object."""
+    with torch.no_grad():
+        _, stages = model_at(checkpoint, run.vocabulary, run.config)(encode(run.vocabulary, sentences))
+    return stages["weights"].mean(dim=0)
+
+
+def verb_to_subject_by_group(checkpoint: Checkpoint, run: Run, sentences) -> list[float]:
+    """The verb's mean weight on the subject (over heads), for the subjects of each group in turn."""
+    with torch.no_grad():
+        _, stages = model_at(checkpoint, run.vocabulary, run.config)(encode(run.vocabulary, sentences))
+    weight = stages["weights"][:, :, VERB, SUBJECT].mean(dim=1)  # [sentences]
+    subjects = list(Grammar().subjects)
+    group = torch.tensor([subjects.index(s[SUBJECT]) % GROUPS if s[SUBJECT] in subjects else -1 for s in sentences])
+    return [weight[group == g].mean().item() if (group == g).any() else float("nan") for g in range(GROUPS)]
+
+
+# ------------------------------------------------------------------------------------------------
+# The trained layer on a sentence of one's own: inference, with the weights frozen.
+
+
+def sentence_words(tokens, vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """The training vocabulary's spelling of each token (case does not matter: "alice" is Alice). Raises
+    ValueError naming the tokens it does not know, or when there are more tokens than learned positions."""
+    spelling = {word.lower(): word for word in vocabulary}
+    unknown = [t for t in tokens if t.lower() not in spelling]
+    if unknown:
+        raise ValueError(f"the training vocabulary has no {', '.join(map(repr, dict.fromkeys(unknown)))}: "
+                         f"the trained model knows only the {len(vocabulary)} words of its grammar")  # fmt: skip
+    if not 1 <= len(tokens) <= POSITIONS:
+        raise ValueError(f"the sentence has {len(tokens)} tokens; the trained model has learned {POSITIONS} "
+                         f"positions (its sentences are subject, modal, verb, object)")  # fmt: skip
+    return tuple(spelling[t.lower()] for t in tokens)
+
+
+def sentence_x(checkpoint: Checkpoint, vocabulary: tuple[str, ...], words) -> torch.Tensor:
+    """X [n, d_model] of a sentence at a checkpoint: each word's trained embedding plus its position's."""
+    rows = [checkpoint.embed[vocabulary.index(w)] for w in words]
+    return torch.stack(rows) + checkpoint.position[: len(words)]
+
+
+def checkpoint_trace(checkpoint: Checkpoint, run: Run, words):
+    """Every stage of the layer at the checkpoint on a sentence: the AttentionTrace every view reads."""
+    return compute_attention(sentence_x(checkpoint, run.vocabulary, words), run.config.attention(),
+                             weights=checkpoint.weights, tokens=list(words))  # fmt: skip
+
+
+def checkpoint_npz(checkpoint: Checkpoint, run: Run, words) -> bytes:
+    """The layer at a checkpoint as an .npz: X of the sentence and W_Q, W_K, W_V, W_O as compute_attention takes
+    them (the Walkthrough loads these), the embeddings, the vocabulary and tokens (JSON) and the settings."""
+    arrays = {name: w.numpy() for name, w in checkpoint.weights.items()}
+    arrays["x"] = sentence_x(checkpoint, run.vocabulary, words).numpy()
+    arrays["embed"], arrays["position"] = checkpoint.embed.numpy(), checkpoint.position.numpy()
+    text = {
+        "tokens_json": list(words),
+        "vocabulary_json": list(run.vocabulary),
+        "config_json": dataclasses.asdict(run.config) | {"step": checkpoint.step, "loss": checkpoint.loss},
+    }
+    for name, value in text.items():
+        arrays[name] = np.frombuffer(json.dumps(value).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------------------
+# Training in the background: a thread per run, a bounded number at once.
+
+
+_live: weakref.WeakSet = weakref.WeakSet()  # the runs whose threads may be running
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At exit, stop every run and wait for it: a thread killed inside torch aborts the process."""
+    for training in list(_live):
+        training.stop()
+        training.join(timeout=10)
+
+
+class Training:
+    """One run in a thread of its own, so that a page can show its progress and stop it. `slots`: a
+    semaphore shared by all runs (and other heavy work); the run waits for one before its first step.
+    state: "waiting" -> "training" -> "done" | "stopped" (by stop()) | "time cap" (MAX_TRAIN_SECONDS)."""
+
+    def __init__(self, config: TrainingConfig, grammar: Grammar = Grammar(), slots=None,
+                 time_cap: float = MAX_TRAIN_SECONDS):  # fmt: skip
+        self.run = Run(config, grammar.vocabulary)
+        self.grammar, self.slots, self.time_cap = grammar, slots, time_cap
+        self.state = "waiting"
+        self.seconds = 0.0  # training time so far (not counting the wait for a slot)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._work, name=f"training-{config.seed}", daemon=True)
+
+    def start(self) -> Training:
+        _live.add(self)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("waiting", "training")
+
+    def join(self, timeout: float | None = None) -> Training:
+        self._thread.join(timeout)
+        return self
+
+    def _work(self) -> None:
+        with self.slots if self.slots is not None else contextlib.nullcontext():
+            if self._stop.is_set():
+                self.state = "stopped"
+                return
+            self.state = "training"
+            started = time.monotonic()
+
+            def stop() -> bool:
+                self.seconds = time.monotonic() - started
+                return self._stop.is_set() or self.seconds > self.time_cap
+
+            train(self.run.config, self.grammar, stop=stop, run=self.run)
+            self.seconds = time.monotonic() - started
+            done = self.run.checkpoints[-1].step == self.run.config.steps
+            self.state = "done" if done else "stopped" if self._stop.is_set() else "time cap"

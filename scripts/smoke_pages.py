@@ -10,7 +10,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/real_model.py")
+PAGES = ("pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/training.py", "pages/real_model.py")
 
 
 def check(at, where: str) -> None:

@@ -360,14 +360,14 @@ def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
 
 
 @pytest.mark.parametrize(
-    "page", ["pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/glossary.py"]
+    "page", ["pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/training.py", "pages/glossary.py"]
 )
 def test_presentation_mode_on_every_page_has_a_way_out_and_to_the_others(app, page):
     app.toggle(key="present").set_value(True).run()
     app.switch_page(page).run()
     no_problems(app)
     assert [link.label for link in app.get("page_link")] == [
-        "Walkthrough", "Multi-head", "Why √d_k", "Compare", "Real model", "Glossary",
+        "Walkthrough", "Multi-head", "Why √d_k", "Compare", "Training", "Real model", "Glossary",
     ]  # fmt: skip
     app.button(key="leave_presentation").click().run()
     assert app.session_state["present"] is False

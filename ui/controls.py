@@ -25,7 +25,7 @@ from attention_core import (
     describe_device,
     resolve_device,
 )
-from attention_core.config import DEVICE_CHOICES
+from attention_core.config import DEVICE_CHOICES, MAX_TRAIN_SECONDS, MAX_TRAIN_STEPS
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
 from figures.style import markdown_literal
@@ -112,6 +112,16 @@ OTHERS = (
     Control("present", "presentation mode", "toggle", False,
             help="Large type, no sidebar, one stage per screen; ← and → step through the stages, Esc leaves."),
 )  # fmt: skip
+# The Training page's own knobs (its sizes, scaling and seed are the sidebar's): next-word training needs the
+# causal mask (without it a word sees the word it must predict), so it is on for training whatever the
+# Walkthrough's "causal mask" says.
+TRAINING = (
+    Control("train_causal", "train with the causal mask", "toggle", True,
+            help="Off: each word sees the next one, the word it must predict, and training learns to copy it."),
+    Control("train_steps", "training steps", "slider", 400, 10, MAX_TRAIN_STEPS,
+            help="Adam steps on 1,000 generated sentences; a run also stops after "
+                 f"{MAX_TRAIN_SECONDS} s."),
+)  # fmt: skip
 TYPED_FORMAT = "Rows split by ; or new lines, numbers by , or spaces; heads split by |."
 TYPED = tuple(
     Control(name, label, "text", "", high=4000, help=f"{TYPED_FORMAT} Empty: drawn from the seed.")
@@ -119,7 +129,7 @@ TYPED = tuple(
 )
 TEXT = Control("text", "Sentence", "text", EXAMPLES[0].text, high=MAX_TEXT_CHARS,
                help='Words and punctuation become tokens; "couldn\'t" stays one token.')  # fmt: skip
-CONTROLS = (TEXT, *SLIDERS, *TOGGLES, *OTHERS, *TYPED)
+CONTROLS = (TEXT, *SLIDERS, *TOGGLES, *OTHERS, *TRAINING, *TYPED)
 DEFAULTS = {control.key: control.default for control in CONTROLS}
 OWN = "(your own sentence or settings)"
 EXAMPLE_LABELS = {example.label: example for example in EXAMPLES}
@@ -233,6 +243,9 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
             st.caption(f"Computing on: **{describe_device(resolve_device(st.session_state.get('device', 'auto')))}**")
         except ValueError as error:
             st.caption(f"⚠️ {error}")
+        st.caption("**Training page**")
+        for control in TRAINING:
+            _widget(control, control.key in reads)
         typed = any(st.session_state.get(control.key) for control in TYPED)
         with st.expander("Typed numbers (X, W_Q, W_K, W_V, W_O)", expanded=False):
             st.caption(f"{TYPED_FORMAT} The Walkthrough has tables to type into. Empty: drawn from the seed.")

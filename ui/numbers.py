@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core.matrices import EMPTY, PER_HEAD, TYPED_NAMES, can_type
+from attention_core.matrices import EMPTY, PER_HEAD, TYPED_NAMES, can_type, typed_from_npz
+from figures.style import markdown_literal
 from ui.controls import Settings, current_example
 
 
@@ -48,9 +49,32 @@ def _write_back(name: str, key: str, start: np.ndarray, columns: list[str], othe
     st.session_state[name] = "|".join(";".join(",".join(row) for row in block) for block in blocks)
 
 
+def use_weights(data: bytes, **settings) -> None:
+    """Put the weights of an .npz (the Training page's export, or one's own) into the typed-number fields and
+    the sidebar: the sentence, the sizes they need, projections on, and `settings` (e.g. causal, scaled).
+    A ValueError names what in the file cannot be used; then nothing is changed."""
+    texts, sizes = typed_from_npz(data)
+    st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "projections": True, **settings})
+
+
+def _load_npz(key: str) -> None:
+    """on_change of the uploader: load the file's weights, or keep the refusal to show it."""
+    upload = st.session_state.get(key)
+    st.session_state["npz_refusal"] = ""
+    if upload is not None:
+        try:
+            use_weights(upload.getvalue())
+        except ValueError as error:
+            st.session_state["npz_refusal"] = f"{upload.name}: {error}"
+
+
 def numbers_editor(trace, settings: Settings, head: int) -> None:
     """Tables to type the lecture's numbers into (small sizes only), starting from the trace shown."""
     with st.expander("✎ Type your own numbers: X, W_Q, W_K, W_V, W_O", expanded=bool(settings.typed)):
+        st.file_uploader("Load weights (.npz: the Training page's export, or arrays x, w_q, w_k, w_v, w_o)",
+                         type=["npz"], key="load-npz", on_change=_load_npz, args=("load-npz",))  # fmt: skip
+        if st.session_state.get("npz_refusal"):
+            st.warning(markdown_literal(st.session_state["npz_refusal"]), icon="📂")
         if trace.w_q is None:
             st.caption("Projections are off: only X could be typed; switch them on to type W_Q, W_K, W_V.")
         reason = can_type(settings.config, trace.n_tokens)

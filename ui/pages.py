@@ -46,6 +46,13 @@ PAGES = (
         SENTENCE | DISPLAY | {"d_model", "d_k", "positional", "seed"},
     ),
     PageSpec("pages/compare.py", "Compare", ":material/compare:", EVERYTHING),
+    # Training reads the layer's sizes, scaling and seed from the sidebar, and its own causal and steps.
+    PageSpec(
+        "pages/training.py",
+        "Training",
+        ":material/school:",
+        SENTENCE | DISPLAY | {"d_model", "d_k", "heads", "scaled", "seed", "train_causal", "train_steps"},
+    ),
     PageSpec("pages/real_model.py", "Real model", ":material/psychology:", SENTENCE | DISPLAY),
     PageSpec("pages/glossary.py", "Glossary", ":material/menu_book:", DISPLAY),
 )

@@ -105,7 +105,7 @@ HEAVY_TRACE_BYTES = 64 * 2**20
 HEAVY_PER_SESSION = 2  # Compare shows two traces
 # Half the threads torch computes with: the cores, or OMP_NUM_THREADS where a replica is given fewer (deploy/).
 HEAVY_AT_ONCE = max(1, cpu_threads() // 2)
-_heavy_slots = threading.BoundedSemaphore(HEAVY_AT_ONCE)
+HEAVY_SLOTS = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
 
 @contextlib.contextmanager
@@ -113,13 +113,13 @@ def heavy_slot(waiting: str | None = None):
     """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a real model's run): a room asking at
     once is served in turn, not all together, which on a few cores would make every one of them slow.
     `waiting`: a spinner's words while no slot is free (none inside a cached function)."""
-    if not _heavy_slots.acquire(blocking=False):
+    if not HEAVY_SLOTS.acquire(blocking=False):
         with st.spinner(waiting) if waiting else contextlib.nullcontext():
-            _heavy_slots.acquire()
+            HEAVY_SLOTS.acquire()
     try:
         yield
     finally:
-        _heavy_slots.release()
+        HEAVY_SLOTS.release()
 
 
 def _heavy_trace(key: tuple) -> AttentionTrace:

@@ -1,0 +1,81 @@
+"""Training drawn: the loss curve with the step on screen marked, and the √d_k experiment's runs side by side.
+Plotly only; the words about the numbers are computed from them (see training_notes, sqrt_dk_notes)."""
+
+from __future__ import annotations
+
+import statistics
+
+import plotly.graph_objects as go
+
+from figures.scaling import LINE_COLOURS, _layout
+from figures.style import DEFAULT_STYLE, Style, figure
+
+LOSS_COLOUR = "#2e6fb0"
+MARK_COLOUR = "#c0392b"
+LAST_STEPS = 50  # the √d_k notes average the last this many steps
+
+
+def loss_figure(loss, step: int, best: float, style: Style = DEFAULT_STYLE) -> go.Figure:
+    """The next-word loss per step, the lowest possible loss dotted, and the step on screen marked."""
+    steps = list(range(len(loss)))
+    shown = min(step, len(loss) - 1)
+    traces = [
+        go.Scatter(x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
+        go.Scatter(x=[0, max(1, len(loss) - 1)], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
+                   line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
+        go.Scatter(x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
+                   marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
+    ]  # fmt: skip
+    xaxis, yaxis = (
+        {"title": {"text": "step"}, "rangemode": "tozero"},
+        {"title": {"text": "loss"}, "rangemode": "tozero"},
+    )
+    layout = _layout(style, "next-word loss (nats) per training step", xaxis, yaxis, height=320, legend_rows=1)
+    return figure(traces, layout)
+
+
+def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) -> list[go.Figure]:
+    """The same run with and without ÷√d_k (Run objects): loss, the share of saturated softmax rows, and the
+    gradient norm reaching W_Q, per step."""
+    rows = (
+        ("loss", "next-word loss (nats)", "loss", {"rangemode": "tozero"}),
+        ("saturated", "share of softmax rows with max weight > 0.99", "share of rows", {"range": [0, 1.05]}),
+        ("grad_w_q", "gradient norm reaching W_Q", "‖∂loss/∂W_Q‖", {"type": "log"}),
+    )
+    figures = []
+    for field, title, axis, extra in rows:
+        traces = [
+            go.Scatter(x=list(range(len(getattr(run, field)))), y=list(getattr(run, field)), mode="lines",
+                       name=name, line={"color": LINE_COLOURS[colour]})
+            for run, name, colour in ((scaled, f"scaled (÷√{d_k})", "scaled"), (unscaled, "not scaled", "unscaled"))
+        ]  # fmt: skip
+        layout = _layout(style, f"d_k = {d_k}: {title}", {"title": {"text": "step"}},
+                         {"title": {"text": axis}, **extra}, height=300, legend_rows=1)  # fmt: skip
+        figures.append(figure(traces, layout))
+    return figures
+
+
+def _tail(values) -> float:
+    return statistics.fmean(values[-LAST_STEPS:])
+
+
+def sqrt_dk_notes(scaled, unscaled, d_k: int) -> list[str]:
+    """What the two runs measured, in words (each number is read from the runs; tests/test_training checks)."""
+    loss_s, loss_u = _tail(scaled.loss), _tail(unscaled.loss)
+    sat_s, sat_u = _tail(scaled.saturated), _tail(unscaled.saturated)
+    grad_s, grad_u = statistics.median(scaled.grad_w_q), statistics.median(unscaled.grad_w_q)
+    better = "scaled" if loss_s < loss_u else "unscaled"
+    gap = abs(loss_s - loss_u)
+    verdict = (
+        f"the {better} run ends lower by {gap:.3f} nats"
+        if gap >= 0.01
+        else f"the two end within {gap:.3f} nats of each other: with this setup the difference in loss is small"
+    )
+    return [
+        f"Loss over the last {LAST_STEPS} steps: scaled {loss_s:.3f}, not scaled {loss_u:.3f} nats; {verdict}.",
+        f"Saturated softmax rows (max weight > 0.99) over the last {LAST_STEPS} steps: scaled {sat_s:.0%}, "
+        f"not scaled {sat_u:.0%}. At step 0, before any learning: scaled {scaled.saturated[0]:.0%}, "
+        f"not scaled {unscaled.saturated[0]:.0%}.",
+        f"Median gradient norm reaching W_Q: scaled {grad_s:.2g}, not scaled {grad_u:.2g}. A saturated row "
+        "passes almost no gradient back to its scores, and through them to W_Q and W_K.",
+    ]

@@ -1,0 +1,283 @@
+"""Training: watch W_Q, W_K, W_V learn, from random weights to "eat looks at its subject" (lectures 000, 002, 004).
+
+A tiny next-word model (attention_core/training.py) trains in the background; the page follows it live, then
+a scrubber (and ▶ play) shows the layer as it was at each kept step, beside the loss curve. Training vs
+inference: once trained, the weights are frozen, and a sentence typed in the sidebar only runs arithmetic.
+"""
+
+import dataclasses
+
+import streamlit as st
+
+from attention_core import tokenize
+from attention_core.training import (
+    GROUPS,
+    MODALS,
+    SUBJECT,
+    VERB,
+    attention_by_position,
+    checkpoint_npz,
+    held_out_sentences,
+    sentence_words,
+    verb_to_subject_by_group,
+)
+from figures.heatmap import heatmap
+from figures.style import markdown_literal
+from figures.training import loss_figure, sqrt_dk_figures, sqrt_dk_notes
+from ui.chart import show_figure
+from ui.controls import current_settings
+from ui.numbers import use_weights
+from ui.show import friendly_errors, show_figures, show_stage, style_for
+from ui.training import GRAMMAR, session_run, start, stop, trace_at, training_config, untrained
+
+POSITION_NAMES = ("subject", "modal", "verb", "object")
+SQRT_D_K = 64  # the √d_k experiment's d_k: large enough that unscaled scores saturate the softmax
+
+
+def _step(steps: list[int], delta: int) -> None:
+    current = st.session_state.get("t_step", steps[-1])
+    index = steps.index(current) if current in steps else len(steps) - 1
+    st.session_state["t_step"] = steps[max(0, min(len(steps) - 1, index + delta))]
+
+
+def _words(settings, run) -> tuple[tuple[str, ...], str]:
+    """The sentence to show: the sidebar's when the model knows its words, else one of the grammar's (with why)."""
+    try:
+        return sentence_words(tokenize(settings.text), run.vocabulary), ""
+    except ValueError as error:
+        groups = verb_to_subject_by_group(run.checkpoints[-1], run, HELD_OUT)
+        group = max(range(GROUPS), key=lambda g: groups[g]) if len(run.checkpoints) > 1 else 0
+        subject = GRAMMAR.subjects[group]
+        words = (subject, MODALS[0], "eat", GRAMMAR.object_of(subject, "eat"))
+        why = (f"The sidebar's sentence is not one this model can read ({error}). Showing “{' '.join(words)}”, "
+               "whose subject's group the verb looks at most; type any sentence of the grammar's words.")  # fmt: skip
+        return words, why
+
+
+def _grammar() -> None:
+    with st.expander("The training sentences (the grammar)"):
+        st.markdown(
+            f"1,000 sentences *subject modal verb object*, like lecture 002's “Alice will eat pizza”. The "
+            f"{len(GRAMMAR.subjects)} subjects fall into {GROUPS} groups, each with its own taste: the object "
+            "follows from the verb **and** the subject's group. So to predict the object, the verb's position must "
+            "find out who the subject is: its query must learn to look at the subject's key. The modal and the verb "
+            "are random choices; the lowest possible loss is theirs alone "
+            f"(**{GRAMMAR.best_loss():.3f}** nats per word). Each subject is never paired with one verb in training "
+            "(Alice never drinks): those sentences are held out, to measure what was learned, not remembered."
+        )
+        rows = [{"group": g + 1, "subjects": ", ".join(GRAMMAR.subjects[g::GROUPS]),
+                 **{verb: things[g] for verb, things in GRAMMAR.objects}} for g in range(GROUPS)]  # fmt: skip
+        st.dataframe(rows, hide_index=True)
+
+
+HELD_OUT = held_out_sentences(GRAMMAR)
+
+
+def _measured(run, checkpoint, style) -> None:
+    """What the layer does at this step over the held-out sentences, in numbers and one map."""
+    by_position = attention_by_position(checkpoint, run, HELD_OUT).numpy()  # [heads, 4, 4]
+    groups = verb_to_subject_by_group(checkpoint, run, HELD_OUT)
+    mean = by_position[:, VERB, SUBJECT].mean()
+    chance = 1 / 3 if run.config.causal else 1 / 4
+    st.markdown(
+        f"**Step {checkpoint.step}**, over {len(HELD_OUT)} held-out sentences: the verb puts "
+        f"**{mean:.2f}** of its attention on the subject (looking evenly would give {chance:.2f}); by subject "
+        f"group {', '.join(f'{g:.2f}' for g in groups)}. A group with a low number may be the model's default: "
+        "finding no other group's signal tells it that one."
+    )
+    figure = heatmap(by_position[0], title=f"mean attention weights at step {checkpoint.step}",
+                     subtitle="head 1, over the held-out sentences" if run.config.n_heads > 1 else
+                     "over the held-out sentences", row_labels=POSITION_NAMES, col_labels=POSITION_NAMES,
+                     y_title="query", x_title="key", diverging=False, zrange=(0.0, 1.0), style=style)  # fmt: skip
+    show_figure(figure, "train-mean")
+
+
+def _layer_at(run, checkpoint, words, why, settings, style) -> None:
+    """The layer at a checkpoint on the sentence: the stages' own views (weights with peakiness, W_Q/W_K/W_V)."""
+    show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), style), "train-loss")
+    _measured(run, checkpoint, style)
+    if why:
+        st.caption(markdown_literal(why))
+    trace = trace_at(run, checkpoint, words)
+    head = 0
+    if trace.n_heads > 1:
+        head = st.segmented_control("head", list(range(trace.n_heads)), format_func=lambda i: f"head {i + 1}",
+                                    default=0, key="t_head") or 0  # fmt: skip
+    st.markdown(
+        "**Training vs inference.** Training changed W_Q, W_K, W_V, W_O and the word embeddings, step by step. "
+        "After it they are frozen: typing another sentence in the sidebar only runs the arithmetic below with "
+        "these numbers; nothing is learned from it."
+    )
+    for key in ("weights", "projections"):
+        show_stage(trace, key, head, style, prefix="train-", query_key="t_query")
+
+
+def _scrubber(run, settings, style) -> None:
+    steps = [c.step for c in run.checkpoints]
+    wanted = st.session_state.get("t_step", st.query_params.get("t_step"))  # a link's step, on a first run
+    try:
+        wanted = int(wanted)
+    except (TypeError, ValueError):
+        wanted = None
+    to_end = st.session_state.pop("t_to_end", False)
+    st.session_state["t_step"] = wanted if wanted in steps and not to_end else steps[-1]
+    if settings.presentation:
+        back, _, forward = st.columns([1.5, 6, 1.5])
+        back.button("← earlier", on_click=_step, args=(steps, -1), shortcut="Left", width="stretch")
+        forward.button("later →", on_click=_step, args=(steps, 1), shortcut="Right", width="stretch")
+    st.toggle("▶ play", key="t_play", on_change=lambda: st.session_state.update(
+        t_step=steps[0] if st.session_state["t_step"] == steps[-1] else st.session_state["t_step"]))  # fmt: skip
+    playing = st.session_state.get("t_play", False)
+
+    @st.fragment(run_every=0.8 if playing else None)
+    def view() -> None:
+        if st.session_state.get("t_play") and st.session_state["t_step"] == steps[-1]:
+            st.session_state["t_play"] = False
+            st.rerun(scope="app")  # the end: stop the clock
+        if st.session_state.get("t_play"):
+            _step(steps, 1)
+        st.select_slider("training step", options=steps, key="t_step", bind="query-params")
+        checkpoint = run.checkpoint_at(st.session_state["t_step"])
+        words, why = _words(settings, run)
+        _layer_at(run, checkpoint, words, why, settings, style)
+        _exports(run, checkpoint, words)
+
+    view()
+
+
+def _exports(run, checkpoint, words) -> None:
+    left, right = st.columns(2)
+    left.download_button(f"⬇ weights at step {checkpoint.step} (.npz)",
+                         data=lambda: checkpoint_npz(checkpoint, run, words),
+                         file_name=f"trained-step{checkpoint.step}.npz", mime="application/octet-stream",
+                         on_click="ignore", key="dl-trained")  # fmt: skip
+    right.button(f"Use the weights of step {checkpoint.step} in the Walkthrough", key="use-trained",
+                 on_click=_use, args=(checkpoint_npz(checkpoint, run, words), run.config, checkpoint.step))  # fmt: skip
+    if st.session_state.get("t_used") is not None:
+        used = st.session_state["t_used"]
+        st.success(f"The weights of step {used} are now the typed X, W_Q, W_K, W_V and W_O (sidebar), with "
+                   "their sentence and sizes: every stage of the trained layer.", icon="✅")  # fmt: skip
+        st.page_link("pages/walkthrough.py", label="Open the Walkthrough with them", icon=":material/arrow_forward:")
+
+
+def _use(npz: bytes, config, step: int) -> None:
+    """The weights go to the typed-number fields (ui.numbers.use_weights), and the page links the Walkthrough."""
+    use_weights(npz, causal=config.causal, scaled=config.scaled)
+    st.session_state["t_used"] = step
+
+
+def _live(training, style) -> None:
+    """While a run trains: its progress, its loss so far, and the layer's mean map now, every half second."""
+
+    @st.fragment(run_every=0.5)
+    def follow() -> None:
+        if not training.running:
+            st.rerun(scope="app")
+        run = training.run
+        done = len(run.loss)
+        if training.state == "waiting":
+            st.info("Waiting for a free slot: other readers' training runs and large traces come first…")
+        st.progress(min(1.0, done / (run.config.steps + 1)), text=f"step {max(0, done - 1)} of {run.config.steps}"
+                    f" · {training.seconds:.1f} s")  # fmt: skip
+        if run.checkpoints and done:
+            checkpoint = run.checkpoints[-1]
+            show_figure(loss_figure(run.loss, done - 1, GRAMMAR.best_loss(), style), "train-loss")
+            _measured(run, checkpoint, style)
+
+    follow()
+
+
+def _sqrt_dk(settings, config, style) -> None:
+    """Lecture 004: the same run at a large d_k, with and without ÷√d_k, side by side."""
+    st.subheader(f"√d_k in training: d_k = {SQRT_D_K}, scaled and not")
+    st.markdown(
+        f"The same model, seed and sentences at d_k = {SQRT_D_K}, trained twice: once dividing the scores by "
+        f"√d_k = {SQRT_D_K**0.5:.0f}, once not. What the runs measured is below; nothing here is assumed."
+    )
+    pair = {f"sqrt-{scaled}": dataclasses.replace(config, d_k=SQRT_D_K, scaled=scaled) for scaled in (True, False)}
+    runs = [session_run(c, slot) for slot, c in pair.items()]
+    st.button(f"Train both (d_k = {SQRT_D_K})", key="t_sqrt", disabled=all(r is not None for r in runs),
+              on_click=lambda: [start(c, slot) for slot, c in pair.items()])  # fmt: skip
+    runs = [session_run(c, slot) for slot, c in pair.items()]
+    if any(r is None for r in runs):
+        return
+    if any(r.running for r in runs):
+
+        @st.fragment(run_every=0.5)
+        def follow() -> None:
+            if not any(r.running for r in runs):
+                st.rerun(scope="app")
+            st.progress(min(1.0, sum(len(r.run.loss) for r in runs) / (2 * (config.steps + 1))),
+                        text="training both runs…")  # fmt: skip
+
+        follow()
+        return
+    scaled, unscaled = (r.run for r in runs)
+    for line in sqrt_dk_notes(scaled, unscaled, SQRT_D_K):
+        st.markdown(f"- {line}")
+    show_figures(sqrt_dk_figures(scaled, unscaled, SQRT_D_K, style), "train-sqrt", side_by_side=False)
+
+
+def _train() -> None:
+    """▶ Train: this session's run of the sidebar's config (a finished one is trained again, from the seed)."""
+    try:
+        config = training_config(st.session_state)
+        finished = session_run(config)
+        if finished is not None and not finished.running:
+            stop(finished)  # forget it: "again" trains anew, and the page follows it live
+        st.session_state["t_to_end"] = True  # follow the new run to its end
+        start(config)
+    except ValueError as error:
+        st.session_state["t_refusal"] = str(error)
+
+
+def _stop() -> None:
+    training = st.session_state.get("training")
+    if training is not None:
+        stop(training)
+        training.join(timeout=2)  # it stops before its next step (a run still waiting for a slot, when it gets one)
+
+
+with friendly_errors():
+    settings = current_settings()
+    config = training_config(st.session_state)
+    style = style_for(settings)
+    st.title("Watch attention learn")
+    st.caption(
+        f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
+        f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
+        f"seed {config.seed} · {config.steps} steps of Adam · a word embedding, ONE attention layer (this app's "
+        "own), an unembedding"
+    )
+    if not config.causal:
+        st.warning("Without the causal mask each word sees the next one, the word it must predict: training "
+                   "learns to copy it, and the verb looks at the object, not the subject.", icon="👀")  # fmt: skip
+    _grammar()
+    training = session_run(config)
+    if training is None and "t_step" in st.query_params:
+        training = start(config)  # a shared link: train from the seed (the same weights), then show its step
+    start_col, stop_col, state_col = st.columns([2, 2, 5], vertical_alignment="center")
+    start_col.button("▶ Train" if training is None else "▶ Train again", key="t_start", on_click=_train,
+                     disabled=training is not None and training.running, type="primary")  # fmt: skip
+    stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
+    if st.session_state.get("t_refusal"):
+        st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
+    training = session_run(config)
+    if training is not None and not training.running and not training.run.checkpoints:
+        training = None  # stopped before its first step: nothing to show but step 0
+    if training is None:
+        state_col.caption("Step 0: W_Q, W_K, W_V drawn at random. Press Train.")
+        run = untrained(config)
+        checkpoint = run.checkpoints[0]
+        words, why = _words(settings, run)
+        _layer_at(run, checkpoint, words, why, settings, style)
+    elif training.running:
+        _live(training, style)
+    else:
+        state_col.caption(
+            {"done": "Trained", "stopped": "Stopped", "time cap": "Stopped at the time cap"}[training.state]
+            + f": {len(training.run.loss) - 1} steps in {training.seconds:.1f} s."
+        )
+        _scrubber(training.run, settings, style)
+    st.divider()
+    _sqrt_dk(settings, config, style)

@@ -1,0 +1,107 @@
+"""Training runs for the Training page: shared by every session, bounded, and each session's own choice.
+
+A run is a pure function of its TrainingConfig (the same config trains the same weights bit for bit on the
+CPU), so runs live in one registry that all sessions share: a class that opens the lecturer's link trains
+once and every student watches the same run. The registry keeps RUNS_KEPT runs (the oldest finished one
+goes first); at most HEAVY_AT_ONCE runs train at a time (they take the same slots as large traces and model
+runs, ui.show.HEAVY_SLOTS), each in a thread of its own, and a session trains one run at a time.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+
+import streamlit as st
+
+from attention_core.config import TRAIN_CHECKPOINTS
+from attention_core.training import Checkpoint, Grammar, Run, Training, TrainingConfig, checkpoint_trace, train
+from ui.controls import log
+from ui.show import HEAVY_SLOTS
+
+RUNS_KEPT = 8  # a run's checkpoints: 95 KiB at the default sizes, ~11 MB at the largest allowed (README)
+TRACES_KEPT = 64  # per session: the layer on the sentence at each checkpoint scrubbed to (≥ the default 41)
+GRAMMAR = Grammar()
+
+_runs: collections.OrderedDict[TrainingConfig, Training] = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def training_config(state) -> TrainingConfig:
+    """The run the sidebar asks for (its sizes, scaling and seed; the Training page's causal and steps),
+    validated: a ValueError names the field, the value and what is allowed."""
+    return TrainingConfig(
+        d_model=state.get("d_model", 8),
+        d_k=state.get("d_k", 4),
+        n_heads=state.get("heads", 1),
+        causal=state.get("train_causal", True),
+        scaled=state.get("scaled", True),
+        seed=state.get("seed", 0),
+        steps=state.get("train_steps", 400),
+        checkpoint_every=max(10, state.get("train_steps", 400) // TRAIN_CHECKPOINTS),
+    )
+
+
+def shared_run(config: TrainingConfig) -> Training | None:
+    """The registry's run of this config, if one is kept (running or finished)."""
+    with _lock:
+        return _runs.get(config)
+
+
+def start(config: TrainingConfig, slot: str = "training") -> Training:
+    """This session's run of `config`: the registry's if it has one, else a new one started. A session has one
+    run per `slot` (the page's run; each of the √d_k pair): refused (ValueError) while the slot's previous
+    run of another config is still training."""
+    mine = st.session_state.get(slot)
+    if mine is not None and mine.running and mine.run.config != config:
+        raise ValueError(
+            f"this session is already training (step {len(mine.run.loss)} of {mine.run.config.steps}): "
+            "stop it first, or wait for it to finish; one training per session"
+        )
+    with _lock:
+        training = _runs.get(config)
+        if training is None:
+            training = Training(config, GRAMMAR, slots=HEAVY_SLOTS).start()
+            _runs[config] = training
+            log.info("training started: %s", config)
+            finished = [key for key, run in _runs.items() if not run.running]
+            while len(_runs) > RUNS_KEPT and finished:
+                _runs.pop(finished.pop(0))
+        _runs.move_to_end(config)
+    st.session_state[slot] = training
+    return training
+
+
+def stop(training: Training) -> None:
+    """Stop a run; it leaves the registry (a stopped run is not the config's run), this session keeps it."""
+    training.stop()
+    with _lock:
+        if _runs.get(training.run.config) is training:
+            del _runs[training.run.config]
+
+
+def session_run(config: TrainingConfig, slot: str = "training") -> Training | None:
+    """The run this page shows for `config`: this session's own (also a stopped one), else a shared one."""
+    mine = st.session_state.get(slot)
+    if mine is not None and mine.run.config == config:
+        return mine
+    return shared_run(config)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def untrained(config: TrainingConfig) -> Run:
+    """Step 0 alone (the random layer before any step), for the page before a run is started."""
+    return train(config, GRAMMAR, stop=lambda: True)[1]
+
+
+def trace_at(run: Run, checkpoint: Checkpoint, words: tuple[str, ...]):
+    """The layer at a checkpoint on the sentence (kept per session, TRACES_KEPT of them: scrubbing back
+    and forth computes each once)."""
+    kept = st.session_state.setdefault("training_traces", collections.OrderedDict())
+    key = (run.config, checkpoint.step, words)  # a config's step s is the same weights in every run of it
+    if key not in kept:
+        kept[key] = checkpoint_trace(checkpoint, run, words)
+        while len(kept) > TRACES_KEPT:
+            kept.popitem(last=False)
+    kept.move_to_end(key)
+    return kept[key]

@@ -33,4 +33,5 @@ bench: install-dev
 	$(BIN)/python bench/bench_browser.py
 	$(BIN)/python bench/bench_repaint.py
 	$(BIN)/python bench/bench_isolation.py
+	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/load.py --per-page --sessions 10,15,20,30 --waves 2

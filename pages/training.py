@@ -7,6 +7,7 @@ inference: once trained, the weights are frozen, and a sentence typed in the sid
 
 import dataclasses
 
+import numpy as np
 import streamlit as st
 
 from attention_core import tokenize
@@ -88,7 +89,8 @@ def _measured(run, checkpoint, style) -> None:
     figure = heatmap(by_position[0], title=f"mean attention weights at step {checkpoint.step}",
                      subtitle="head 1, over the held-out sentences" if run.config.n_heads > 1 else
                      "over the held-out sentences", row_labels=POSITION_NAMES, col_labels=POSITION_NAMES,
-                     y_title="query", x_title="key", diverging=False, zrange=(0.0, 1.0), style=style)  # fmt: skip
+                     y_title="query", x_title="key", diverging=False, zrange=(0.0, 1.0), style=style,
+                     allowed=np.tril(np.ones((4, 4), bool)) if run.config.causal else None)  # fmt: skip
     show_figure(figure, "train-mean")
 
 

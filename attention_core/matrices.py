@@ -12,8 +12,12 @@ Every refusal names the matrix, the place and the value, and says what is allowe
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import re
+
+import numpy as np
 
 from attention_core.config import MAX_TYPED_DIM, MAX_TYPED_TOKENS, AttentionConfig
 
@@ -136,11 +140,6 @@ def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
     d_v, heads, and text when the file holds tokens_json). Other arrays (the Training page's embeddings and
     vocabulary) are for the reader and are not used. Raises ValueError naming the array and the
     problem: no pickles are read, every number must be finite and typeable, the sizes must agree."""
-    import io
-    import json
-
-    import numpy as np
-
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}

@@ -284,22 +284,25 @@ def held_out_sentences(grammar: Grammar = Grammar()) -> list[tuple[str, ...]]:
     return grammar.sentences(HELD_OUT, seed=HELD_OUT_SEED, held_out=True)
 
 
-def attention_by_position(checkpoint: Checkpoint, run: Run, sentences) -> torch.Tensor:
-    """The layer's weights at a checkpoint averaged over sentences: [heads, 4, 4], rows and columns being
-    the positions subject, modal, verb, object."""
-    with torch.no_grad():
-        _, stages = model_at(checkpoint, run.vocabulary, run.config)(encode(run.vocabulary, sentences))
-    return stages["weights"].mean(dim=0)
+@dataclasses.dataclass(frozen=True)
+class HeldOut:
+    """What the layer at a checkpoint does over sentences, from one forward pass. by_position: the weights
+    averaged over the sentences, [heads, 4, 4], rows and columns the positions subject, modal, verb, object.
+    by_group: the verb's mean weight on the subject (over heads) for the subjects of each group in turn."""
+
+    by_position: torch.Tensor
+    by_group: list[float]
 
 
-def verb_to_subject_by_group(checkpoint: Checkpoint, run: Run, sentences) -> list[float]:
-    """The verb's mean weight on the subject (over heads), for the subjects of each group in turn."""
+def held_out_attention(checkpoint: Checkpoint, run: Run, sentences, grammar: Grammar = Grammar()) -> HeldOut:
+    """The layer at `checkpoint` measured over `sentences` (see HeldOut)."""
     with torch.no_grad():
         _, stages = model_at(checkpoint, run.vocabulary, run.config)(encode(run.vocabulary, sentences))
-    weight = stages["weights"][:, :, VERB, SUBJECT].mean(dim=1)  # [sentences]
-    subjects = list(Grammar().subjects)
-    group = torch.tensor([subjects.index(s[SUBJECT]) % GROUPS if s[SUBJECT] in subjects else -1 for s in sentences])
-    return [weight[group == g].mean().item() if (group == g).any() else float("nan") for g in range(GROUPS)]
+    weights = stages["weights"]  # [sentences, heads, 4, 4]
+    verb = weights[:, :, VERB, SUBJECT].mean(dim=1)  # [sentences]
+    group = torch.tensor([grammar.subjects.index(s[SUBJECT]) % GROUPS for s in sentences])
+    by_group = [verb[group == g].mean().item() if (group == g).any() else float("nan") for g in range(GROUPS)]
+    return HeldOut(weights.mean(dim=0), by_group)
 
 
 # ------------------------------------------------------------------------------------------------

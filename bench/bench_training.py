@@ -23,8 +23,8 @@ from attention_core.training import (  # noqa: E402
     SUBJECT,
     VERB,
     TrainingConfig,
-    attention_by_position,
     checkpoint_trace,
+    held_out_attention,
     held_out_sentences,
     train,
 )
@@ -43,8 +43,8 @@ def main() -> None:
         times.append(time.perf_counter() - started)
     seconds = statistics.median(times)
     per_step = seconds / len(run.loss)
-    first = next((c for c in run.checkpoints
-                  if attention_by_position(c, run, held)[:, VERB, SUBJECT].mean() >= VISIBLE), None)  # fmt: skip
+    looks = [held_out_attention(c, run, held).by_position[:, VERB, SUBJECT].mean() for c in run.checkpoints]
+    first = next((c for c, weight in zip(run.checkpoints, looks, strict=True) if weight >= VISIBLE), None)
     print(
         f"default run (d_model 8, d_k 4, 1 head, 400 steps): {seconds:.2f} s median of 3 ({per_step * 1e3:.1f} ms/step)"
     )
@@ -64,8 +64,8 @@ def main() -> None:
     for checkpoint in run.checkpoints:
         started = time.perf_counter()
         trace = checkpoint_trace(checkpoint, run, words)
-        attention_by_position(checkpoint, run, held)
-        loss_figure(run.loss, checkpoint.step, 1.07)
+        held_out_attention(checkpoint, run, held)
+        loss_figure(run.loss, checkpoint.step, 1.07, run.config.steps)
         for key in ("weights", "projections"):
             stage_view(trace, key)
         costs.append(time.perf_counter() - started)

@@ -15,19 +15,20 @@ MARK_COLOUR = "#c0392b"
 LAST_STEPS = 50  # the √d_k notes average the last this many steps
 
 
-def loss_figure(loss, step: int, best: float, style: Style = DEFAULT_STYLE) -> go.Figure:
-    """The next-word loss per step, the lowest possible loss dotted, and the step on screen marked."""
+def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+    """The next-word loss per step, the lowest possible loss dotted, and the step on screen marked; the step axis
+    spans the run's whole budget, so that a run in progress fills it in from the left."""
     steps = list(range(len(loss)))
     shown = min(step, len(loss) - 1)
     traces = [
         go.Scatter(x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
-        go.Scatter(x=[0, max(1, len(loss) - 1)], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
+        go.Scatter(x=[0, steps_total], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
                    line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
         go.Scatter(x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
                    marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
     ]  # fmt: skip
     xaxis, yaxis = (
-        {"title": {"text": "step"}, "rangemode": "tozero"},
+        {"title": {"text": "step"}, "range": [0, steps_total]},
         {"title": {"text": "loss"}, "rangemode": "tozero"},
     )
     layout = _layout(style, "next-word loss (nats) per training step", xaxis, yaxis, height=320, legend_rows=1)

@@ -16,11 +16,8 @@ from attention_core.training import (
     MODALS,
     SUBJECT,
     VERB,
-    attention_by_position,
     checkpoint_npz,
-    held_out_sentences,
     sentence_words,
-    verb_to_subject_by_group,
 )
 from figures.heatmap import heatmap
 from figures.style import markdown_literal
@@ -29,7 +26,17 @@ from ui.chart import show_figure
 from ui.controls import current_settings
 from ui.numbers import use_weights
 from ui.show import friendly_errors, show_figures, show_stage, style_for
-from ui.training import GRAMMAR, session_run, start, stop, trace_at, training_config, untrained
+from ui.training import (
+    GRAMMAR,
+    HELD_OUT,
+    measured_at,
+    session_run,
+    start,
+    stop,
+    trace_at,
+    training_config,
+    untrained,
+)
 
 POSITION_NAMES = ("subject", "modal", "verb", "object")
 SQRT_D_K = 64  # the √d_k experiment's d_k: large enough that unscaled scores saturate the softmax
@@ -46,12 +53,13 @@ def _words(settings, run) -> tuple[tuple[str, ...], str]:
     try:
         return sentence_words(tokenize(settings.text), run.vocabulary), ""
     except ValueError as error:
-        groups = verb_to_subject_by_group(run.checkpoints[-1], run, HELD_OUT)
-        group = max(range(GROUPS), key=lambda g: groups[g]) if len(run.checkpoints) > 1 else 0
-        subject = GRAMMAR.subjects[group]
+        trained = len(run.checkpoints) > 1
+        groups = measured_at(run, run.checkpoints[-1]).by_group
+        subject = GRAMMAR.subjects[max(range(GROUPS), key=lambda g: groups[g]) if trained else 0]
         words = (subject, MODALS[0], "eat", GRAMMAR.object_of(subject, "eat"))
-        why = (f"The sidebar's sentence is not one this model can read ({error}). Showing “{' '.join(words)}”, "
-               "whose subject's group the verb looks at most; type any sentence of the grammar's words.")  # fmt: skip
+        chosen = ", whose subject's group the verb looks at most after training" if trained else ""
+        why = (f"The sidebar's sentence is not one this model can read ({error}). Showing “{' '.join(words)}”"
+               f"{chosen}; type any sentence of the grammar's words.")  # fmt: skip
         return words, why
 
 
@@ -71,13 +79,10 @@ def _grammar() -> None:
         st.dataframe(rows, hide_index=True)
 
 
-HELD_OUT = held_out_sentences(GRAMMAR)
-
-
 def _measured(run, checkpoint, style) -> None:
     """What the layer does at this step over the held-out sentences, in numbers and one map."""
-    by_position = attention_by_position(checkpoint, run, HELD_OUT).numpy()  # [heads, 4, 4]
-    groups = verb_to_subject_by_group(checkpoint, run, HELD_OUT)
+    measured = measured_at(run, checkpoint)
+    by_position, groups = measured.by_position.numpy(), measured.by_group  # [heads, 4, 4], per subject group
     mean = by_position[:, VERB, SUBJECT].mean()
     chance = 1 / 3 if run.config.causal else 1 / 4
     st.markdown(
@@ -96,7 +101,7 @@ def _measured(run, checkpoint, style) -> None:
 
 def _layer_at(run, checkpoint, words, why, settings, style) -> None:
     """The layer at a checkpoint on the sentence: the stages' own views (weights with peakiness, W_Q/W_K/W_V)."""
-    show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), style), "train-loss")
+    show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), run.config.steps, style), "train-loss")
     _measured(run, checkpoint, style)
     if why:
         st.caption(markdown_literal(why))
@@ -154,7 +159,7 @@ def _exports(run, checkpoint, words) -> None:
                          file_name=f"trained-step{checkpoint.step}.npz", mime="application/octet-stream",
                          on_click="ignore", key="dl-trained")  # fmt: skip
     right.button(f"Use the weights of step {checkpoint.step} in the Walkthrough", key="use-trained",
-                 on_click=_use, args=(checkpoint_npz(checkpoint, run, words), run.config, checkpoint.step))  # fmt: skip
+                 on_click=_use, args=(run, checkpoint, words))  # fmt: skip
     if st.session_state.get("t_used") is not None:
         used = st.session_state["t_used"]
         st.success(f"The weights of step {used} are now the typed X, W_Q, W_K, W_V and W_O (sidebar), with "
@@ -162,10 +167,10 @@ def _exports(run, checkpoint, words) -> None:
         st.page_link("pages/walkthrough.py", label="Open the Walkthrough with them", icon=":material/arrow_forward:")
 
 
-def _use(npz: bytes, config, step: int) -> None:
+def _use(run, checkpoint, words) -> None:
     """The weights go to the typed-number fields (ui.numbers.use_weights), and the page links the Walkthrough."""
-    use_weights(npz, causal=config.causal, scaled=config.scaled)
-    st.session_state["t_used"] = step
+    use_weights(checkpoint_npz(checkpoint, run, words), causal=run.config.causal, scaled=run.config.scaled)
+    st.session_state["t_used"] = checkpoint.step
 
 
 def _live(training, style) -> None:
@@ -183,7 +188,7 @@ def _live(training, style) -> None:
                     f" · {training.seconds:.1f} s")  # fmt: skip
         if run.checkpoints and done:
             checkpoint = run.checkpoints[-1]
-            show_figure(loss_figure(run.loss, done - 1, GRAMMAR.best_loss(), style), "train-loss")
+            show_figure(loss_figure(run.loss, done - 1, GRAMMAR.best_loss(), run.config.steps, style), "train-loss")
             _measured(run, checkpoint, style)
 
     follow()
@@ -197,10 +202,9 @@ def _sqrt_dk(settings, config, style) -> None:
         f"√d_k = {SQRT_D_K**0.5:.0f}, once not. What the runs measured is below; nothing here is assumed."
     )
     pair = {f"sqrt-{scaled}": dataclasses.replace(config, d_k=SQRT_D_K, scaled=scaled) for scaled in (True, False)}
-    runs = [session_run(c, slot) for slot, c in pair.items()]
+    runs = [session_run(c, slot) for slot, c in pair.items()]  # a click's callback has run before this
     st.button(f"Train both (d_k = {SQRT_D_K})", key="t_sqrt", disabled=all(r is not None for r in runs),
               on_click=lambda: [start(c, slot) for slot, c in pair.items()])  # fmt: skip
-    runs = [session_run(c, slot) for slot, c in pair.items()]
     if any(r is None for r in runs):
         return
     if any(r.running for r in runs):
@@ -252,10 +256,12 @@ with friendly_errors():
         "own), an unembedding"
     )
     if not config.causal:
-        st.warning("Without the causal mask each word sees the next one, the word it must predict: training "
-                   "learns to copy it, and the verb looks at the object, not the subject.", icon="👀")  # fmt: skip
+        st.warning("Without the causal mask each word sees the next one, the word it must predict: the subject "
+                   "and the modal learn to look at it and copy it, and the loss falls to almost 0. (The verb's next "
+                   "word, the object, is never an input, so the verb still has to find its subject.)",
+                   icon="👀")  # fmt: skip
     _grammar()
-    training = session_run(config)
+    training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
     if training is None and "t_step" in st.query_params:
         training = start(config)  # a shared link: train from the seed (the same weights), then show its step
     start_col, stop_col, state_col = st.columns([2, 2, 5], vertical_alignment="center")
@@ -264,7 +270,6 @@ with friendly_errors():
     stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
     if st.session_state.get("t_refusal"):
         st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
-    training = session_run(config)
     if training is not None and not training.running and not training.run.checkpoints:
         training = None  # stopped before its first step: nothing to show but step 0
     if training is None:

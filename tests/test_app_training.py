@@ -10,13 +10,14 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core.training import (
     TrainingConfig,
-    attention_by_position,
     checkpoint_trace,
+    held_out_attention,
     held_out_sentences,
     train,
 )
 from tests.plotly_spec import decode
 from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems, panel, shown
+from ui.training import GRAMMAR
 
 
 @pytest.fixture
@@ -56,10 +57,15 @@ def test_train_then_scrub_shows_the_layer_as_it_was_at_each_step(page):
     run = at.session_state["training"].run
     assert any(c.value.startswith("Trained: 400 steps") for c in at.caption)
     assert at.select_slider(key="t_step").value == 400
+    # The sidebar's sentence is not in the grammar: the page shows one whose group the verb looks at most.
+    groups = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_group
+    subject = GRAMMAR.subjects[groups.index(max(groups))]
+    assert any(f"Showing “{subject} will eat" in shown(c) and "looks at most after training" in shown(c)
+               for c in at.caption)  # fmt: skip
     at.select_slider(key="t_step").set_value(100).run()
     no_problems(at)
     checkpoint = run.checkpoint_at(100)
-    mean = attention_by_position(checkpoint, run, held_out_sentences()).numpy()[0]
+    mean = held_out_attention(checkpoint, run, held_out_sentences()).by_position.numpy()[0]
     assert step_line(at).startswith(f"**Step 100**, over 300 held-out sentences: the verb puts **{mean[2, 0]:.2f}**")
     lower = np.tril(np.ones((4, 4), bool))  # the rest is masked: drawn grey, with no number
     shown_map = panel(at, "mean attention weights at step 100").z

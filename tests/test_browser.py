@@ -354,7 +354,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             settled(page, quiet=1.0)
             no_traceback(page)
             assert not page.locator("section[data-testid='stSidebar']").is_visible()
-            if title in ("Multi-head", "Why √d_k"):
+            if title in ("Multi-head", "Why √d_k", "Training"):
                 measured = sizes(page)
                 assert measured["tick"] >= 18 and measured["button"] >= 19, (title, measured)
                 screenshot(page, f"presentation-{title.replace(' ', '-').replace('√', 'sqrt')}-{width}-{scheme}")

@@ -420,6 +420,12 @@ def _every_figure():
     sentence = sentence_scaling(embed(tokens, 8, seed=0), tokens, row_d_k=64, seed=0)
     unscaled, scaled = sentence.weights_unscaled[2].numpy(), sentence.weights_scaled[2].numpy()
     yield "row", row_figure(tokens, unscaled, scaled, 64, 2)
+    from attention_core.training import TrainingConfig, train
+    from figures.training import loss_figure, sqrt_dk_figures
+
+    runs = [train(TrainingConfig(d_k=8, steps=20, scaled=scaled))[1] for scaled in (True, False)]
+    yield "loss", loss_figure(runs[0].loss, 10, 1.07, runs[0].config.steps)
+    yield from (("sqrt d_k in training", fig) for fig in sqrt_dk_figures(*runs, 8))
 
 
 def test_every_figure_is_what_plotly_validation_would_have_made():

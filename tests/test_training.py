@@ -21,17 +21,16 @@ from attention_core.training import (
     TinyLM,
     Training,
     TrainingConfig,
-    attention_by_position,
     checkpoint_npz,
     checkpoint_trace,
     encode,
+    held_out_attention,
     held_out_sentences,
     next_word_loss,
     saturated_share,
     sentence_words,
     train,
     verb_to_subject,
-    verb_to_subject_by_group,
 )
 from figures.training import LAST_STEPS, sqrt_dk_notes
 
@@ -117,9 +116,9 @@ def test_trained_the_verb_looks_at_its_subject_on_sentences_it_never_saw(trained
     assert verb_to_subject(model, held_out) > VERB_TO_SUBJECT_MIN
     # The page's numbers are the model's: by position and by group, from the checkpoint alone.
     last = run.checkpoints[-1]
-    by_position = attention_by_position(last, run, held_out)
+    measured = held_out_attention(last, run, held_out)
+    by_position, groups = measured.by_position, measured.by_group
     assert by_position[:, VERB, SUBJECT].mean().item() == pytest.approx(verb_to_subject(model, held_out), abs=1e-6)
-    groups = verb_to_subject_by_group(last, run, held_out)
     assert len(groups) == GROUPS and max(groups) > 0.9
     # And it predicts the object there, for subject-verb pairs it never saw together.
     with torch.no_grad():
@@ -131,7 +130,7 @@ def test_trained_the_verb_looks_at_its_subject_on_sentences_it_never_saw(trained
 def test_a_checkpoint_is_what_compute_attention_takes_and_gives_the_models_own_weights(trained):
     model, run = trained
     last = run.checkpoints[-1]
-    groups = verb_to_subject_by_group(last, run, held_out_sentences())
+    groups = held_out_attention(last, run, held_out_sentences()).by_group
     subject = Grammar().subjects[groups.index(max(groups))]  # as the page picks its sentence
     sentence = sentence_words([subject.lower(), "WILL", "eat", Grammar().object_of(subject, "eat")], model.vocabulary)
     trace = checkpoint_trace(last, run, sentence)
@@ -229,3 +228,12 @@ def test_the_sqrt_dk_notes_say_what_the_two_runs_measured():
     # What the runs showed on this machine (README): unscaled, the softmax saturates and W_Q gets no gradient.
     assert statistics.fmean(unscaled.saturated[tail]) > statistics.fmean(scaled.saturated[tail])
     assert statistics.median(unscaled.grad_w_q) < statistics.median(scaled.grad_w_q)
+
+
+def test_without_the_causal_mask_words_copy_the_next_one_and_the_verb_still_finds_its_subject():
+    """What the Training page says when its causal mask is off, measured."""
+    _, run = train(TrainingConfig(causal=False))
+    assert run.loss[-1] < 0.05  # copying the next word: almost no loss left
+    by_position = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_position[0]
+    assert by_position[SUBJECT, SUBJECT + 1] > 0.9 and by_position[SUBJECT + 1, VERB] > 0.5  # each looks at the next
+    assert by_position[VERB, SUBJECT] > 0.6  # the object is never an input: the verb still looks at its subject

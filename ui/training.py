@@ -15,13 +15,25 @@ import threading
 import streamlit as st
 
 from attention_core.config import TRAIN_CHECKPOINTS
-from attention_core.training import Checkpoint, Grammar, Run, Training, TrainingConfig, checkpoint_trace, train
+from attention_core.training import (
+    Checkpoint,
+    Grammar,
+    HeldOut,
+    Run,
+    Training,
+    TrainingConfig,
+    checkpoint_trace,
+    held_out_attention,
+    held_out_sentences,
+    train,
+)
 from ui.controls import log
 from ui.show import HEAVY_SLOTS
 
 RUNS_KEPT = 8  # a run's checkpoints: 95 KiB at the default sizes, ~11 MB at the largest allowed (README)
 TRACES_KEPT = 64  # per session: the layer on the sentence at each checkpoint scrubbed to (≥ the default 41)
 GRAMMAR = Grammar()
+HELD_OUT = held_out_sentences(GRAMMAR)  # the sentences the page measures the layer on
 
 _runs: collections.OrderedDict[TrainingConfig, Training] = collections.OrderedDict()
 _lock = threading.Lock()
@@ -92,6 +104,17 @@ def session_run(config: TrainingConfig, slot: str = "training") -> Training | No
 def untrained(config: TrainingConfig) -> Run:
     """Step 0 alone (the random layer before any step), for the page before a run is started."""
     return train(config, GRAMMAR, stop=lambda: True)[1]
+
+
+def measured_at(run: Run, checkpoint: Checkpoint) -> HeldOut:
+    """The layer at a checkpoint over the held-out sentences: computed once per config and step for every
+    session (a config's step s is the same weights in every run of it), not on each rerun."""
+    return _measured(run.config, checkpoint.step, run, checkpoint)
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _measured(config: TrainingConfig, step: int, _run: Run, _checkpoint: Checkpoint) -> HeldOut:
+    return held_out_attention(_checkpoint, _run, HELD_OUT, GRAMMAR)
 
 
 def trace_at(run: Run, checkpoint: Checkpoint, words: tuple[str, ...]):

@@ -31,7 +31,7 @@ from ui.controls import log
 from ui.show import HEAVY_SLOTS
 
 RUNS_KEPT = 8  # a run's checkpoints: 95 KiB at the default sizes, ~11 MB at the largest allowed (README)
-TRACES_KEPT = 64  # per session: the layer on the sentence at each checkpoint scrubbed to (≥ the default 41)
+STEPS_CACHED = 256  # per cache below: a step's held-out numbers, or its layer on a 4-token sentence (a few KB)
 GRAMMAR = Grammar()
 HELD_OUT = held_out_sentences(GRAMMAR)  # the sentences the page measures the layer on
 
@@ -112,19 +112,17 @@ def measured_at(run: Run, checkpoint: Checkpoint) -> HeldOut:
     return _measured(run.config, checkpoint.step, run, checkpoint)
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+@st.cache_resource(max_entries=STEPS_CACHED, show_spinner=False)
 def _measured(config: TrainingConfig, step: int, _run: Run, _checkpoint: Checkpoint) -> HeldOut:
     return held_out_attention(_checkpoint, _run, HELD_OUT, GRAMMAR)
 
 
 def trace_at(run: Run, checkpoint: Checkpoint, words: tuple[str, ...]):
-    """The layer at a checkpoint on the sentence (kept per session, TRACES_KEPT of them: scrubbing back
-    and forth computes each once)."""
-    kept = st.session_state.setdefault("training_traces", collections.OrderedDict())
-    key = (run.config, checkpoint.step, words)  # a config's step s is the same weights in every run of it
-    if key not in kept:
-        kept[key] = checkpoint_trace(checkpoint, run, words)
-        while len(kept) > TRACES_KEPT:
-            kept.popitem(last=False)
-    kept.move_to_end(key)
-    return kept[key]
+    """The layer at a checkpoint on the sentence, computed once per config, step and sentence for every
+    session (scrubbing back and forth, or a class on one link, computes each once)."""
+    return _trace(run.config, checkpoint.step, words, run, checkpoint)
+
+
+@st.cache_resource(max_entries=STEPS_CACHED, show_spinner=False)
+def _trace(config: TrainingConfig, step: int, words: tuple[str, ...], _run: Run, _checkpoint: Checkpoint):
+    return checkpoint_trace(_checkpoint, _run, words)

@@ -160,6 +160,10 @@ def _exports(run, checkpoint, words) -> None:
                          on_click="ignore", key="dl-trained")  # fmt: skip
     right.button(f"Use the weights of step {checkpoint.step} in the Walkthrough", key="use-trained",
                  on_click=_use, args=(run, checkpoint, words))  # fmt: skip
+    if st.session_state.pop("t_used_now", False):
+        # The sidebar is outside this fragment: a whole rerun draws it with the new values (else the browser
+        # would send its old ones back on the next rerun, and the weights would be lost).
+        st.rerun(scope="app")
     if st.session_state.get("t_used") is not None:
         used = st.session_state["t_used"]
         st.success(f"The weights of step {used} are now the typed X, W_Q, W_K, W_V and W_O (sidebar), with "
@@ -171,6 +175,7 @@ def _use(run, checkpoint, words) -> None:
     """The weights go to the typed-number fields (ui.numbers.use_weights), and the page links the Walkthrough."""
     use_weights(checkpoint_npz(checkpoint, run, words), causal=run.config.causal, scaled=run.config.scaled)
     st.session_state["t_used"] = checkpoint.step
+    st.session_state["t_used_now"] = True
 
 
 def _live(training, style) -> None:

@@ -482,6 +482,7 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     page.get_by_role("button", name="Use the weights of step 400 in the Walkthrough").click()
     page.get_by_role("link", name="Open the Walkthrough with them").click()
     wait_for_chart(page, "attention weights")
-    page.get_by_text("4 tokens · d_model 8 · d_k 4").wait_for()
+    page.get_by_text("4 tokens · d_model 8 · d_k 4 · d_v 4 · 1 head · causal · scaled").wait_for()
+    assert "w_q=" in page.url and "causal=true" in page.url  # the trained weights and their mask, in the link
     no_traceback(page)
     screenshot(page, "training-weights-in-walkthrough")

@@ -34,4 +34,5 @@ bench: install-dev
 	$(BIN)/python bench/bench_repaint.py
 	$(BIN)/python bench/bench_isolation.py
 	$(BIN)/python bench/bench_training.py
+	$(BIN)/python bench/bench_scrub.py
 	$(BIN)/python bench/load.py --per-page --sessions 10,15,20,30 --waves 2

@@ -91,6 +91,10 @@ def _measured(run, checkpoint, style) -> None:
         f"group {', '.join(f'{g:.2f}' for g in groups)}. A group with a low number may be the model's default: "
         "finding no other group's signal tells it that one."
     )
+    if checkpoint.step == run.config.steps and mean < chance:  # measured: 1 run in 15 (README, "Watch attention learn")
+        st.warning(f"This run did not learn it: after {checkpoint.step} steps the verb puts less on its subject than "
+                   "looking evenly would. Gradient descent can settle like this; another seed (sidebar) usually "
+                   "finds the subject.", icon="🎲")  # fmt: skip
     figure = heatmap(by_position[0], title=f"mean attention weights at step {checkpoint.step}",
                      subtitle="head 1, over the held-out sentences" if run.config.n_heads > 1 else
                      "over the held-out sentences", row_labels=POSITION_NAMES, col_labels=POSITION_NAMES,
@@ -128,10 +132,6 @@ def _scrubber(run, settings, style) -> None:
         wanted = None
     to_end = st.session_state.pop("t_to_end", False)
     st.session_state["t_step"] = wanted if wanted in steps and not to_end else steps[-1]
-    if settings.presentation:
-        back, _, forward = st.columns([1.5, 6, 1.5])
-        back.button("← earlier", on_click=_step, args=(steps, -1), shortcut="Left", width="stretch")
-        forward.button("later →", on_click=_step, args=(steps, 1), shortcut="Right", width="stretch")
     st.toggle("▶ play", key="t_play", on_change=lambda: st.session_state.update(
         t_step=steps[0] if st.session_state["t_step"] == steps[-1] else st.session_state["t_step"]))  # fmt: skip
     playing = st.session_state.get("t_play", False)
@@ -143,6 +143,10 @@ def _scrubber(run, settings, style) -> None:
             st.rerun(scope="app")  # the end: stop the clock
         if st.session_state.get("t_play"):
             _step(steps, 1)
+        if settings.presentation:  # in the fragment: a step reruns only it, not the sidebar and the page
+            back, _, forward = st.columns([1.5, 6, 1.5])
+            back.button("← earlier", on_click=_step, args=(steps, -1), shortcut="Left", width="stretch")
+            forward.button("later →", on_click=_step, args=(steps, 1), shortcut="Right", width="stretch")
         st.select_slider("training step", options=steps, key="t_step", bind="query-params")
         checkpoint = run.checkpoint_at(st.session_state["t_step"])
         words, why = _words(settings, run)

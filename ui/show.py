@@ -196,16 +196,17 @@ def presentation_bar() -> None:
     if not st.session_state.get("present"):
         return
     st.html(PRESENTATION_CSS)
-    places = st.columns([1] * len(PAGES) + [2], vertical_alignment="center")
-    for place, spec in zip(places, PAGES, strict=False):
-        place.page_link(spec.path, label=spec.title, icon=spec.icon)
-    places[-1].button(
+    # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
+    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    for spec in PAGES:
+        row.page_link(spec.path, label=spec.title, icon=spec.icon)
+    row.space("stretch")  # the way out, at the right edge
+    row.button(
         "✕ Leave presentation",  # Streamlit writes the shortcut (Esc) beside it
         on_click=st.session_state.update,
         kwargs={"present": False},
         shortcut="Esc",
         key="leave_presentation",
-        width="stretch",
     )
 
 

@@ -31,9 +31,9 @@ YARDSTICK = SHARED if SHARED.exists() else Path(__file__).with_name("trivial_app
 QUIET_MS = 700
 TOP = """() => (document.querySelector('[data-testid="stMain"]') || document.scrollingElement).scrollTo(0, 0)"""
 
-# Runs in every frame of the page (the charts are frames of their own) before the key press: notes, in
-# epoch milliseconds (frames keep separate performance clocks), when a chart title first shows `text` and
-# when any chart last changed. The key press itself is noted by the main frame.
+# Runs in every frame of the page before the key press (the charts are in the page itself; the yardstick's
+# st.plotly_chart too): notes, in epoch milliseconds, when a chart title first shows `text` and when any
+# chart last changed, and the key press.
 WATCH = """text => {
   window.__first = null; window.__last = null; window.__pressed = null;
   document.addEventListener('keydown', () => { window.__pressed ??= Date.now(); }, {capture: true, once: true});
@@ -43,7 +43,7 @@ WATCH = """text => {
   requestAnimationFrame(check);
   window.__observer?.disconnect();
   window.__observer = new MutationObserver(records => {
-    if (records.some(r => r.target.closest?.('.js-plotly-plot, [data-testid="stPlotlyChart"]')))
+    if (records.some(r => r.target.closest?.('.js-plotly-plot, .live-chart, [data-testid="stPlotlyChart"]')))
       window.__last = Date.now();
   });
   window.__observer.observe(document.body, {subtree: true, childList: true, attributes: true});
@@ -94,39 +94,32 @@ def step(page, slider_name: str, text_for) -> tuple[float, float]:
 
 
 # Charts below the fold are drawn when they come within a screen of the viewport (ui/chart_frontend):
-# after a change, scrolling down finds them out of date for a moment. Each chart notes when it has drawn
-# what the server sent last.
-WATCH_DRAWN = """() => {
-  window.__drawnAt = null;
+# after a change, scrolling down finds them out of date for a moment. Each chart notes the figure it has
+# drawn (__spec) and the one the server sent last (__latest).
+BOTTOM_DRAWN = """() => new Promise(resolve => {
+  const pane = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
+  pane.scrollTo(0, pane.scrollHeight);
+  const scrolled = Date.now();
   const check = () => {
-    if (window.__latest === undefined || window.__spec === window.__latest) window.__drawnAt = Date.now();
+    const onScreen = [...document.querySelectorAll('.live-chart')].filter(chart => {
+      const box = chart.getBoundingClientRect();
+      return box.bottom > 0 && box.top < innerHeight;
+    });
+    if (onScreen.length && onScreen.every(chart => chart.__spec === chart.__latest)) resolve(Date.now() - scrolled);
+    else if (Date.now() - scrolled > 60000) resolve(null);
     else requestAnimationFrame(check);
   };
   requestAnimationFrame(check);
-}"""
-BOTTOM = """() => { const pane = document.querySelector('[data-testid="stMain"]') || document.scrollingElement;
-  pane.scrollTo(0, pane.scrollHeight); return Date.now(); }"""
+})"""
 
 
 def scroll_in(page) -> float:
     """Scroll from the top to the bottom of the page: ms until every chart then on screen shows the newest
     figure."""
-    charts = page.frames[1:]
-    for frame in charts:
-        frame.evaluate(WATCH_DRAWN)
-    scrolled = page.evaluate(BOTTOM)
-    deadline = time.time() + 60
-    height = page.viewport_size["height"]
-    while time.time() < deadline:
-        time.sleep(0.05)
-        on_screen = []
-        for frame in charts:
-            box = frame.frame_element().bounding_box()
-            if box and box["y"] < height and box["y"] + box["height"] > 0:
-                on_screen.append(frame.evaluate("window.__drawnAt"))
-        if on_screen and None not in on_screen:
-            return max(on_screen) - scrolled
-    raise AssertionError("charts scrolled into view were not drawn within 60 s")
+    drawn = page.evaluate(BOTTOM_DRAWN)
+    if drawn is None:
+        raise AssertionError("charts scrolled into view were not drawn within 60 s")
+    return drawn
 
 
 def main(steps: int, token_counts: list[int]) -> None:

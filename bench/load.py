@@ -8,7 +8,8 @@ lecturer shared (the Walkthrough), types a sentence of its own, moves d_k and he
 on, opens Multi-head and the Real model page with each bundled model, and comes back. An action's latency is
 the time from sending it to the server's "script finished"; that is the server's cost, queueing included.
 `--browsers N` adds N real Chromium sessions beside them, each opening its own link, moving d_k with the
-keyboard, turning on the mask and opening the other pages, timed to the chart drawn (the end-to-end truth).
+keyboard, turning on the mask and opening the other pages, timed to the chart drawn (the end-to-end truth);
+before them, as many Chromium sessions at once on a trivial one-slider app, the yardstick for their times.
 
 Sessions come in waves: a wave opens N sessions at once (the class opening a shared link), each runs the
 story with a few seconds of reading between actions, and closes. After each wave the script reads the
@@ -43,6 +44,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 from tests.browser import free_port, start_server, wait_healthy  # noqa: E402
 
 # Names that no page shows unless a session typed them, one per session: a page showing another's name leaks.
@@ -419,6 +421,56 @@ def chromium_story(url: str, k: int, think: float, seed: int) -> list[Action]:
     return actions
 
 
+def chromium_yardstick(url: str, k: int, think: float) -> list[Action]:
+    """What one real browser waits for with a trivial one-slider, one-heatmap app (bench/bench_repaint.py's
+    yardstick): open it, and step its slider. The same machine and the same number of browsers at once as the
+    app's Chromium sessions, so that their times can be given as a ratio (machines differ by 2x or more)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser import CHROMIUM, CHROMIUM_FLAGS, wait_for_chart
+
+    actions = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        started = time.perf_counter()
+        page.goto(url)
+        wait_for_chart(page, "Q [5x4]", timeout=TIMEOUT)
+        actions.append(Action(k, "open (trivial app, Chromium)", time.perf_counter() - started, []))
+        slider = page.get_by_role("slider", name="d_k")
+        for d_k in (5, 6, 7):
+            time.sleep(think)
+            started = time.perf_counter()
+            slider.focus()
+            slider.press("ArrowRight")
+            wait_for_chart(page, f"Q [5x{d_k}]", timeout=TIMEOUT)
+            actions.append(Action(k, "slider step (trivial app, Chromium)", time.perf_counter() - started, []))
+        browser.close()
+    return actions
+
+
+def yardstick(browsers: int, think: float) -> None:
+    """`browsers` Chromium sessions at once on the trivial app, on a server of its own: see chromium_yardstick."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench_repaint import YARDSTICK
+
+    port = free_port()
+    process = start_server(port, str(YARDSTICK))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url)
+        with ThreadPoolExecutor(max_workers=browsers) as pool:
+            stories = [pool.submit(chromium_yardstick, url, k, think) for k in range(browsers)]
+            actions = [action for story in stories for action in story.result()]
+        print(f"yardstick: {browsers} Chromium at once on the trivial app ({YARDSTICK.name}):")
+        for name, group in by_name(actions).items():
+            print("    " + line(name, summary(group)))
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
 def with_browsers(url: str, browsers: int, think: float, first: int, protocol_wave):
     """Run `protocol_wave()` (a coroutine function) with `browsers` Chromium stories beside it, in threads."""
     from concurrent.futures import ThreadPoolExecutor
@@ -441,6 +493,8 @@ def main() -> None:
                         "many seconds into the first wave")  # fmt: skip
     args = parser.parse_args()
 
+    if args.browsers:
+        yardstick(args.browsers, args.think)
     print(f"machine: {os.cpu_count()} cores; {args.replicas} replica(s); reading time {args.think} s on average "
           f"(uniform {args.think / 2:.1f}-{args.think * 1.5:.1f} s); an action: send -> script finished")  # fmt: skip
     server = Server(args.replicas)

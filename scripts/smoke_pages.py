@@ -15,7 +15,7 @@ PAGES = ("pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "page
 
 def check(at, where: str) -> None:
     problems = [e.value for e in at.exception] + [e.value for e in at.error]
-    charts = len(at.get("component_instance"))  # every chart is a live_chart (ui/chart.py)
+    charts = len(at.get("bidi_component"))  # every chart is a live_chart (ui/chart.py)
     if problems or charts == 0:
         sys.exit(f"{where}: {charts} charts, problems: {problems}")
     print(f"{where}: {charts} charts, no errors")

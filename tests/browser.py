@@ -205,13 +205,19 @@ PAGE_SIZES = """() => {
   };
 }"""
 
-# Whether this frame is the chart whose figure (drawn or not yet: a chart far below the viewport waits)
-# has a map or a title starting with a prefix.
-HOLDS = """prefix => {
-  if (!window.__latest) return false;
-  const figure = JSON.parse(window.__latest);
-  return figure.data.some(t => t.name && t.name.startsWith(prefix)) ||
-         String(figure.layout.title?.text ?? '').startsWith(prefix);
+# Brings the chart whose figure (drawn or not yet: a chart far below the viewport waits) has a map or a title
+# starting with a prefix into view; false if the page has none.
+BRING = """prefix => {
+  for (const chart of document.querySelectorAll('.live-chart')) {
+    if (!chart.__latest) continue;
+    const figure = JSON.parse(chart.__latest);
+    if (figure.data.some(t => t.name && t.name.startsWith(prefix)) ||
+        String(figure.layout.title?.text ?? '').startsWith(prefix)) {
+      chart.scrollIntoView({block: 'center'});
+      return true;
+    }
+  }
+  return false;
 }"""
 
 
@@ -306,15 +312,10 @@ def sizes(page) -> dict:
             **page.evaluate(PAGE_SIZES)}  # fmt: skip
 
 
-def chart_frame(page, prefix):
-    """The frame of the chart holding a map or title that starts with `prefix` (None if there is none)."""
-    for frame in page.frames[1:]:
-        try:
-            if frame.evaluate(HOLDS, prefix):
-                return frame
-        except Exception:
-            continue
-    return None
+def chart_locator(page, prefix):
+    """The chart (ui/chart.py's live chart) holding a map or title that starts with `prefix`."""
+    wait_for_chart(page, prefix)
+    return page.locator(".live-chart").filter(has_text=prefix).first
 
 
 def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
@@ -323,26 +324,24 @@ def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
     deadline = time.time() + timeout
     state = None
     while time.time() < deadline:
-        state = page.evaluate(PLOT_STATE, prefix)  # a chart drawn in the page itself (st.plotly_chart)
+        state = page.evaluate(PLOT_STATE, prefix)
         if state and check(state):
             return state
-        frame = chart_frame(page, prefix)
-        if frame is not None:
-            try:
-                frame.frame_element().scroll_into_view_if_needed(timeout=2000)
-                state = frame.evaluate(PLOT_STATE, prefix)
-            except Exception:
-                state = None
-            if state and check(state):
-                return state
+        with contextlib.suppress(Exception):  # the page navigated meanwhile
+            page.evaluate(BRING, prefix)
         time.sleep(0.2)
     raise AssertionError(f"chart {prefix!r} never reached the expected state; last: {state}")
 
 
 def chart_z(page, prefix):
     """The numbers of the map titled `prefix`, as Plotly holds them (after waiting for it to be drawn)."""
-    wait_for_chart(page, prefix)
-    return chart_frame(page, prefix).evaluate(CHART_Z, prefix)
+    deadline = time.time() + 30
+    while True:  # a rerun may redraw the chart between the two looks: look again
+        wait_for_chart(page, prefix)
+        z = page.evaluate(CHART_Z, prefix)
+        if z is not None or time.time() > deadline:
+            return z
+        time.sleep(0.1)
 
 
 def settled(page, quiet: float = 1.0, timeout: float = 30) -> None:

@@ -24,7 +24,7 @@ DEFAULT_TEXT = DEFAULTS["text"]
 
 def charts(at):
     """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure."""
-    return [json.loads(json.loads(chart.proto.json_args)["spec"]) for chart in at.get("component_instance")]
+    return [json.loads(json.loads(chart.proto.json)["spec"]) for chart in at.get("bidi_component")]
 
 
 def chart_titled(at, prefix):

@@ -30,7 +30,7 @@ def open_page(text=None, **page_values):
 
 
 def payload_bytes(at) -> int:
-    return sum(len(chart.proto.json_args) for chart in at.get("component_instance"))
+    return sum(len(chart.proto.json) for chart in at.get("bidi_component"))
 
 
 def test_default_is_minilm_with_its_numbers_and_tokens(models):

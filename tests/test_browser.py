@@ -23,7 +23,7 @@ from tests.browser import (
     EXPORT_CONTRAST,
     OVERFLOW,
     across_frames,
-    chart_frame,
+    chart_locator,
     chart_z,
     clipped,
     no_traceback,
@@ -87,10 +87,18 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     sentence.press("Control+Enter")
     wait_for_chart(page, "attention weights", lambda s: s["ticks"] == AWKWARD_TOKENS)
 
+    # The chart is updated in place (ui/chart.py): the same element and plot take the new numbers.
+    q_charts = """marker => [...document.querySelectorAll('.live-chart')].filter(c => {
+        const figure = JSON.parse(c.__latest || 'null');
+        return figure && figure.data.some(t => (t.name || '').startsWith('Q = X·W_Q'));
+      }).map(c => { if (marker) c.__marked = true; return c.__marked === true; })"""
+    assert page.evaluate(q_charts, True) == [True]
     slider = page.get_by_role("slider", name="d_k (query/key width per head)")
     slider.focus()
     slider.press("ArrowRight")  # d_k 4 -> 5
     wait_for_chart(page, "Q = X·W_Q", lambda s: "[8x5]" in s["title"] + s["subtitle"])
+    assert page.evaluate(q_charts, False) == [True]
+    assert page.evaluate("() => document.querySelectorAll('script[src$=\"plotly.min.js\"]').length") == 1
 
     toggle(page, "causal mask").click()
     state = wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
@@ -159,10 +167,10 @@ def test_every_label_is_readable_on_screen_and_in_the_exported_image(server, bro
             ratio, label = worst_contrast(page, EXPORT_CONTRAST)
             assert ratio >= 4.5, f"exported image: {label} has contrast {ratio:.1f} ({scheme}, {path})"
             screenshot(page, f"{path.strip('/').split('?')[0] or 'walkthrough'}-{scheme}")
-        frame = chart_frame(page, "Random q, k")
+        chart = chart_locator(page, "Random q, k")
         with page.expect_download() as png:
-            frame.locator(".js-plotly-plot").first.hover()
-            frame.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
+            chart.hover()
+            chart.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
         assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     finally:
         context.close()

@@ -8,16 +8,17 @@ component ~210 ms (bench/README). The component keeps its identity by key (only 
 are part of it), so a rerun sends new numbers to the same Plotly chart, which updates with Plotly.react;
 and a chart more than a screen away from the viewport waits to be drawn until it comes near.
 
-The page is ui/chart_frontend/index.html. Streamlit serves a component from one folder, so the page is
-copied beside the plotly.js that the plotly package ships and Streamlit's own Source Sans font (both
-offline), into a folder made once per version of the three (in the temporary folder: the app's own
-folder may be read-only, as in the Docker image).
+The chart is ui/chart_frontend/chart.js, a components-v2 module that runs in the page itself (no frame of
+its own): every chart of a page shares one plotly.js, loaded and compiled once (in a frame per chart that was
+~150 ms of the page's main thread for each chart, and what five browsers on one machine waited for). The
+plotly.js that the plotly package ships (offline) is served by Streamlit from a folder declared as a v1
+component's, made once per version in the temporary folder (the app's own folder may be read-only, as in the
+Docker image).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,12 +27,12 @@ import plotly
 import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
+import streamlit.components.v2
 
 from ui.memo import remember
 
-PAGE = Path(__file__).with_name("chart_frontend") / "index.html"
+MODULE = Path(__file__).with_name("chart_frontend") / "chart.js"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-STREAMLIT_MEDIA = Path(st.__file__).parent / "static" / "static" / "media"
 PLOTLY_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
@@ -39,36 +40,36 @@ PLOTLY_CONFIG = {
 
 
 def _served_folder() -> Path:
-    """The component's folder: its page, plotly.js and the font; made once (atomically) per version."""
-    page = PAGE.read_bytes()
-    versions = f"{plotly.__version__} {st.__version__}".encode()
-    folder = (
-        Path(tempfile.gettempdir())
-        / f"attention-explorer-chart-{hashlib.blake2b(page + versions, digest_size=6).hexdigest()}"
-    )
-    if (folder / "index.html").exists():
+    """The folder Streamlit serves the chart's module and plotly.js from; made once (atomically) per version."""
+    module = MODULE.read_bytes()
+    version = hashlib.blake2b(module + plotly.__version__.encode(), digest_size=6).hexdigest()
+    folder = Path(tempfile.gettempdir()) / f"attention-explorer-chart-{version}"
+    if (folder / "chart.js").exists():
         return folder
-    fonts = sorted(STREAMLIT_MEDIA.glob("SourceSansVF-Upright*.woff2"))
-    if not fonts or not PLOTLY_JS.exists():
-        raise RuntimeError(
-            f"the chart needs plotly.min.js ({PLOTLY_JS}) and Streamlit's Source Sans ({STREAMLIT_MEDIA})"
-        )
+    if not PLOTLY_JS.exists():
+        raise RuntimeError(f"the chart needs plotly.min.js ({PLOTLY_JS})")
     scratch = Path(tempfile.mkdtemp(prefix=".attention-explorer-chart-", dir=tempfile.gettempdir()))
     try:
         shutil.copyfile(PLOTLY_JS, scratch / "plotly.min.js")
-        shutil.copyfile(fonts[0], scratch / "SourceSans.woff2")
-        (scratch / "index.html").write_bytes(page)
+        (scratch / "chart.js").write_bytes(module)
         scratch.chmod(0o755)  # mkdtemp makes it private; whoever runs the server reads it
         scratch.rename(folder)
     except OSError:
-        if not (folder / "index.html").exists():  # not another process that made it first
+        if not (folder / "chart.js").exists():  # not another process that made it first
             raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return folder
 
 
-_live_chart = components.declare_component("live_chart", path=str(_served_folder()))
+# Never mounted: declared so that Streamlit serves the folder, at an address relative to every page's.
+_files = components.declare_component("chart_files", path=str(_served_folder()))
+FILES = f"component/{_files.name}"
+# Streamlit sends a v2 component's code with every chart on every rerun: here only a loader of chart.js
+# (~200 bytes; the browser fetches and compiles the module once per page).
+LOADER = f"""export default async component =>
+  (await import(new URL("{FILES}/chart.js", document.baseURI))).default(component);"""
+_live_chart = st.components.v2.component("live_chart", js=LOADER, isolate_styles=False)
 
 
 def show_figure(figure, key: str, filename: str | None = None) -> None:
@@ -77,4 +78,4 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png}
     spec = remember(figure, "json", lambda: plotly.io.to_json(figure, validate=False))  # once per figure
-    _live_chart(spec=spec, config=json.dumps(config), key=key, default=None)
+    _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js"}, key=key, height="content")

@@ -13,6 +13,7 @@ Run: .venv/bin/python bench/bench_repaint.py [--steps 10] [--tokens 5 16 128]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
 import statistics
 import subprocess
@@ -23,7 +24,7 @@ from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, start_server, wait_for_chart, wait_healthy  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, wait_for_chart  # noqa: E402
 
 # The yardstick: ../shared/yardstick/trivial_app.py where the workspace has it, else the copy beside this file.
 SHARED = ROOT.parent / "shared" / "yardstick" / "trivial_app.py"
@@ -122,54 +123,52 @@ def scroll_in(page) -> float:
     return drawn
 
 
-def main(steps: int, token_counts: list[int]) -> None:
+@contextlib.contextmanager
+def beside_the_yardstick():
+    """The trivial app and this app, each on its own server, in two tabs of one Chromium (1400x1000), the trivial
+    app's chart drawn; yields (trivial tab, app tab, the app's address)."""
     from playwright.sync_api import sync_playwright
 
-    servers, urls = [], {}
-    for name, script in (("trivial", str(YARDSTICK)), ("app", "app.py")):
-        port = free_port()
-        servers.append(start_server(port, script))
-        urls[name] = f"http://127.0.0.1:{port}"
-    try:
-        for url in urls.values():
-            wait_healthy(url)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            trivial = browser.new_page(viewport={"width": 1400, "height": 1000})
-            app = browser.new_page(viewport={"width": 1400, "height": 1000})
-            trivial.goto(urls["trivial"])
-            wait_for_chart(trivial, "Q [5x")
-            cores = subprocess.check_output(["nproc"]).decode().strip()
-            print(f"machine: {platform.machine()}, {cores} cores; Chromium and both servers on it; {steps} steps each,"
-                  f" interleaved; yardstick {YARDSTICK.name}")  # fmt: skip
-            for n in token_counts:
-                text = "The next day is bright" if n == 5 else " ".join(f"w{i}" for i in range(n))
-                app.goto(f"{urls['app']}/?text={quote(text)}")
-                wait_for_chart(app, "attention weights", timeout=180)
-                app.evaluate(TOP)  # back to the top: the first stages are what a reader sees after the change
-                step(app, "d_k (query/key width per head)", lambda d: f"[8x{d}]")  # warm both once
-                step(trivial, "d_k", lambda d: f"[5x{d}]")
-                base_first, first, last, below = [], [], [], []
-                for _ in range(steps):
-                    base_first.append(step(trivial, "d_k", lambda d: f"[5x{d}]")[0])
-                    f, s = step(app, "d_k (query/key width per head)", lambda d: f"[8x{d}]")  # W_Q [8 x d_k]
-                    first.append(f)
-                    last.append(s)
-                    below.append(scroll_in(app))  # then the charts below the fold, scrolled to
-                    app.evaluate(TOP)
-                    time.sleep(0.3)
-                yard = statistics.median(base_first)
-                first, last, below = (statistics.median(times) for times in (first, last, below))
-                print(
-                    f"{n:>4} tokens: trivial app {yard:4.0f} ms | walkthrough: first changed chart {first:4.0f} ms ="
-                    f" {first / yard:3.1f}x (target 2x), settled {last:4.0f} ms = {last / yard:3.1f}x (target 4x);"
-                    f" then scrolled to the bottom, its charts drawn in {below:4.0f} ms"
-                )  # fmt: skip
+    with running_app(str(YARDSTICK)) as trivial_url, running_app("app.py") as app_url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        trivial = browser.new_page(viewport={"width": 1400, "height": 1000})
+        app = browser.new_page(viewport={"width": 1400, "height": 1000})
+        trivial.goto(trivial_url)
+        wait_for_chart(trivial, "Q [5x")
+        try:
+            yield trivial, app, app_url
+        finally:
             browser.close()
-    finally:
-        for server in servers:
-            server.terminate()
-            server.wait(timeout=20)
+
+
+def main(steps: int, token_counts: list[int]) -> None:
+    with beside_the_yardstick() as (trivial, app, url):
+        cores = subprocess.check_output(["nproc"]).decode().strip()
+        print(f"machine: {platform.machine()}, {cores} cores; Chromium and both servers on it; {steps} steps each,"
+              f" interleaved; yardstick {YARDSTICK.name}")  # fmt: skip
+        for n in token_counts:
+            text = "The next day is bright" if n == 5 else " ".join(f"w{i}" for i in range(n))
+            app.goto(f"{url}/?text={quote(text)}")
+            wait_for_chart(app, "attention weights", timeout=180)
+            app.evaluate(TOP)  # back to the top: the first stages are what a reader sees after the change
+            step(app, "d_k (query/key width per head)", lambda d: f"[8x{d}]")  # warm both once
+            step(trivial, "d_k", lambda d: f"[5x{d}]")
+            base_first, first, last, below = [], [], [], []
+            for _ in range(steps):
+                base_first.append(step(trivial, "d_k", lambda d: f"[5x{d}]")[0])
+                f, s = step(app, "d_k (query/key width per head)", lambda d: f"[8x{d}]")  # W_Q [8 x d_k]
+                first.append(f)
+                last.append(s)
+                below.append(scroll_in(app))  # then the charts below the fold, scrolled to
+                app.evaluate(TOP)
+                time.sleep(0.3)
+            yard = statistics.median(base_first)
+            first, last, below = (statistics.median(times) for times in (first, last, below))
+            print(
+                f"{n:>4} tokens: trivial app {yard:4.0f} ms | walkthrough: first changed chart {first:4.0f} ms ="
+                f" {first / yard:3.1f}x (target 2x), settled {last:4.0f} ms = {last / yard:3.1f}x (target 4x);"
+                f" then scrolled to the bottom, its charts drawn in {below:4.0f} ms"
+            )  # fmt: skip
 
 
 if __name__ == "__main__":

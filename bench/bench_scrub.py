@@ -23,9 +23,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_repaint import TOP, YARDSTICK, step, timed  # noqa: E402
+from bench_repaint import TOP, YARDSTICK, beside_the_yardstick, step, timed  # noqa: E402
 
-from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, start_server, wait_for_chart, wait_healthy  # noqa: E402
+from tests.browser import wait_for_chart  # noqa: E402
 
 TEXT = "Bob will eat salad"
 TRAINED = 400  # the default run's last step; checkpoints every 10 steps
@@ -38,62 +38,42 @@ def scrub(page, focus, target: int) -> tuple[float, float]:
 
 
 def main(steps: int) -> None:
-    from playwright.sync_api import sync_playwright
+    with beside_the_yardstick() as (trivial, app, url):
+        app.goto(f"{url}/training?text={quote(TEXT)}")
+        wait_for_chart(app, "mean attention weights at step 0", timeout=60)
+        app.get_by_role("button", name="▶ Train").click()
+        app.get_by_text(f"Trained: {TRAINED} steps").wait_for(timeout=120_000)
+        wait_for_chart(app, f"mean attention weights at step {TRAINED}", timeout=60)
+        cores = subprocess.check_output(["nproc"]).decode().strip()
+        print(f"machine: {platform.machine()}, {cores} cores; Chromium and both servers on it; {steps} steps per"
+              f" pass, interleaved with the trivial app; yardstick {YARDSTICK.name}")  # fmt: skip
 
-    servers, urls = [], {}
-    for name, script in (("trivial", str(YARDSTICK)), ("app", "app.py")):
-        port = free_port()
-        servers.append(start_server(port, script))
-        urls[name] = f"http://127.0.0.1:{port}"
-    try:
-        for url in urls.values():
-            wait_healthy(url)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            trivial = browser.new_page(viewport={"width": 1400, "height": 1000})
-            app = browser.new_page(viewport={"width": 1400, "height": 1000})
-            trivial.goto(urls["trivial"])
-            wait_for_chart(trivial, "Q [5x")
-            app.goto(f"{urls['app']}/training?text={quote(TEXT)}")
-            wait_for_chart(app, "mean attention weights at step 0", timeout=60)
-            app.get_by_role("button", name="▶ Train").click()
-            app.get_by_text(f"Trained: {TRAINED} steps").wait_for(timeout=120_000)
+        def slider():
+            app.locator("input[aria-label='training step']").focus()
+
+        def presentation():
+            app.get_by_role("button", name="← earlier").focus()
+
+        slider_url = f"{url}/training?t_step={TRAINED}&text={quote(TEXT)}"
+        passes = (  # the server caches each step's numbers for every session: only the first pass computes
+            ("slider, arrow keys", "computed", slider_url, slider),
+            ("slider, arrow keys", "cached", slider_url, slider),
+            ("presentation, ← key", "cached", slider_url + "&present=true", presentation),
+        )
+        for name, visit, address, focus in passes:
+            app.goto(address)
             wait_for_chart(app, f"mean attention weights at step {TRAINED}", timeout=60)
-            cores = subprocess.check_output(["nproc"]).decode().strip()
-            print(f"machine: {platform.machine()}, {cores} cores; Chromium and both servers on it; {steps} steps per"
-                  f" pass, interleaved with the trivial app; yardstick {YARDSTICK.name}")  # fmt: skip
-
-            def slider():
-                app.locator("input[aria-label='training step']").focus()
-
-            def presentation():
-                app.get_by_role("button", name="← earlier").focus()
-
-            slider_url = f"{urls['app']}/training?t_step={TRAINED}&text={quote(TEXT)}"
-            passes = (  # the server caches each step's numbers for every session: only the first pass computes
-                ("slider, arrow keys", "computed", slider_url, slider),
-                ("slider, arrow keys", "cached", slider_url, slider),
-                ("presentation, ← key", "cached", slider_url + "&present=true", presentation),
-            )
-            for name, visit, url, focus in passes:
-                app.goto(url)
-                wait_for_chart(app, f"mean attention weights at step {TRAINED}", timeout=60)
-                app.evaluate(TOP)
-                yard, first, last = [], [], []
-                for target in range(TRAINED - 10, TRAINED - 10 * (steps + 1), -10):
-                    yard.append(step(trivial, "d_k", lambda d: f"[5x{d}]")[0])
-                    f, s = scrub(app, focus, target)
-                    first.append(f)
-                    last.append(s)
-                y, f, s = statistics.median(yard), statistics.median(first), statistics.median(last)
-                print(f"{name:20} {visit:8}: trivial app {y:4.0f} ms | first changed chart {f:4.0f} ms ="
-                      f" {f / y:3.1f}x, settled {s:4.0f} ms = {s / y:3.1f}x (target 300 ms);"
-                      f" worst first {max(first):4.0f} ms")  # fmt: skip
-            browser.close()
-    finally:
-        for server in servers:
-            server.terminate()
-            server.wait(timeout=20)
+            app.evaluate(TOP)
+            yard, first, last = [], [], []
+            for target in range(TRAINED - 10, TRAINED - 10 * (steps + 1), -10):
+                yard.append(step(trivial, "d_k", lambda d: f"[5x{d}]")[0])
+                f, s = scrub(app, focus, target)
+                first.append(f)
+                last.append(s)
+            y, f, s = statistics.median(yard), statistics.median(first), statistics.median(last)
+            print(f"{name:20} {visit:8}: trivial app {y:4.0f} ms | first changed chart {f:4.0f} ms ="
+                  f" {f / y:3.1f}x, settled {s:4.0f} ms = {s / y:3.1f}x (target 300 ms);"
+                  f" worst first {max(first):4.0f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

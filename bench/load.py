@@ -455,20 +455,14 @@ def yardstick(browsers: int, think: float) -> None:
 
     from bench_repaint import YARDSTICK
 
-    port = free_port()
-    process = start_server(port, str(YARDSTICK))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url)
-        with ThreadPoolExecutor(max_workers=browsers) as pool:
-            stories = [pool.submit(chromium_yardstick, url, k, think) for k in range(browsers)]
-            actions = [action for story in stories for action in story.result()]
-        print(f"yardstick: {browsers} Chromium at once on the trivial app ({YARDSTICK.name}):")
-        for name, group in by_name(actions).items():
-            print("    " + line(name, summary(group)))
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    from tests.browser import running_app
+
+    with running_app(str(YARDSTICK)) as url, ThreadPoolExecutor(max_workers=browsers) as pool:
+        stories = [pool.submit(chromium_yardstick, url, k, think) for k in range(browsers)]
+        actions = [action for story in stories for action in story.result()]
+    print(f"yardstick: {browsers} Chromium at once on the trivial app ({YARDSTICK.name}):")
+    for name, group in by_name(actions).items():
+        print("    " + line(name, summary(group)))
 
 
 def with_browsers(url: str, browsers: int, think: float, first: int, protocol_wave):

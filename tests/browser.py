@@ -140,8 +140,7 @@ CONTRAST = (
   """
     + LUMINANCE
     + """
-  // A chart is a frame of its own (ui/chart.py): the page behind it is its parent's.
-  const app = window.parent.document.querySelector('.stApp') || document.querySelector('.stApp');
+  const app = document.querySelector('.stApp');
   const back = luminance(getComputedStyle(app).backgroundColor);
   let worst = [Infinity, ''];
   const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
@@ -186,7 +185,7 @@ OVERFLOW = """() => {
   return pane.scrollHeight - pane.clientHeight;
 }"""
 
-# Sizes (px) of what a projector needs large, in a chart's frame: tick labels, titles, hover boxes.
+# Sizes (px) of what a projector needs large, in every chart: tick labels, titles, hover boxes.
 CHART_SIZES = """() => {
   const px = el => parseFloat(getComputedStyle(el).fontSize);
   const ticks = [...document.querySelectorAll('.js-plotly-plot g[class$="tick"] > text')].map(px);
@@ -282,7 +281,8 @@ def offline(asked: list[str]) -> list[str]:
 
 
 def across_frames(page, script: str, arg=None) -> list:
-    """What `script` returns in every frame of the page (each chart is a frame: see ui/chart.py)."""
+    """What `script` returns in every frame of the page: the page itself, where the charts are (ui/chart.py), and
+    any frame a page embeds (whatever runs there is checked too)."""
     results = []
     for frame in page.frames:
         try:

@@ -362,8 +362,9 @@ def by_name(actions: list[Action]) -> dict[str, list[Action]]:
     return kinds
 
 
-def per_page(url: str, repeats: int = 10) -> dict[str, float]:
-    """One session alone: median seconds of a rerun of each page (a seed step on the sidebar)."""
+def per_page(url: str, repeats: int = 10) -> dict[str, tuple[float, float]]:
+    """One session alone, per page: median seconds of a rerun that changes no number (a seed step between two
+    seeds already computed) and of one with a sentence no one typed before (a new trace: every figure built)."""
 
     async def measure():
         session = Session(url, 0)
@@ -371,12 +372,16 @@ def per_page(url: str, repeats: int = 10) -> dict[str, float]:
         medians = {}
         for path, title in PAGE_TITLES.items():
             await session.goto(path)
-            times = []
+            same, new = [], []
             for r in range(repeats):
                 action = await session.set("seed", r % 2)
                 assert not action.problems, action.problems
-                times.append(action.seconds)
-            medians[title] = statistics.median(times[2:])  # both seeds cached from the third on
+                same.append(action.seconds)
+            for r in range(repeats):
+                action = await session.set("text", f"{sentence(0)} {title.split()[0]} again, {r} times")
+                assert not action.problems, action.problems
+                new.append(action.seconds)
+            medians[title] = statistics.median(same[2:]), statistics.median(new)  # both seeds cached from the third
         await session.close()
         return medians
 
@@ -498,8 +503,9 @@ def main() -> None:
             raise RuntimeError(f"the warm-up sessions failed: {warm['problems']}")
         print(f"server RSS, warm: {rss_mb(server.pids):.0f} MB")
         if args.per_page:
-            for title, seconds in per_page(server.url).items():
-                print(f"  one rerun of {title}, alone: median {seconds * 1000:.0f} ms")
+            for title, (same, new) in per_page(server.url).items():
+                print(f"  one rerun of {title}, alone: median {same * 1000:.0f} ms, "
+                      f"with a new sentence {new * 1000:.0f} ms")  # fmt: skip
         held, killed = 0, False
         for n in (int(s) for s in args.sessions.split(",") if s):
             print(f"{n} protocol sessions" + (f" + {args.browsers} Chromium" if args.browsers else "")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 from figures.heatmap import Panel, heatmaps
-from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, shorten
+from figures.style import DEFAULT_STYLE, Figure, Matrix, Style, as_numpy, shorten
 
 TERMS_DRAWN = 24  # the largest weights drawn as rows; the sum below them is over every key
 
@@ -47,6 +46,6 @@ def context_sum_part(trace, head: int, query: int, style: Style = DEFAULT_STYLE)
     return panel, Matrix("weighted_sum", terms, rows, [f"d{style.index(j)}" for j in range(terms.shape[1])])
 
 
-def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+def context_sum_figure(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> Figure:
     """The weighted sum of one query token as a figure of its own."""
     return heatmaps([context_sum_part(trace, head, query, style)[0]], style)

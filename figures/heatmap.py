@@ -22,7 +22,6 @@ import math
 import re
 
 import numpy as np
-import plotly.graph_objects as go
 
 from figures.style import (
     DEFAULT_STYLE,
@@ -33,6 +32,7 @@ from figures.style import (
     MASKED_GREY,
     SEQUENTIAL,
     TITLE_PAD,
+    Figure,
     Style,
     escape,
     figure,
@@ -482,7 +482,7 @@ def _side_by_side(panels: list[Panel], style: Style) -> list[_Laid] | None:
     return None if narrow and n > 1 else laid
 
 
-def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> go.Figure:
+def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> Figure:
     """One figure of several maps: side by side, each a share of style.width, or stacked one above the other.
 
     A stage's matrices (W_Q, W_K and W_V; Q, K and V; ...) are one figure: Streamlit mounts and draws every
@@ -560,7 +560,7 @@ def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool
     return figure(traces, layout)
 
 
-def heatmap(matrix, *, title: str, style: Style = DEFAULT_STYLE, **options) -> go.Figure:
+def heatmap(matrix, *, title: str, style: Style = DEFAULT_STYLE, **options) -> Figure:
     """A labelled heatmap of one 2-D array (rows top to bottom, like the matrix on paper): a one-panel
     heatmaps() figure; `options` are Panel's."""
     return heatmaps([Panel(matrix, title, **options)], style)

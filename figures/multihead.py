@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 
 from figures.heatmap import _hover, axis_ticks, block_ranges, heatmap_traces, pool, tick_widths
 from figures.stages import BY_KEY
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, figure, title_height
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, title_height
 
 GRID_PANEL_PIXELS = 240  # the height of one head's map
 GRID_COLUMNS = 4
@@ -17,7 +16,7 @@ GAP_X, GAP_Y = 0.04, 70  # between panels: a share of the width; pixels (room fo
 COLORBAR_ROOM = 70  # pixels right of the panels for the shared colour bar and its numbers
 
 
-def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, style: Style = DEFAULT_STYLE) -> go.Figure:
+def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, style: Style = DEFAULT_STYLE) -> Figure:
     """One stage's [h, n, n] map (STAGES' `grid` field) for every head, as small multiples. The queries
     label the first column, the keys the bottom panel of each column (every k-th token where they would
     overlap); every hover names both tokens. With one colour scale, one colour bar speaks for every head;
@@ -121,7 +120,7 @@ def _fit_range(z: np.ndarray, diverging: bool) -> tuple[float, float]:
     return (-bound, bound) if diverging else (0.0, max(bound, 1e-12))
 
 
-def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> go.Figure:
+def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> Figure:
     """Mean peakiness per head: which heads focus, which spread out."""
     summary = trace.head_summary()
     heads = [f"head {s['head'] + 1}" for s in summary]
@@ -140,7 +139,7 @@ def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> go.Figure:
     entropy = [s["mean_normalized_entropy"] for s in summary]
     top = [s["mean_max_weight"] for s in summary]
     bars = [
-        go.Bar(name="mean normalized entropy (low = focused)", x=heads, y=entropy),
-        go.Bar(name="mean max weight (high = focused)", x=heads, y=top),
+        dict(type="bar", name="mean normalized entropy (low = focused)", x=heads, y=entropy),
+        dict(type="bar", name="mean max weight (high = focused)", x=heads, y=top),
     ]
     return figure(bars, layout)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 
 from figures.heatmap import heatmap, pool
-from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Style, figure, title_height
+from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Figure, Style, figure, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
 MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
@@ -34,7 +33,7 @@ def layer_labels(model_trace) -> list[str]:
     return [f"layer {index + 1}" for index in range(len(model_trace.layers))]
 
 
-def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> go.Figure:
+def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> Figure:
     """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head. The numbers are
     written in the cells where they fit (they do for 30 layers x 9 heads across the page)."""
     values = model_trace.mean_normalized_entropy().detach().cpu().double().numpy()
@@ -70,7 +69,7 @@ def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
     return mosaic, t
 
 
-def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB) -> go.Figure:
+def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB) -> Figure:
     """Small attention maps of every layer x head, in one heatmap (see thumbnail_mosaic)."""
     mosaic, t = thumbnail_mosaic(model_trace, size)
     n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
@@ -96,7 +95,8 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
         xaxis={**axis, "tickvals": centres_x, "ticktext": head_labels(model_trace), "side": "top"},
     )
     layout["font"] = {**layout["font"], "size": style.font_size - 2}
-    heat = go.Heatmap(
+    heat = dict(
+        type="heatmap",
         z=mosaic,
         colorscale=SEQUENTIAL,
         zmin=0.0,

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 from figures.heatmap import axis_ticks, fit_title, tick_widths
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, as_numpy, figure, label_width, title_height
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, label_width, title_height
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
 PANEL_GAP = 0.06  # of the width, between the three panels
 
 
-def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     """Per query token: normalized entropy, max weight and effective number of tokens, as three bar panels
     sharing the token axis. Title, note and panel titles each get their own line of the top margin."""
     y = list(range(trace.n_tokens))
@@ -44,13 +43,14 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> go.Figur
         axis = "x" if index == 0 else f"x{index + 1}"
         start = index * (width + PANEL_GAP)
         traces.append(
-            go.Bar(
+            dict(
+                type="bar",
                 x=values.astype(np.float32),
                 y=y,
                 xaxis=axis,
                 orientation="h",
                 name=name,
-                marker_color="#3b6ea8",
+                marker={"color": "#3b6ea8"},
                 texttemplate="%{x:.2f}" if len(y) <= 24 else None,
                 textfont={"size": max(11, font - 4)},
                 textposition="outside",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import plotly.graph_objects as go
 
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Style, escape, figure
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure
 
 LINE_COLOURS = {"unscaled": "#c0392b", "scaled": "#2e6fb0", "theory": "#6b6b6b"}
 
@@ -51,15 +50,16 @@ def _layout(style: Style, title: str, xaxis: dict, yaxis: dict, height: int = 48
     )
 
 
-def variance_figure(d_ks, var_unscaled, var_scaled, title: str, style: Style = DEFAULT_STYLE) -> go.Figure:
+def variance_figure(d_ks, var_unscaled, var_scaled, title: str, style: Style = DEFAULT_STYLE) -> Figure:
     """Var(q·k) and Var(q·k/√d_k) against d_k, log-log, with the theory line Var = d_k."""
     d = list(d_ks)
     traces = [
-        go.Scatter(x=d, y=list(var_unscaled), mode="lines+markers", name="Var(q·k), unscaled",
-                   line={"color": LINE_COLOURS["unscaled"]}),
-        go.Scatter(x=d, y=list(var_scaled), mode="lines+markers", name="Var(q·k / √d_k), scaled",
-                   line={"color": LINE_COLOURS["scaled"]}),
-        go.Scatter(x=d, y=d, mode="lines", name="d_k (theory)", line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
+        dict(type="scatter", x=d, y=list(var_unscaled), mode="lines+markers", name="Var(q·k), unscaled",
+             line={"color": LINE_COLOURS["unscaled"]}),
+        dict(type="scatter", x=d, y=list(var_scaled), mode="lines+markers", name="Var(q·k / √d_k), scaled",
+             line={"color": LINE_COLOURS["scaled"]}),
+        dict(type="scatter", x=d, y=d, mode="lines", name="d_k (theory)",
+             line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
     ]  # fmt: skip
     layout = _layout(style, title, _d_k_axis(d), _log_axis([*var_unscaled, *var_scaled, *d], "variance"))
     return figure(traces, layout)
@@ -67,27 +67,27 @@ def variance_figure(d_ks, var_unscaled, var_scaled, title: str, style: Style = D
 
 def peaks_figure(
     d_ks, unscaled, scaled, title: str, style: Style = DEFAULT_STYLE, entropy=None, over: str = "rows"
-) -> go.Figure:
+) -> Figure:
     """The mean largest softmax weight of a row against d_k, scaled and not (and, if given, the mean
     normalized entropy as dashed lines)."""
     d = list(d_ks)
     traces = [
-        go.Scatter(x=d, y=list(unscaled), mode="lines+markers", name="max weight, unscaled",
-                   line={"color": LINE_COLOURS["unscaled"]}),
-        go.Scatter(x=d, y=list(scaled), mode="lines+markers", name="max weight, scaled",
-                   line={"color": LINE_COLOURS["scaled"]}),
+        dict(type="scatter", x=d, y=list(unscaled), mode="lines+markers", name="max weight, unscaled",
+             line={"color": LINE_COLOURS["unscaled"]}),
+        dict(type="scatter", x=d, y=list(scaled), mode="lines+markers", name="max weight, scaled",
+             line={"color": LINE_COLOURS["scaled"]}),
     ]  # fmt: skip
     if entropy is not None:
         for values, name, colour in ((entropy[0], "unscaled", "unscaled"), (entropy[1], "scaled", "scaled")):
             traces.append(
-                go.Scatter(x=d, y=list(values), mode="lines", name=f"normalized entropy, {name}",
-                           line={"dash": "dash", "color": LINE_COLOURS[colour]})
+                dict(type="scatter", x=d, y=list(values), mode="lines", name=f"normalized entropy, {name}",
+                                   line={"dash": "dash", "color": LINE_COLOURS[colour]})
             )  # fmt: skip
     layout = _layout(style, title, _d_k_axis(d), {"range": [0, 1.05], "title": {"text": f"mean over {over}"}})
     return figure(traces, layout)
 
 
-def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go.Figure]:
+def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[Figure, Figure]:
     """The random-vector experiment (scaling_experiment): variance and peakiness against d_k."""
     variance = variance_figure(
         result.d_ks, result.var_unscaled, result.var_scaled, "Random q, k: the variance of q·k against d_k", style
@@ -103,7 +103,7 @@ def scaling_figures(result, style: Style = DEFAULT_STYLE) -> tuple[go.Figure, go
     return variance, peaks
 
 
-def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DEFAULT_STYLE) -> Figure:
     """One query row's weights with and without ÷√d_k, as grouped bars over the keys."""
     x = list(range(len(tokens)))
     labels = [escape(t) for t in tokens]
@@ -115,10 +115,10 @@ def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DE
     }
     return figure(
         [
-            go.Bar(name=f"scaled (÷√{d_k})", x=x, y=np.asarray(scaled, dtype=np.float32),
-                   marker_color=LINE_COLOURS["scaled"]),
-            go.Bar(name="not scaled", x=x, y=np.asarray(unscaled, dtype=np.float32),
-                   marker_color=LINE_COLOURS["unscaled"]),
+            dict(type="bar", name=f"scaled (÷√{d_k})", x=x, y=np.asarray(scaled, dtype=np.float32),
+                   marker={"color": LINE_COLOURS["scaled"]}),
+            dict(type="bar", name="not scaled", x=x, y=np.asarray(unscaled, dtype=np.float32),
+                   marker={"color": LINE_COLOURS["unscaled"]}),
         ],
         layout=layout,
     )  # fmt: skip

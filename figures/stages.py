@@ -17,14 +17,23 @@ import dataclasses
 from collections.abc import Callable
 
 import numpy as np
-import plotly.graph_objects as go
 
 from attention_core.scaling import score_variances
 from figures.context import context_sum_part, weighted_sum_text
 from figures.glossary import link
 from figures.heatmap import Panel, heatmaps
 from figures.peakiness import peakiness_figure
-from figures.style import DEFAULT_STYLE, Matrix, Style, as_numpy, escape, markdown_literal, shape_text, subscript
+from figures.style import (
+    DEFAULT_STYLE,
+    Figure,
+    Matrix,
+    Style,
+    as_numpy,
+    escape,
+    markdown_literal,
+    shape_text,
+    subscript,
+)
 
 CAPTURED_NOTE = (
     "Captured from the model's own forward pass: its learned projections (with their biases, "
@@ -36,7 +45,7 @@ CAPTURED_NOTE = (
 class Built:
     """What a stage builder makes for one head."""
 
-    figures: list[go.Figure]
+    figures: list[Figure]
     matrices: list[Matrix]
     notes: list[str] = dataclasses.field(default_factory=list)
     idea: str | None = None  # replaces the stage's idea where it would not be true (e.g. no projections)
@@ -64,7 +73,7 @@ class StageView:
     heading: str
     latex: str
     explanation: str
-    figures: list[go.Figure]
+    figures: list[Figure]
     matrices: list[Matrix]
     code: str = ""
 
@@ -118,7 +127,7 @@ def _matrix_panel(values, name, title, style, row_name, col_name, subtitle="") -
     return panel, Matrix(name, values, _dims(rows, style), _dims(cols, style))
 
 
-def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[go.Figure], list[Matrix]]:
+def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[Figure], list[Matrix]]:
     """A stage's panels as ONE figure (side by side where the style says so, else stacked), and its exports."""
     panels, matrices = zip(*parts, strict=True)
     return [heatmaps(list(panels), style, stacked=not style.side_by_side)], list(matrices)

@@ -7,8 +7,10 @@ no caller patches a figure afterwards.
 
 from __future__ import annotations
 
+import base64
 import csv
 import dataclasses
+import functools
 import html
 import io
 import re
@@ -17,6 +19,8 @@ import unicodedata
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io
+from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
 
 PAGE_PIXELS = 900  # about how wide a chart is drawn across the page (wide layout, 1400-px window, sidebar open)
 FULL_PAGE_PIXELS = 1340  # the same without the sidebar (presentation mode)
@@ -37,12 +41,78 @@ LABEL_CHARS_MAX = 16  # a longer token is cut to this many characters on an axis
 NO_TEMPLATE = go.layout.Template()
 
 
-def figure(data, layout: dict) -> go.Figure:
+class Figure:
+    """A figure as the plain dicts its builder made (`traces`, `parts`): what the app draws is written to
+    JSON from these directly (to_json), without Plotly's object layer. Building a go.Figure and writing it
+    out through it was a third of a rerun with new numbers (README "A whole class at once"), paid by every
+    session on every slider step. The Plotly object is made on first use (`.plotly`: the HTML export, the
+    tests) and every other attribute is read from it, so `figure.data[0].z` and `figure.layout.height` work
+    as on a go.Figure. Nothing changes a figure once built (module docstring)."""
+
+    def __init__(self, data, layout: dict):
+        # A trace may come as a Plotly object (go.Bar(...)): kept as its plain dict.
+        self.traces = [trace if isinstance(trace, dict) else trace.to_plotly_json() for trace in data]
+        self.parts = layout
+
+    @functools.cached_property
+    def plotly(self) -> Figure:
+        return go.Figure(data=self.traces, layout=self.parts, _validate=False)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name in ("traces", "parts"):  # not there yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.plotly, name)
+
+    @property
+    def height(self) -> int:
+        return self.parts["height"]
+
+    def to_json(self) -> str:
+        """The JSON plotly.io.to_json would write for the same figure (tests/test_figures.py checks every
+        figure the app builds): numpy arrays as plotly.js typed arrays, NaN as null."""
+        return plotly.io.json.to_json_plotly({"data": _typed(self.traces), "layout": _typed(self.parts)})
+
+
+def _typed(value, key: str = ""):
+    """A copy of a figure's plain value with each numpy array as a plotly.js typed array, as Plotly's
+    to_dict makes them (_plotly_utils.utils.convert_to_base64: the same keys skipped, the same encoding);
+    a property set to None is left out, as Plotly leaves it out."""
+    if isinstance(value, dict):
+        return {k: _typed(v, k) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_typed(v) for v in value]
+    if isinstance(value, np.ndarray) and value.size and not is_skipped_key(key):
+        return _typed_array(value)
+    if hasattr(value, "to_plotly_json"):  # a Plotly object (the empty template)
+        return _typed(value.to_plotly_json(), key)
+    return value
+
+
+def _typed_array(array: np.ndarray):
+    """Plotly's to_typed_array_spec without its copy through narwhals (a tenth of a rerun): the bytes as
+    they lie in memory, named by plotly.js's type code; 64-bit integers narrowed to the smallest type that
+    holds them, as Plotly does. An array of another kind (text) stays a list."""
+    if array.dtype in (np.int64, np.uint64):
+        narrower = (np.int8, np.int16, np.int32) if array.dtype == np.int64 else (np.uint8, np.uint16, np.uint32)
+        fits = [t for t in narrower if np.iinfo(t).min <= array.min() and array.max() <= np.iinfo(t).max]
+        if not fits:
+            return array
+        array = array.astype(fits[0])
+    code = plotlyjsShortTypes.get(str(array.dtype))
+    if code is None:
+        return array
+    spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(array)).decode("ascii")}
+    if array.ndim > 1:
+        spec["shape"] = str(array.shape)[1:-1]
+    return spec
+
+
+def figure(data, layout: dict) -> Figure:
     """Every figure of the app is made here, from plain dicts, without Plotly's property-by-property
-    validation: that was a third of a Walkthrough rerun on the server (bench/load.py --per-page, README),
-    paid by every session on every slider step. tests/test_figures.py validates every figure the app
-    builds instead (Plotly raises on a misspelled or out-of-range property there)."""
-    return go.Figure(data=data, layout=layout, _validate=False)
+    validation (a third of a Walkthrough rerun on the server, paid by every session on every slider step).
+    tests/test_figures.py validates every figure the app builds instead (Plotly raises on a misspelled or
+    out-of-range property there)."""
+    return Figure(data, layout)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,27 +5,25 @@ from __future__ import annotations
 
 import statistics
 
-import plotly.graph_objects as go
-
 from figures.scaling import LINE_COLOURS, _layout
-from figures.style import DEFAULT_STYLE, Style, figure
+from figures.style import DEFAULT_STYLE, Figure, Style, figure
 
 LOSS_COLOUR = "#2e6fb0"
 MARK_COLOUR = "#c0392b"
 LAST_STEPS = 50  # the √d_k notes average the last this many steps
 
 
-def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = DEFAULT_STYLE) -> go.Figure:
+def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = DEFAULT_STYLE) -> Figure:
     """The next-word loss per step, the lowest possible loss dotted, and the step on screen marked; the step axis
     spans the run's whole budget, so that a run in progress fills it in from the left."""
     steps = list(range(len(loss)))
     shown = min(step, len(loss) - 1)
     traces = [
-        go.Scatter(x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
-        go.Scatter(x=[0, steps_total], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
-                   line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
-        go.Scatter(x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
-                   marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
+        dict(type="scatter", x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
+        dict(type="scatter", x=[0, steps_total], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
+             line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
+        dict(type="scatter", x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
+             marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
     ]  # fmt: skip
     xaxis, yaxis = (
         {"title": {"text": "step"}, "range": [0, steps_total]},
@@ -35,7 +33,7 @@ def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = D
     return figure(traces, layout)
 
 
-def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) -> list[go.Figure]:
+def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) -> list[Figure]:
     """The same run with and without ÷√d_k (Run objects): loss, the share of saturated softmax rows, and the
     gradient norm reaching W_Q, per step."""
     rows = (
@@ -46,7 +44,7 @@ def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) ->
     figures = []
     for field, title, axis, extra in rows:
         traces = [
-            go.Scatter(x=list(range(len(getattr(run, field)))), y=list(getattr(run, field)), mode="lines",
+            dict(type="scatter", x=list(range(len(getattr(run, field)))), y=list(getattr(run, field)), mode="lines",
                        name=name, line={"color": LINE_COLOURS[colour]})
             for run, name, colour in ((scaled, f"scaled (÷√{d_k})", "scaled"), (unscaled, "not scaled", "unscaled"))
         ]  # fmt: skip

@@ -8,6 +8,7 @@ from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
 from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
 from ui.controls import current_settings
+from ui.memo import remember
 from ui.real import model_for, model_trace_for
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, style_for
 
@@ -118,8 +119,11 @@ with friendly_errors():
     _fixed_by_architecture(info)
 
     st.header("Every layer and head")
-    show_figure(entropy_grid_figure(model_trace, style), "rm-entropy")
-    show_figure(thumbnails_figure(model_trace, style), "rm-thumbs")
+    # Built once per trace and style, shared by every session reading the same sentence (ui.memo).
+    show_figure(
+        remember(model_trace, ("entropy", style), lambda: entropy_grid_figure(model_trace, style)), "rm-entropy"
+    )
+    show_figure(remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs")
 
     st.header("One head, stage by stage")
     left, right = st.columns(2)

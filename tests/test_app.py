@@ -374,6 +374,13 @@ def test_presentation_mode_on_every_page_has_a_way_out_and_to_the_others(app, pa
 
 
 def test_every_stage_offers_its_exports(app):
+    """An export popover's buttons are made only while it is open (a rerun's cost, README): closed, the page
+    has none; each stage's popover, opened, has its own."""
+    assert [button.label for button in app.get("download_button")] == ["⬇ whole trace (.npz)"]
+    for stage in STAGES:
+        app.session_state[f"export-{stage.key}"] = True  # as a click on its "⬇ export" does
+    app.run()
+    no_problems(app)
     labels = [button.label for button in app.get("download_button")]
     assert "weights (CSV)" in labels and "scores (CSV)" in labels and "W_Q (CSV)" in labels
     assert "attention weights = softmax(rows) (HTML)" in labels and "How peaked is each row? (HTML)" in labels
@@ -387,3 +394,16 @@ def test_glossary_has_every_term_linked_from_the_pages(app):
     no_problems(app)
     assert [s.value for s in app.subheader] == list(TERMS)
     assert {anchor(term) for term in TERMS} >= {"q-k-v", "causal-mask", "attention-sink", "gqa", "sqrt-d-k"}
+
+
+def test_the_number_tables_are_made_when_their_box_opens(app):
+    """The five tables to type into cost a quarter of a rerun: made only while their box is open. Opened,
+    they start from the numbers on screen (X's first row is the X map's)."""
+    box = app.main.expander[0]
+    assert box.label.startswith("✎ Type your own numbers") and len(app.dataframe) == 0
+    app.session_state["numbers-drawn"] = True  # as a click on "✎ Type your own numbers" does
+    app.run()
+    no_problems(app)
+    tables = app.dataframe
+    assert len(tables) == 5  # X, W_Q, W_K, W_V, W_O
+    np.testing.assert_allclose(tables[0].value.to_numpy()[0], panel(app, "X").z[0], atol=1e-6)

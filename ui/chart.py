@@ -24,7 +24,6 @@ import tempfile
 from pathlib import Path
 
 import plotly
-import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
 import streamlit.components.v2
@@ -77,5 +76,5 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     the camera button's PNG is called (by default the key)."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png}
-    spec = remember(figure, "json", lambda: plotly.io.to_json(figure, validate=False))  # once per figure
+    spec = remember(figure, "json", figure.to_json)  # once per figure
     _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js"}, key=key, height="content")

@@ -26,12 +26,14 @@ def _values_of(obj) -> dict:
         entry = _kept.get(key)
         if entry is None or entry[0]() is not obj:
             # The callback runs while obj is freed, before its id can be reused: it removes only obj's entry.
-            entry = _kept[key] = (weakref.ref(obj, functools.partial(_forget, key)), {})
+            entry = _kept[key] = (weakref.ref(obj, functools.partial(_forget, _kept, key)), {})
         return entry[1]
 
 
-def _forget(key: int, _ref: weakref.ref) -> None:
-    _kept.pop(key, None)
+def _forget(kept: dict, key: int, _ref: weakref.ref) -> None:
+    # `kept` is passed, not looked up: an object freed while the interpreter shuts down finds the module's
+    # names already gone.
+    kept.pop(key, None)
 
 
 def remember(obj, key: Hashable, make: Callable[[], object]):

@@ -69,8 +69,15 @@ def _load_npz(key: str) -> None:
 
 
 def numbers_editor(trace, settings: Settings, head: int) -> None:
-    """Tables to type the lecture's numbers into (small sizes only), starting from the trace shown."""
-    with st.expander("✎ Type your own numbers: X, W_Q, W_K, W_V, W_O", expanded=bool(settings.typed)):
+    """Tables to type the lecture's numbers into (small sizes only), starting from the trace shown.
+    They are made only while the box is open (on_change="rerun"): five tables were a quarter of every
+    Walkthrough rerun, open or not (README "A whole class at once"). The box opens by itself when numbers
+    are typed; its key names that, so that typing the first number (or forgetting the last) opens (closes) it."""
+    box = st.expander("✎ Type your own numbers: X, W_Q, W_K, W_V, W_O", expanded=bool(settings.typed),
+                      key=f"numbers-{'typed' if settings.typed else 'drawn'}", on_change="rerun")  # fmt: skip
+    with box:
+        if not box.open:
+            return
         st.file_uploader("Load weights (.npz: the Training page's export, or arrays x, w_q, w_k, w_v, w_o)",
                          type=["npz"], key="load-npz", on_change=_load_npz, args=("load-npz",))  # fmt: skip
         if st.session_state.get("npz_refusal"):

@@ -217,10 +217,13 @@ def title_text(figure) -> str:
 
 
 def export_buttons(view: StageView, key: str) -> None:
-    """HTML per figure and CSV per matrix, in a popover: closed, it costs the browser almost nothing
-    (twenty visible download buttons added ~100 ms to every rerun). Files are built only on click;
-    PNG comes from the camera icon on each chart."""
-    with st.popover("⬇ export"):
+    """HTML per figure and CSV per matrix, in a popover whose buttons are made only while it is open
+    (on_change="rerun": opening it reruns the page once). Closed, it costs the server one element instead of
+    a button per file: the Walkthrough's 25 buttons were a sixth of its every rerun (README "A whole class at
+    once"). Files are built only on click; PNG comes from the camera icon on each chart."""
+    with st.popover("⬇ export", key=f"export-{key}", on_change="rerun") as box:
+        if not box.open:
+            return
         for i, figure in enumerate(view.figures):
             st.download_button(
                 f"{title_text(figure) or 'figure'} (HTML)",
@@ -301,7 +304,7 @@ def show_stage(
             )
             query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
     view = remember(trace, ("view", key, head, style, query), lambda: stage_view(trace, key, head, style, query))
-    if places and any(figure.layout.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
+    if places and any(figure.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
         # Too many maps for the slide's right-hand column (they were stacked): the page's whole width, below.
         wide = dataclasses.replace(style, width=FULL_PAGE_PIXELS)
         view = remember(trace, ("view", key, head, wide, query), lambda: stage_view(trace, key, head, wide, query))

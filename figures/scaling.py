@@ -81,7 +81,7 @@ def peaks_figure(
         for values, name, colour in ((entropy[0], "unscaled", "unscaled"), (entropy[1], "scaled", "scaled")):
             traces.append(
                 dict(type="scatter", x=d, y=list(values), mode="lines", name=f"normalized entropy, {name}",
-                                   line={"dash": "dash", "color": LINE_COLOURS[colour]})
+                     line={"dash": "dash", "color": LINE_COLOURS[colour]})
             )  # fmt: skip
     layout = _layout(style, title, _d_k_axis(d), {"range": [0, 1.05], "title": {"text": f"mean over {over}"}})
     return figure(traces, layout)
@@ -116,9 +116,9 @@ def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DE
     return figure(
         [
             dict(type="bar", name=f"scaled (÷√{d_k})", x=x, y=np.asarray(scaled, dtype=np.float32),
-                   marker={"color": LINE_COLOURS["scaled"]}),
+                 marker={"color": LINE_COLOURS["scaled"]}),
             dict(type="bar", name="not scaled", x=x, y=np.asarray(unscaled, dtype=np.float32),
-                   marker={"color": LINE_COLOURS["unscaled"]}),
+                 marker={"color": LINE_COLOURS["unscaled"]}),
         ],
         layout=layout,
     )  # fmt: skip

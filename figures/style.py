@@ -49,13 +49,12 @@ class Figure:
     tests) and every other attribute is read from it, so `figure.data[0].z` and `figure.layout.height` work
     as on a go.Figure. Nothing changes a figure once built (module docstring)."""
 
-    def __init__(self, data, layout: dict):
-        # A trace may come as a Plotly object (go.Bar(...)): kept as its plain dict.
-        self.traces = [trace if isinstance(trace, dict) else trace.to_plotly_json() for trace in data]
+    def __init__(self, data: list[dict], layout: dict):
+        self.traces = data
         self.parts = layout
 
     @functools.cached_property
-    def plotly(self) -> Figure:
+    def plotly(self) -> go.Figure:
         return go.Figure(data=self.traces, layout=self.parts, _validate=False)
 
     def __getattr__(self, name: str):
@@ -107,7 +106,7 @@ def _typed_array(array: np.ndarray):
     return spec
 
 
-def figure(data, layout: dict) -> Figure:
+def figure(data: list[dict], layout: dict) -> Figure:
     """Every figure of the app is made here, from plain dicts, without Plotly's property-by-property
     validation (a third of a Walkthrough rerun on the server, paid by every session on every slider step).
     tests/test_figures.py validates every figure the app builds instead (Plotly raises on a misspelled or

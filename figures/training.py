@@ -45,7 +45,7 @@ def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) ->
     for field, title, axis, extra in rows:
         traces = [
             dict(type="scatter", x=list(range(len(getattr(run, field)))), y=list(getattr(run, field)), mode="lines",
-                       name=name, line={"color": LINE_COLOURS[colour]})
+                 name=name, line={"color": LINE_COLOURS[colour]})
             for run, name, colour in ((scaled, f"scaled (÷√{d_k})", "scaled"), (unscaled, "not scaled", "unscaled"))
         ]  # fmt: skip
         layout = _layout(style, f"d_k = {d_k}: {title}", {"title": {"text": "step"}},

@@ -259,12 +259,20 @@ async def wave(url: str, sessions: int, think: float, first: int, seed: int) -> 
     return [action for story in await asyncio.gather(*stories) for action in story]
 
 
+def with_workers(pids: list[int]) -> list[int]:
+    """The live server processes and the processes they started (each server's model worker)."""
+    live = [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # a replica killed on purpose (--kill-after)
+    for pid in list(live):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            children = (task / "children").read_text().split() if (task / "children").exists() else []
+            live += with_workers([int(child) for child in children])
+    return live
+
+
 def rss_mb(pids: list[int]) -> float:
-    """Resident memory of the server processes, MB."""
+    """Resident memory of the server processes and their model workers, MB."""
     total = 0
-    for pid in pids:
-        if not Path(f"/proc/{pid}").exists():  # a replica killed on purpose (--kill-after)
-            continue
+    for pid in with_workers(pids):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
@@ -272,9 +280,9 @@ def rss_mb(pids: list[int]) -> float:
 
 
 def cpu_seconds(pids: list[int]) -> dict[int, float]:
-    """CPU time each live server process has used (user + system), seconds."""
+    """CPU time each live server process and model worker has used (user + system), seconds."""
     used = {}
-    for pid in (pid for pid in pids if Path(f"/proc/{pid}").exists()):
+    for pid in with_workers(pids):
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: proc(5) 14, 15
     return used
@@ -344,7 +352,7 @@ def run_waves(url: str, pids: list[int], sessions: int, waves: int, think: float
             threading.Timer(*kill).start()
         actions = with_browsers(url, browsers, think, first + sessions, protocol)
         after = cpu_seconds(pids)  # a replica killed meanwhile counts no more
-        cores = sum(after[p] - cpu[p] for p in after) / (time.perf_counter() - started)  # 1.0: one core all along
+        cores = sum(after[p] - cpu.get(p, 0.0) for p in after) / (time.perf_counter() - started)  # 1.0: one core
         grouped = by_name(actions)
         results.append({**summary(actions), "rss_mb": rss_mb(pids), "cores": cores, "actions_by_name": grouped})
         label = f"  wave {w + 1}, {sessions} sessions" + (f" + {browsers} Chromium" if browsers else "")

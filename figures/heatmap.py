@@ -17,6 +17,7 @@ moves its details to the subtitle line, and masked cells get a ✕ sized to the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import math
 import re
@@ -56,27 +57,32 @@ BOLD = 1.1  # Streamlit draws chart titles in bold: about this much wider
 TAGS = re.compile(r"<[^>]+>")
 
 
-def block_ranges(size: int, limit: int = MAX_DRAWN) -> list[tuple[int, int]]:
-    """Split range(size) into at most `limit` contiguous blocks [(start, stop), ...]."""
-    blocks = min(size, limit)
-    edges = np.linspace(0, size, blocks + 1).round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+@functools.lru_cache(maxsize=1024)
+def block_ranges(size: int, limit: int = MAX_DRAWN) -> tuple[tuple[int, int], ...]:
+    """Split range(size) into at most `limit` contiguous blocks ((start, stop), ...). Kept: every map of a
+    sentence asks for the same few."""
+    if size <= limit:
+        return tuple((i, i + 1) for i in range(size))
+    edges = np.linspace(0, size, limit + 1).round().astype(int)
+    return tuple((int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True))
 
 
 def pool(matrix: np.ndarray, allowed: np.ndarray | None = None, limit: int = MAX_DRAWN):
-    """Block-average a 2-D matrix to at most limit x limit, ignoring cells that are not allowed.
+    """Block-average the last two axes of `matrix` (one map, or a stack of them: heads x rows x columns) to
+    at most limit x limit, ignoring cells that are not allowed (`allowed`: rows x columns, the same for every
+    map of a stack).
 
     Returns (pooled values with NaN where a block has no allowed cell, row blocks, column blocks).
     """
-    rows, cols = block_ranges(matrix.shape[0], limit), block_ranges(matrix.shape[1], limit)
-    ok = np.ones(matrix.shape, dtype=bool) if allowed is None else allowed
-    values = np.where(ok, matrix, 0.0).astype(np.float64)
-    if len(rows) == matrix.shape[0] and len(cols) == matrix.shape[1]:
+    rows, cols = block_ranges(matrix.shape[-2], limit), block_ranges(matrix.shape[-1], limit)
+    ok = np.ones(matrix.shape[-2:], dtype=bool) if allowed is None else allowed
+    if len(rows) == matrix.shape[-2] and len(cols) == matrix.shape[-1]:
         return np.where(ok, matrix, np.nan), rows, cols
+    values = np.where(ok, matrix, 0.0).astype(np.float64)
     row_starts = [a for a, _ in rows]
     col_starts = [a for a, _ in cols]
-    sums = np.add.reduceat(np.add.reduceat(values, row_starts, axis=0), col_starts, axis=1)
-    counts = np.add.reduceat(np.add.reduceat(ok.astype(np.float64), row_starts, axis=0), col_starts, axis=1)
+    sums = np.add.reduceat(np.add.reduceat(values, row_starts, axis=-2), col_starts, axis=-1)
+    counts = np.add.reduceat(np.add.reduceat(ok.astype(np.float64), row_starts, axis=-2), col_starts, axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     return pooled, rows, cols

@@ -59,13 +59,14 @@ def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
     t = max(1, min(n, size, math.isqrt(MOSAIC_CELLS // (n_layers * n_heads)) - 1))  # - 1: the gap
     mosaic = np.full((n_layers * (t + 1) - 1, n_heads * (t + 1) - 1), np.nan, dtype=np.float32)
     for layer_index, layer in enumerate(model_trace.layers):
-        weights = layer.weights.detach().cpu().double().numpy()
+        weights = layer.weights.detach().cpu().double().numpy()  # heads x n x n
         allowed = None if layer.mask is None else layer.mask.cpu().numpy()
+        small, _, _ = pool(weights, allowed, limit=t)  # every head of the layer at once: heads x t x t
+        finite = np.isfinite(small).any(axis=(1, 2))
+        peaks = np.where(finite, np.nanmax(np.where(np.isfinite(small), small, -np.inf), axis=(1, 2)), 1.0)
         for head in range(n_heads):
-            small, _, _ = pool(weights[head], allowed, limit=t)
-            peak = np.nanmax(small) if np.isfinite(small).any() else 1.0
             top, left = layer_index * (t + 1), head * (t + 1)
-            mosaic[top : top + t, left : left + t] = small / (peak or 1.0)
+            mosaic[top : top + t, left : left + t] = small[head] / (peaks[head] or 1.0)
     return mosaic, t
 
 

@@ -72,14 +72,17 @@ class Figure:
         return plotly.io.json.to_json_plotly({"data": _typed(self.traces), "layout": _typed(self.parts)})
 
 
+PLAIN = (str, int, float, type(None))  # values that JSON writes as they are (bool is an int)
+
+
 def _typed(value, key: str = ""):
     """A copy of a figure's plain value with each numpy array as a plotly.js typed array, as Plotly's
     to_dict makes them (_plotly_utils.utils.convert_to_base64: the same keys skipped, the same encoding);
     a property set to None is left out, as Plotly leaves it out."""
     if isinstance(value, dict):
-        return {k: _typed(v, k) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_typed(v) for v in value]
+        return {k: v if isinstance(v, PLAIN) else _typed(v, k) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):  # a list of plain values (hover text, tick labels) is written as it is
+        return [_typed(v) for v in value] if any(not isinstance(v, PLAIN) for v in value) else value
     if isinstance(value, np.ndarray) and value.size and not is_skipped_key(key):
         return _typed_array(value)
     if hasattr(value, "to_plotly_json"):  # a Plotly object (the empty template)
@@ -224,10 +227,12 @@ def shorten(label: str, limit: int = LABEL_CHARS_MAX) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+@functools.lru_cache(maxsize=8192)
 def label_width(text: str, font_size: float) -> float:
     """About how many pixels a label is wide, erring on the wide side: wide characters (CJK, emoji)
     1.2 em, zero-width and combining characters nothing, lower-case letters, digits and punctuation
-    0.6 em, the rest (capitals, other scripts) 0.75 em."""
+    0.6 em, the rest (capitals, other scripts) 0.75 em. Kept: a page measures the same tokens and
+    numbers many times over."""
     ems = 0.0
     for char in text:
         if unicodedata.category(char) in ("Mn", "Me", "Cf"):

@@ -99,7 +99,7 @@ with friendly_errors():
         "model", tuple(sources), format_func=lambda k: sources[k].title, key="rm_model", bind="query-params"
     )
     device = str(resolve_device(settings.config.device))
-    loaded = model_for(key, device)
+    model_for(key, device)
     model_trace = model_trace_for(key, device, settings.text)
     info = model_trace.info
 
@@ -138,7 +138,7 @@ with friendly_errors():
     layer_trace = model_trace.layers[layer]
     st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
     beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
-    special = model_trace.raw_tokens[0] in loaded.tokenizer.all_special_tokens
+    special = model_trace.special[0]
     for stage in stages_for(layer_trace):
         show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
         if stage.key == "weights":

@@ -131,9 +131,19 @@ def test_pool_averages_only_allowed_cells():
     matrix = np.arange(16, dtype=float).reshape(4, 4)
     allowed = np.tril(np.ones((4, 4), bool))
     pooled, rows, cols = pool(matrix, allowed, limit=2)
-    assert rows == [(0, 2), (2, 4)]
+    assert rows == ((0, 2), (2, 4))
     assert pooled[0, 0] == pytest.approx((0 + 4 + 5) / 3)
     assert np.isnan(pooled[0, 1])
+
+
+def test_a_stack_of_maps_pools_as_each_map_alone():
+    """The Real model's thumbnails pool every head of a layer in one call (heads x rows x columns)."""
+    maps = np.random.default_rng(0).random((3, 11, 11))
+    allowed = np.tril(np.ones((11, 11), bool))
+    for limit in (4, 11):
+        stacked, _, _ = pool(maps, allowed, limit=limit)
+        alone = np.stack([pool(m, allowed, limit=limit)[0] for m in maps])
+        np.testing.assert_array_equal(stacked, alone)
 
 
 def test_numbers_are_written_only_where_they_fit_the_cell():

@@ -3,11 +3,21 @@
 The first run converts SmolLM2's GGUF into the model cache (about 15 s); later runs load it in under a second.
 """
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 import torch
 import transformers
 
 from attention_core.models import MAX_MODEL_TOKENS, load_model, readable_token, trace_text
+from attention_core.models.worker import ModelWorker
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SENTENCE = "Alice will eat pizza because she is hungry"
 
@@ -111,3 +121,62 @@ def test_bad_text_is_refused_with_a_message(smollm2):
         trace_text(smollm2, "a" * 20_001)
     with pytest.raises(ValueError, match="text must be text; got NoneType"):
         trace_text(smollm2, None)
+
+
+def test_special_tokens_are_marked(minilm, smollm2):
+    """The attention-sink note says "a special token" only where the first token is one ([CLS]; SmolLM2 has none)."""
+    assert trace_text(minilm, SENTENCE).special[0] and trace_text(minilm, SENTENCE).special[-1]  # [CLS] ... [SEP]
+    assert not any(trace_text(minilm, SENTENCE).special[1:-1])
+    assert not any(trace_text(smollm2, SENTENCE).special)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    worker = ModelWorker()
+    yield worker
+    worker.close()
+
+
+def test_the_model_worker_gives_the_numbers_of_a_run_in_this_process(worker, minilm, smollm2):
+    """The app runs real models in a process of their own (attention_core/models/worker.py): the same weights
+    and text give the same numbers, bit for bit, as a run here."""
+    for loaded in (minilm, smollm2):
+        there, here = worker.trace(loaded.info.key, "cpu", SENTENCE), trace_text(loaded, SENTENCE)
+        assert there.tokens == here.tokens and there.special == here.special and there.info == here.info
+        for a, b in zip(there.layers, here.layers, strict=True):
+            for name in ("q", "k", "v", "scores", "weights", "context"):
+                assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert worker.load("smollm2", "cpu").device == "cpu"
+
+
+def test_the_model_worker_passes_bad_input_back_and_replaces_itself_when_killed(worker):
+    with pytest.raises(ValueError, match="text gives no tokens"):
+        worker.trace("smollm2", "cpu", "")
+    with pytest.raises(ValueError, match="model must be one of"):
+        worker.trace("gpt5", "cpu", SENTENCE)
+    first = worker.pid()
+    os.kill(first, signal.SIGKILL)  # out of memory, say
+    assert worker.trace("minilm", "cpu", SENTENCE).tokens[1] == "alice"  # a new worker ran it
+    assert worker.pid() not in (None, first)
+
+
+def test_the_model_worker_ends_with_the_process_that_started_it(tmp_path):
+    """A replica killed by the load balancer's test (or the kernel) must not leave its models' memory behind."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "from attention_core.models.worker import ModelWorker\n"
+        "worker = ModelWorker(); worker.load('minilm', 'cpu'); print(worker.pid(), flush=True)\n"
+        "import time; time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    try:
+        child = int(parent.stdout.readline())
+        assert Path(f"/proc/{child}").exists()
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]

@@ -1,4 +1,4 @@
-"""Streamlit plumbing for real models: load once per process, trace once per (model, text).
+"""Streamlit plumbing for real models: loaded once, in the model worker process; traced once per (model, text).
 
 Imported only by the Real model page, so that the other pages start without importing transformers.
 """
@@ -7,29 +7,34 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attention_core.models import LoadedModel, ModelTrace, available_models, load_model, trace_text
-from ui.show import heavy_slot
+from attention_core.models import ModelTrace, available_models
+from attention_core.models.worker import Loaded, ModelWorker
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
-def cached_model(key: str, device: str, _progress=None) -> LoadedModel:
-    """Shared by every session. Capture keeps no state on the model, so sharing it is safe."""
-    return load_model(key, device, progress=_progress or (lambda message: None))
+@st.cache_resource(show_spinner=False, on_release=ModelWorker.close)
+def model_worker() -> ModelWorker:
+    """The one process that runs real models, shared by every session (attention_core/models/worker.py:
+    in the server a model's run would wait on every other reader's page being built)."""
+    return ModelWorker()
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model_trace(key: str, device: str, text: str) -> ModelTrace:
     """Shared by every session (a class opening one link runs the model once); bounded: one SmolLM2 trace at
-    the 128-token cap holds about 70 MB of maps. At most HEAVY_AT_ONCE model runs at a time."""
-    with heavy_slot():
-        return trace_text(cached_model(key, device), text).to("cpu")
+    the 128-token cap holds about 70 MB of maps. Readers' runs take turns in the worker."""
+    return model_worker().trace(key, device, text)
 
 
-def model_for(key: str, device: str) -> LoadedModel:
-    """The loaded model, with a status box that says what is happening while it loads."""
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_load(key: str, device: str) -> Loaded:
+    return model_worker().load(key, device)
+
+
+def model_for(key: str, device: str) -> Loaded:
+    """The model, loaded in the worker, with a status box that says what is happening while it loads."""
     title = available_models()[key].title
     with st.status(f"Loading {title}…", expanded=False) as status:
-        loaded = cached_model(key, device, _progress=lambda message: status.update(label=message))
+        loaded = cached_load(key, device)
         status.update(
             label=f"{title}: loaded in {loaded.load_seconds:.1f} s, running on {loaded.device}", state="complete"
         )

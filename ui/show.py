@@ -71,7 +71,9 @@ def compute_trace(text: str, config, positional: bool, typed: tuple) -> Attentio
     return trace_sentence(text, config, positional=positional, x=x, weights=given).to("cpu")
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+# The spinner shows only while a trace is computed (a cache miss): a spinner around every lookup would cost
+# each rerun a timer thread and two messages.
+@st.cache_resource(max_entries=32, show_spinner="Computing attention…")
 def cached_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
     """One trace per (text, settings, typed numbers), shared by all sessions: the same inputs give the same
     numbers, and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
@@ -110,8 +112,9 @@ HEAVY_SLOTS = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 
 @contextlib.contextmanager
 def heavy_slot(waiting: str | None = None):
-    """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a real model's run): a room asking at
-    once is served in turn, not all together, which on a few cores would make every one of them slow.
+    """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a training run; real models take turns
+    in a process of their own, ui.real): a room asking at once is served in turn, not all together, which
+    on a few cores would make every one of them slow.
     `waiting`: a spinner's words while no slot is free (none inside a cached function)."""
     if not HEAVY_SLOTS.acquire(blocking=False):
         with st.spinner(waiting) if waiting else contextlib.nullcontext():
@@ -145,8 +148,7 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
     key = (settings.text, config, settings.positional, tuple(sorted(typed.items())))
     if estimate_trace_bytes(len(tokenize(settings.text)), config) > HEAVY_TRACE_BYTES:
         return _heavy_trace(key)
-    with st.spinner("Computing attention…"):
-        return cached_trace(*key)
+    return cached_trace(*key)
 
 
 def show_typed_refusals(settings: Settings) -> None:

@@ -3,8 +3,8 @@
 A run is a pure function of its TrainingConfig (the same config trains the same weights bit for bit on the
 CPU), so runs live in one registry that all sessions share: a class that opens the lecturer's link trains
 once and every student watches the same run. The registry keeps RUNS_KEPT runs (the oldest finished one
-goes first); at most HEAVY_AT_ONCE runs train at a time (they take the same slots as large traces and model
-runs, ui.show.HEAVY_SLOTS), each in a thread of its own, and a session trains one run at a time.
+goes first); at most HEAVY_AT_ONCE runs train at a time (they take the same slots as large traces,
+ui.show.HEAVY_SLOTS), each in a thread of its own, and a session trains one run at a time.
 """
 
 from __future__ import annotations

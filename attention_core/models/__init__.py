@@ -1,7 +1,8 @@
 """Real pretrained transformers, captured stage by stage. The only package that imports transformers.
 
 `capture` holds the registered attention function and the traces made from it; `sources` where models
-come from (bundled wheels, GGUF conversion, allow-lists) and how they load; `__main__` the CLI.
+come from (bundled wheels, GGUF conversion, allow-lists) and how they load; `worker` the process that the
+app runs them in (beside its web server, not in it); `__main__` the CLI.
 
 How the capture works: transformers routes every attention layer through a function looked up by
 name in its AttentionInterface. We register our own (`capture_attention`, HF's eager attention

@@ -84,6 +84,7 @@ class ModelTrace:
     layers: tuple[AttentionTrace, ...]
     kv_head_of: tuple[int, ...]  # query head -> the key/value head it reads
     total_tokens: int  # before truncation to info.token_cap
+    special: tuple[bool, ...] = ()  # whether each token is one of the tokenizer's special tokens ([CLS], <s>)
 
     @property
     def truncated(self) -> bool:
@@ -195,4 +196,5 @@ def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
     raw = tuple(tokenizer.convert_ids_to_tokens(ids))
     readable = tuple(readable_token(tokenizer, token) for token in raw)
     layers, kv_head_of = capture(loaded.model, torch.tensor([ids]), readable, info.title)
-    return ModelTrace(info, readable, raw, tuple(layers), kv_head_of, total_tokens=len(all_ids))
+    special = tuple(token in tokenizer.all_special_tokens for token in raw)
+    return ModelTrace(info, readable, raw, tuple(layers), kv_head_of, total_tokens=len(all_ids), special=special)

@@ -62,8 +62,7 @@ def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
         weights = layer.weights.detach().cpu().double().numpy()  # heads x n x n
         allowed = None if layer.mask is None else layer.mask.cpu().numpy()
         small, _, _ = pool(weights, allowed, limit=t)  # every head of the layer at once: heads x t x t
-        finite = np.isfinite(small).any(axis=(1, 2))
-        peaks = np.where(finite, np.nanmax(np.where(np.isfinite(small), small, -np.inf), axis=(1, 2)), 1.0)
+        peaks = np.nan_to_num(small).max(axis=(1, 2))  # weights are >= 0: a block with no allowed cell counts 0
         for head in range(n_heads):
             top, left = layer_index * (t + 1), head * (t + 1)
             mosaic[top : top + t, left : left + t] = small[head] / (peaks[head] or 1.0)

@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder that holds attention_core/
 
+__all__ = ["Loaded", "ModelWorker", "WorkerDied"]
+
 
 @dataclasses.dataclass(frozen=True)
 class Loaded:
@@ -170,5 +172,3 @@ if __name__ == "__main__":
     from attention_core.models.worker import serve as serve_from_the_module
 
     serve_from_the_module()
-
-__all__ = ["Loaded", "ModelWorker", "WorkerDied"]

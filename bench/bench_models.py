@@ -4,6 +4,8 @@ Targets: MiniLM, 32 tokens, every layer captured <= 150 ms on CPU; SmolLM2, 32 t
 first load from the cache <= 5 s for each (timed in a fresh Python process, import of
 transformers included); the Real model page's overview <= 2 MB at the 128-token cap.
 With CUDA present the 32- and 128-token captures are also timed on the GPU.
+Then the app's model worker (issue 13): a 12-token SmolLM2 run on one thread and on torch's default threads,
+and the worker's wall time per run with one reader, then with as many readers at once as it runs.
 Run: .venv/bin/python bench/bench_models.py
 """
 
@@ -11,6 +13,8 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -18,6 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_core.models import load_model, model_cache_dir, trace_text  # noqa: E402
+from attention_core.models.worker import RUN_THREADS, ModelWorker, runs_at_once  # noqa: E402
 from bench.bench_engine import median_ms  # noqa: E402
 from figures.overview import entropy_grid_figure, thumbnails_figure  # noqa: E402
 
@@ -76,6 +81,29 @@ def main():
                 print(f"{key}: {n} tokens, CUDA ({torch.cuda.get_device_name()}): {ms:8.1f} ms")
     if not torch.cuda.is_available():
         print("CUDA: not present on this machine")
+    side_by_side()
+
+
+def side_by_side(key: str = "smollm2", runs: int = 12) -> None:
+    """A reader's sentence is a dozen tokens: what one run costs on one thread and on all, and what the
+    worker does per run when readers ask at once (every sentence different: no cache)."""
+    loaded, default_threads = load_model(key, device="cpu"), torch.get_num_threads()
+    text = "Reader {} says that the next day is bright".format
+    for threads in sorted({RUN_THREADS, default_threads}):
+        torch.set_num_threads(threads)
+        ms = median_ms(lambda: trace_text(loaded, text("zero")), runs)
+        print(f"{key}: 12 tokens in this process, {threads} thread(s): {ms:6.0f} ms")
+    torch.set_num_threads(default_threads)
+    worker, together = ModelWorker(), runs_at_once(default_threads)
+    worker.load(key, "cpu")
+    for readers in sorted({1, together}):
+        texts = [text(f"{readers}-{i}") for i in range(runs * readers)]
+        start = time.perf_counter()
+        with ThreadPoolExecutor(readers) as pool:
+            list(pool.map(lambda one: worker.trace(key, "cpu", one), texts))
+        per_run = (time.perf_counter() - start) / len(texts)
+        print(f"{key}: the model worker, {readers} reader(s) at once: {per_run * 1000:6.0f} ms of wall time per run")
+    worker.close()
 
 
 if __name__ == "__main__":

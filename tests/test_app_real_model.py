@@ -5,10 +5,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import causal_mask, rerun_head
-from attention_core.models import load_model, trace_text
+from attention_core.models import load_model
 from tests.plotly_spec import decode, panels, title_of
 from tests.test_app import ROOT, TIMEOUT, charts, no_problems, panel
+from tests.test_models_bundled import as_the_app_runs_it
 from ui.controls import DEFAULTS
+from ui.pages import MODEL_TRACE
 
 PAYLOAD_MAX = 2 * 1024 * 1024
 
@@ -35,7 +37,7 @@ def payload_bytes(at) -> int:
 
 def test_default_is_minilm_with_its_numbers_and_tokens(models):
     at = open_page()
-    traced = trace_text(models["minilm"], DEFAULTS["text"])
+    traced = as_the_app_runs_it(models["minilm"], DEFAULTS["text"])
     grid = panel(at, "Mean normalized entropy")
     np.testing.assert_allclose(grid.z, traced.mean_normalized_entropy().numpy(), rtol=1e-6)
     assert grid.y_ticks == [f"layer {i}" for i in range(1, 7)]
@@ -47,7 +49,7 @@ def test_default_is_minilm_with_its_numbers_and_tokens(models):
 
 def test_smollm2_layer_and_head_choice_reaches_the_stage_views(models):
     at = open_page(text="the cat saw the dog", rm_model="smollm2", rm_layer=17, rm_head=4)
-    traced = trace_text(models["smollm2"], "the cat saw the dog")
+    traced = as_the_app_runs_it(models["smollm2"], "the cat saw the dog")
     weights = panel(at, "attention weights")
     assert weights.subtitle.endswith("head 5 of 9")
     z = weights.z
@@ -66,7 +68,7 @@ def test_what_if_causal_masks_one_encoder_head(models):
     at = open_page(rm_layer=2, rm_head=3)
     at.toggle(key="rm_whatif").set_value(True).run()
     no_problems(at)
-    layer = trace_text(models["minilm"], DEFAULTS["text"]).layers[2]
+    layer = as_the_app_runs_it(models["minilm"], DEFAULTS["text"]).layers[2]
     expected = rerun_head(layer, 3, causal_mask(layer.n_tokens)).weights[0].numpy()
     z = [p for spec in charts(at) for p in panels(spec) if "what if causal" in p.subtitle][0].z
     lower = np.tril(np.ones_like(expected, dtype=bool))
@@ -87,7 +89,7 @@ def test_only_the_encoder_has_the_what_if_switch():
 def test_attention_sink_is_named_where_a_head_parks_on_the_first_token(models):
     """SmolLM2 has no beginning-of-sequence token: many heads put most of each row on the first word."""
     text = "Alice will eat pizza"
-    traced = trace_text(models["smollm2"], text)
+    traced = as_the_app_runs_it(models["smollm2"], text)
     shares = [(layer, head, traced.layers[layer].first_key_share(head)) for layer in range(30) for head in range(9)]
     layer, head, share = max(shares, key=lambda item: item[2])
     assert share >= 0.5
@@ -118,5 +120,16 @@ def test_html_looking_text_is_shown_literally(models):
     at = open_page(text="<script>alert(1)</script> <b>x</b>")
     ticks = panel(at, "attention weights").x_ticks
     assert "&lt;" in ticks and "<" not in ticks
-    tokens = trace_text(models["minilm"], "<script>alert(1)</script> <b>x</b>").tokens
+    tokens = as_the_app_runs_it(models["minilm"], "<script>alert(1)</script> <b>x</b>").tokens
     assert at.code[0].value.startswith("  ".join(f"{i + 1}:{t}" for i, t in enumerate(tokens))[:40])
+
+
+def test_a_session_gives_its_model_trace_back_when_it_leaves_the_page():
+    """A model trace is up to ~70 MB: thirty students who have gone back to the Walkthrough keep none."""
+    at = open_page(rm_model="smollm2")
+    assert [trace.info.key for trace in at.session_state[MODEL_TRACE].values()] == ["smollm2"]
+    at.switch_page("pages/walkthrough.py").run()
+    no_problems(at)
+    assert MODEL_TRACE not in at.session_state
+    at.switch_page("pages/real_model.py").run()  # back again: from the shared cache, as it was
+    assert [trace.info.key for trace in at.session_state[MODEL_TRACE].values()] == ["smollm2"]

@@ -20,6 +20,7 @@ SETTINGS = frozenset({"causal", "scaled", "positional", "seed", "init"})
 TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
 DISPLAY = frozenset({"numbers", "count_from_1", "device", "present"})
 EVERYTHING = SENTENCE | SIZES | SETTINGS | TYPED | DISPLAY
+MODEL_TRACE = "model_trace"  # the session's last real-model trace (ui.real)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,7 @@ class PageSpec:
     icon: str
     reads: frozenset[str]  # the sidebar controls this page uses; the others are shown as inactive
     default: bool = False
+    keeps: tuple[str, ...] = ()  # what a session keeps (session-state keys) only while it shows this page
 
     def page(self) -> st.Page:
         return st.Page(self.path, title=self.title, icon=self.icon, default=self.default)
@@ -53,7 +55,16 @@ PAGES = (
         ":material/school:",
         SENTENCE | DISPLAY | {"d_model", "d_k", "heads", "scaled", "seed", "train_causal", "train_steps"},
     ),
-    PageSpec("pages/real_model.py", "Real model", ":material/psychology:", SENTENCE | DISPLAY),
+    # A model trace is up to ~70 MB (SmolLM2 at the token cap): a class that has moved on does not keep 30 of them.
+    PageSpec("pages/real_model.py", "Real model", ":material/psychology:", SENTENCE | DISPLAY, keeps=(MODEL_TRACE,)),
     PageSpec("pages/glossary.py", "Glossary", ":material/menu_book:", DISPLAY),
 )
 BY_TITLE = {spec.title: spec for spec in PAGES}
+
+
+def forget_other_pages(shown: str) -> None:
+    """Give back what the pages other than the one shown keep only while they are shown (PageSpec.keeps)."""
+    for spec in PAGES:
+        if spec.title != shown:
+            for key in spec.keeps:
+                st.session_state.pop(key, None)

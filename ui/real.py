@@ -9,6 +9,7 @@ import streamlit as st
 
 from attention_core.models import ModelTrace, available_models
 from attention_core.models.worker import Loaded, ModelWorker
+from ui.pages import MODEL_TRACE
 
 
 @st.cache_resource(show_spinner=False, on_release=ModelWorker.close)
@@ -21,7 +22,7 @@ def model_worker() -> ModelWorker:
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model_trace(key: str, device: str, text: str) -> ModelTrace:
     """Shared by every session (a class opening one link runs the model once); bounded: one SmolLM2 trace at
-    the 128-token cap holds about 70 MB of maps. Readers' runs take turns in the worker."""
+    the 128-token cap holds about 70 MB of maps. The worker runs one reader's run per core at once."""
     return model_worker().trace(key, device, text)
 
 
@@ -42,11 +43,12 @@ def model_for(key: str, device: str) -> Loaded:
 
 
 def model_trace_for(key: str, device: str, text: str) -> ModelTrace:
-    """The trace of the text; the session keeps its last one, so that choosing another layer or head reruns
-    no model even when other readers' sentences have pushed it out of the shared cache."""
-    kept = st.session_state.setdefault("model_trace", {})
+    """The trace of the text; the session keeps its last one while it is on this page (ui.pages), so that
+    choosing another layer or head reruns no model even when other readers' sentences have pushed it out of
+    the shared cache."""
+    kept = st.session_state.setdefault(MODEL_TRACE, {})
     if (key, device, text) not in kept:
-        with st.spinner("Running the model and capturing every layer (readers' runs take turns)…"):
+        with st.spinner("Running the model and capturing every layer (one run per core at once: yours may wait)…"):
             trace = cached_model_trace(key, device, text)
         kept.clear()
         kept[key, device, text] = trace

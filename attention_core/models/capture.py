@@ -11,6 +11,7 @@ to the model, so one cached model can serve many sessions at once.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import TYPE_CHECKING
 
 import torch
@@ -184,17 +185,23 @@ def capture(
     return layers, kv_head_of
 
 
+# A fast tokenizer sets its truncation on the shared Rust object, and two threads doing that at once fail
+# ("Already borrowed", huggingface/tokenizers#537): one text is tokenized at a time (it takes a millisecond).
+_tokenizing = threading.Lock()
+
+
 def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
     """Tokenize text as the model does (special tokens included), cut it to the token cap, capture every layer."""
     check_text(text)
     info, tokenizer = loaded.info, loaded.tokenizer
-    all_ids = tokenizer(text)["input_ids"]
-    if not all_ids:
-        raise ValueError(f"text gives no tokens for {info.title}; type a sentence")
-    cap = info.token_cap
-    ids = tokenizer(text, truncation=True, max_length=cap)["input_ids"] if len(all_ids) > cap else all_ids
-    raw = tuple(tokenizer.convert_ids_to_tokens(ids))
-    readable = tuple(readable_token(tokenizer, token) for token in raw)
+    with _tokenizing:
+        all_ids = tokenizer(text)["input_ids"]
+        if not all_ids:
+            raise ValueError(f"text gives no tokens for {info.title}; type a sentence")
+        cap = info.token_cap
+        ids = tokenizer(text, truncation=True, max_length=cap)["input_ids"] if len(all_ids) > cap else all_ids
+        raw = tuple(tokenizer.convert_ids_to_tokens(ids))
+        readable = tuple(readable_token(tokenizer, token) for token in raw)
+        special = tuple(token in tokenizer.all_special_tokens for token in raw)
     layers, kv_head_of = capture(loaded.model, torch.tensor([ids]), readable, info.title)
-    special = tuple(token in tokenizer.all_special_tokens for token in raw)
     return ModelTrace(info, readable, raw, tuple(layers), kv_head_of, total_tokens=len(all_ids), special=special)

@@ -4,16 +4,22 @@ Why: a Python process runs Python code one thread at a time (the interpreter loc
 is hundreds of small torch calls, and each hands the lock back and waits to get it again. In the web
 server, every other reader's page is being built by Python threads that want the same lock: measured on the
 2-core machine, one SmolLM2 run took 0.17 s alone and 6.4 s beside one busy Python thread. In a process of
-its own the model waits for no one, and it computes on a core the server's one lock leaves idle.
+its own the model waits for no one, and it computes on the cores the server's one lock leaves idle.
 
-The worker is a small program (`python -m attention_core.models.worker`): it reads a request from its
-standard input, (function name, arguments), pickled, and writes the answer to its standard output,
-("ok", value) or ("error", exception). The models are loaded in it on their first run and kept. ModelWorker
-starts it on first use and sends it one request at a time: readers' runs take turns. A trace comes back
-pickled, tensors and all (copied, not put in shared memory: a container's /dev/shm is often 64 MB, less
-than one large trace). A ValueError in the worker (a text that gives no tokens) reaches the caller as
-itself; a worker that died (killed, out of memory) is started again on the next request; and the worker
-ends when the server does, however it ends, because its standard input closes.
+The worker is a small program (`python -m attention_core.models.worker`): it reads requests from its
+standard input, (request id, function name, arguments), pickled, and writes each answer to its standard
+output as it is ready, (request id, "ok", value) or (request id, "error", exception). The models are loaded
+in it on their first run and kept, one copy for every run. Several readers' runs go at once, one core each
+(see `runs_at_once`): on the 2-core machine, SmolLM2 runs asked one at a time took 0.21-0.23 s each, and
+asked two at a time 0.12-0.13 s each (bench/bench_models.py). A run's numbers do not depend on the runs
+beside it, nor on the machine's cores: each computes on one thread of its own.
+
+ModelWorker is the server's side: it starts the worker on first use, sends requests from any thread and
+hands each answer to the thread that asked. A trace comes back pickled, tensors and all (copied, not put in
+shared memory: a container's /dev/shm is often 64 MB, less than one large trace). A ValueError in the worker
+(a text that gives no tokens) reaches the caller as itself; a worker that died (killed, out of memory) is
+started again and the request sent once more; and the worker ends when the server does, however it ends,
+because its standard input closes.
 """
 
 from __future__ import annotations
@@ -21,16 +27,24 @@ from __future__ import annotations
 import dataclasses
 import functools
 import io
+import itertools
 import os
 import pickle
 import subprocess
 import sys
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder that holds attention_core/
+MAX_RUNS_AT_ONCE = 4  # each run holds its maps while they are built and pickled: up to ~70 MB for SmolLM2
+RUN_THREADS = 1  # every run computes on one thread, on every machine: see runs_at_once
+# The server answers every reader's every action and the worker only some: the worker runs at a lower
+# priority and takes the cores the server leaves idle. 30 sessions on 2 cores (bench/load.py), p95 action
+# latency per wave: 1.1-4.3 s at equal priority, 1.3-2.0 s with the worker at niceness 10.
+NICENESS = 10
 
-__all__ = ["Loaded", "ModelWorker", "WorkerDied"]
+__all__ = ["MAX_RUNS_AT_ONCE", "NICENESS", "RUN_THREADS", "Loaded", "ModelWorker", "WorkerDied", "runs_at_once"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,8 +64,10 @@ class ModelWorker:
     """The server's side: one worker process, started on first use; safe to call from many threads at once."""
 
     def __init__(self):
-        self._lock = threading.Lock()  # one request at a time
+        self._lock = threading.Lock()  # guards the process and the writing end of its pipe
         self._process: subprocess.Popen | None = None
+        self._waiting: dict[int, Future] = {}  # the running process's unanswered requests, by id
+        self._ids = itertools.count()
 
     def load(self, key: str, device: str) -> Loaded:
         """Load the model in the worker (once) and say where it runs."""
@@ -68,28 +84,35 @@ class ModelWorker:
     def close(self) -> None:
         with self._lock:
             if self._process is not None:
-                self._process.stdin.close()  # the worker's cue to end
+                self._process.stdin.close()  # the worker's cue to end, once the runs under way are answered
                 self._process.wait(timeout=30)
                 self._process = None
 
     def _ask(self, function: str, *args):
-        with self._lock:
-            for attempt in (1, 2):  # a worker that died is started again, once
-                process = self._started()
-                try:
-                    pickle.dump((function, args), process.stdin)
-                    process.stdin.flush()
-                    status, value = pickle.load(process.stdout)  # noqa: S301  (our own worker's answer)
-                    break
-                except (BrokenPipeError, EOFError):
-                    process.kill()
-                    process.wait()
-                    self._process = None
-                    if attempt == 2:
-                        raise WorkerDied(f"the model worker ended while running {function}") from None
+        for attempt in (1, 2):  # a worker that died is started again, and the request sent once more
+            try:
+                status, value = self._send(function, args).result()
+                break
+            except WorkerDied:
+                if attempt == 2:
+                    raise
         if status == "error":
             raise value
         return value
+
+    def _send(self, function: str, args: tuple) -> Future:
+        answer = Future()
+        with self._lock:
+            process = self._started()
+            request_id = next(self._ids)
+            self._waiting[request_id] = answer
+            try:
+                pickle.dump((request_id, function, args), process.stdin)
+                process.stdin.flush()
+            except BrokenPipeError:
+                del self._waiting[request_id]
+                answer.set_exception(WorkerDied(f"the model worker ended before it could run {function}"))
+        return answer
 
     def _started(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
@@ -100,17 +123,41 @@ class ModelWorker:
                 stdout=subprocess.PIPE,
                 env={**os.environ, "PYTHONPATH": path},
             )
+            self._waiting = {}
+            threading.Thread(target=self._hand_out_answers, args=(self._process, self._waiting), daemon=True).start()
         return self._process
+
+    def _hand_out_answers(self, process: subprocess.Popen, waiting: dict[int, Future]) -> None:
+        """Give each answer to the request that asked for it, until the worker ends; then fail the unanswered
+        (under the lock: a request sent from now on finds the worker ended and starts another)."""
+        try:
+            while True:
+                request_id, status, value = pickle.load(process.stdout)  # noqa: S301  (our own worker's answer)
+                waiting.pop(request_id).set_result((status, value))
+        except Exception:  # noqa: BLE001  (the end of the pipe, or an answer that cannot be read: the worker is done)
+            process.kill()
+            process.wait()
+        with self._lock:
+            for answer in waiting.values():
+                answer.set_exception(WorkerDied("the model worker ended before it answered"))
+            waiting.clear()
 
 
 # ---- The worker's side: runs in its own process -------------------------------------------------------------
 
+_loading = threading.Lock()  # two first runs of one model load it once
+
 
 @functools.cache
-def _model(key: str, device: str):
+def _loaded_model(key: str, device: str):
     from attention_core.models.sources import load_model
 
     return load_model(key, device)
+
+
+def _model(key: str, device: str):
+    with _loading:
+        return _loaded_model(key, device)
 
 
 def _load(key: str, device: str) -> Loaded:
@@ -145,26 +192,49 @@ def _pickled(answer) -> bytes:
     return buffer.getvalue()
 
 
+def runs_at_once(cores: int) -> int:
+    """How many readers' runs go at once, for the cores torch would compute with (the machine's, or
+    OMP_NUM_THREADS): one per core, up to MAX_RUNS_AT_ONCE. Each run computes on one thread, always: a
+    matrix product split over more threads adds its parts in another order, and its last bits change (MiniLM's
+    q does on the 2-core machine), so a run's numbers would depend on the machine's cores. Two threads hardly speed up a
+    run of these small models (SmolLM2, 12 tokens: 139-145 ms on one, 115-139 ms on two), where two runs
+    side by side take two readers' sentences in the time of little more than one."""
+    return max(1, min(cores, MAX_RUNS_AT_ONCE))
+
+
 def serve() -> None:
-    """Answer requests until standard input closes. Anything a library prints goes to standard error: the
-    standard output carries only answers."""
+    """Answer requests until standard input closes, several at once. Anything a library prints goes to
+    standard error: the standard output carries only answers."""
+    import torch
+
     requests, answers = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    runs = runs_at_once(torch.get_num_threads())  # torch's count: the cores, or OMP_NUM_THREADS
+    torch.set_num_threads(RUN_THREADS)
+    if hasattr(os, "nice"):  # not on Windows
+        os.nice(NICENESS)
     functions = {"load": _load, "trace": _trace}
-    while True:
+    writing = threading.Lock()  # one answer at a time on the pipe
+
+    def answer(request_id: int, function: str, args: tuple) -> None:
         try:
-            function, args = pickle.load(requests)  # noqa: S301  (from the server that started us)
-        except EOFError:
-            return
-        try:
-            answer = _pickled(("ok", functions[function](*args)))
+            reply = _pickled((request_id, "ok", functions[function](*args)))
         except Exception as error:  # noqa: BLE001  (every error goes back to the caller, who shows or raises it)
             try:
-                answer = _pickled(("error", error))
+                reply = _pickled((request_id, "error", error))
             except Exception:  # noqa: BLE001  (an error that cannot be pickled goes back as its words)
-                answer = pickle.dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
-        answers.write(answer)
-        answers.flush()
+                reply = pickle.dumps((request_id, "error", RuntimeError(f"{type(error).__name__}: {error}")))
+        with writing:
+            answers.write(reply)
+            answers.flush()
+
+    with ThreadPoolExecutor(runs, thread_name_prefix="run") as pool:  # on leaving: the runs under way finish
+        while True:
+            try:
+                request_id, function, args = pickle.load(requests)  # noqa: S301  (from the server that started us)
+            except EOFError:
+                return
+            pool.submit(answer, request_id, function, args)
 
 
 if __name__ == "__main__":

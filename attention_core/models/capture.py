@@ -185,8 +185,9 @@ def capture(
     return layers, kv_head_of
 
 
-# A fast tokenizer sets its truncation on the shared Rust object, and two threads doing that at once fail
-# ("Already borrowed", huggingface/tokenizers#537): one text is tokenized at a time (it takes a millisecond).
+# A fast tokenizer sets its truncation on the shared Rust object, and two threads doing that at once can fail
+# ("Already borrowed", huggingface/tokenizers#537). Not seen here (200 texts on 8 threads), but the model worker
+# runs readers side by side: one text is tokenized at a time (it takes a millisecond).
 _tokenizing = threading.Lock()
 
 

@@ -41,7 +41,7 @@ MAX_RUNS_AT_ONCE = 4  # each run holds its maps while they are built and pickled
 RUN_THREADS = 1  # every run computes on one thread, on every machine: see runs_at_once
 # The server answers every reader's every action and the worker only some: the worker runs at a lower
 # priority and takes the cores the server leaves idle. 30 sessions on 2 cores (bench/load.py), p95 action
-# latency per wave: 1.1-4.3 s at equal priority, 1.3-2.0 s with the worker at niceness 10.
+# latency per wave: 1.1-4.3 s at equal priority, 1.3-2.1 s with the worker at niceness 10.
 NICENESS = 10
 
 __all__ = ["MAX_RUNS_AT_ONCE", "NICENESS", "RUN_THREADS", "Loaded", "ModelWorker", "WorkerDied", "runs_at_once"]
@@ -195,10 +195,10 @@ def _pickled(answer) -> bytes:
 def runs_at_once(cores: int) -> int:
     """How many readers' runs go at once, for the cores torch would compute with (the machine's, or
     OMP_NUM_THREADS): one per core, up to MAX_RUNS_AT_ONCE. Each run computes on one thread, always: a
-    matrix product split over more threads adds its parts in another order, and its last bits change (MiniLM's
-    q does on the 2-core machine), so a run's numbers would depend on the machine's cores. Two threads hardly speed up a
-    run of these small models (SmolLM2, 12 tokens: 139-145 ms on one, 115-139 ms on two), where two runs
-    side by side take two readers' sentences in the time of little more than one."""
+    matrix product split over more threads adds its parts in another order, and its last bits change
+    (MiniLM's q does on the 2-core machine), so a run's numbers would depend on the machine's cores. Two
+    threads hardly speed up a run of these small models (SmolLM2, 12 tokens: 139-145 ms on one, 115-139 ms
+    on two), where two runs side by side take two readers' sentences in the time of little more than one."""
     return max(1, min(cores, MAX_RUNS_AT_ONCE))
 
 

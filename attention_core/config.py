@@ -11,7 +11,7 @@ Limits (also in the README):
 | text                | 20,000 characters| a sentence, not a book; checked before tokenizing        |
 | real-model tokens   | 128              | 30 layers x 9 heads of n x n maps add up                 |
 | typed numbers       | 8 tokens, widths 8 | a table you can type into and read                     |
-| training            | 2,000 steps, 60 s, d_model 32, d_k 128, 4 heads | trains in seconds on a CPU       |
+| training            | 5,000 steps, 60 s, d_model 32, d_k 128, 4 heads | trains in seconds on a CPU       |
 | √d_k experiment     | 100,000 samples, 1,024 keys | its memory grows with samples x keys x d_k    |
 | trace memory        | MEMORY_BUDGET_BYTES (default 2 GiB, env ATTENTION_MEMORY_BUDGET_MB) |
 
@@ -52,12 +52,13 @@ MAX_TYPED_DIM = 8  # ... and d_model, d_k, d_v at most this
 MAX_SAMPLES = 100_000  # the √d_k experiment
 MAX_KEYS = 1024
 # Training (attention_core/training.py): a model the Training page trains in seconds on a CPU.
-MAX_TRAIN_STEPS = 2000
+MAX_TRAIN_STEPS = 5000
 MAX_TRAIN_SECONDS = 60  # a run stops itself here, whatever its step budget
 MAX_TRAIN_DIM = 32  # d_model
 MAX_TRAIN_D_K = 128  # large enough for the √d_k experiment (64)
 MAX_TRAIN_HEADS = 4
-TRAIN_CHECKPOINTS = 40  # a run keeps about this many checkpoints, whatever its steps (at most ~11 MB)
+MAX_TRAIN_SENTENCES = 10_000  # the generated training set (2,000 by default)
+TRAIN_CHECKPOINTS = 40  # checkpoints a run keeps, and half as many again in its first tenth (at most ~16 MB)
 # How W_Q, W_K, W_V, W_O are drawn (fan_in = rows, fan_out = columns of the matrix).
 INITS = {
     "normal": "N(0, 1) for every entry, like the lectures' torch.randn",

@@ -51,3 +51,10 @@ def cpu_threads() -> int:
     """How many threads torch computes with on the CPU: OMP_NUM_THREADS where it is set (a replica given part
     of a machine, deploy/), else one per core."""
     return torch.get_num_threads()
+
+
+def cpu_kernels() -> str:
+    """Which vectorised CPU kernels torch computes with here: "AVX512", "AVX2" or "DEFAULT" (none) on x86. torch
+    picks them by what the CPU can do (ATEN_CPU_CAPABILITY forces a narrower one); they round a sum's last bits
+    differently, so a chaotic computation (training) ends elsewhere on another kind of CPU."""
+    return torch.backends.cpu.get_cpu_capability()

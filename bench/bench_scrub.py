@@ -2,8 +2,9 @@
 a trivial one-slider, one-heatmap Streamlit app measured in the same run, interleaved (machines differ by 2x or
 more; the ratio travels).
 
-The default run is trained once (400 steps, 41 checkpoints), then the page steps back through the checkpoints
-two ways, as a lecturer would: the "training step" slider with the arrow keys, and presentation mode's ← key.
+The default run is trained once (TrainingConfig's steps, 57 checkpoints), then the page steps back through the
+checkpoints two ways, as a lecturer would: the "training step" slider with the arrow keys, and presentation
+mode's ← key.
 Each step is timed from the key press to the first chart showing the new step ("first changed chart": the mean
 map's title says "at step N") and to the last chart change ("settled": nothing drawn for 0.7 s after it). The
 first pass over the steps computes them on the server; the passes after it find them cached (for every session),
@@ -25,10 +26,11 @@ from urllib.parse import quote
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_repaint import TOP, YARDSTICK, beside_the_yardstick, step, timed  # noqa: E402
 
+from attention_core.training import TrainingConfig  # noqa: E402
 from tests.browser import wait_for_chart  # noqa: E402
 
 TEXT = "Bob will eat salad"
-TRAINED = 400  # the default run's last step; checkpoints every 10 steps
+TRAINED, EVERY = TrainingConfig().steps, TrainingConfig().checkpoint_every  # the default run's last step, checkpoints
 
 
 def scrub(page, focus, target: int) -> tuple[float, float]:
@@ -65,7 +67,7 @@ def main(steps: int) -> None:
             wait_for_chart(app, f"mean attention weights at step {TRAINED}", timeout=60)
             app.evaluate(TOP)
             yard, first, last = [], [], []
-            for target in range(TRAINED - 10, TRAINED - 10 * (steps + 1), -10):
+            for target in range(TRAINED - EVERY, TRAINED - EVERY * (steps + 1), -EVERY):
                 yard.append(step(trivial, "d_k", lambda d: f"[5x{d}]")[0])
                 f, s = scrub(app, focus, target)
                 first.append(f)

@@ -13,14 +13,29 @@ MARK_COLOUR = "#c0392b"
 LAST_STEPS = 50  # the √d_k notes average the last this many steps
 
 
+def shown_against(value: float, bound: float, digits: int = 2, percent: bool = False) -> str:
+    """`value` written with `digits` decimals (as a percentage with none, if `percent`), or with as many more as it
+    takes to stay on its own side of `bound`: 0.598 against 0.6 is "0.598", never "0.60"."""
+    scale, suffix = (100, "%") if percent else (1, "")
+    if percent:
+        digits = 0
+    for more in range(digits, digits + 8):
+        written = f"{value * scale:.{more}f}"
+        if (float(written) >= bound * scale) == (value >= bound):
+            return written + suffix
+    return f"{value * scale!r}{suffix}"
+
+
 def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = DEFAULT_STYLE) -> Figure:
-    """The next-word loss per step, the lowest possible loss dotted, and the step on screen marked; the step axis
-    spans the run's whole budget, so that a run in progress fills it in from the left."""
+    """The next-word loss of each step's mini-batch, the lowest possible loss on new sentences dotted, and the step
+    on screen marked; the step axis spans the run's whole budget, so that a run in progress fills it in from the
+    left."""
     steps = list(range(len(loss)))
     shown = min(step, len(loss) - 1)
     traces = [
         dict(type="scatter", x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
-        dict(type="scatter", x=[0, steps_total], y=[best, best], mode="lines", name=f"lowest possible {best:.2f}",
+        dict(type="scatter", x=[0, steps_total], y=[best, best], mode="lines",
+             name=f"lowest possible on new sentences {best:.2f}",
              line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
         dict(type="scatter", x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
              marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
@@ -29,7 +44,7 @@ def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = D
         {"title": {"text": "step"}, "range": [0, steps_total]},
         {"title": {"text": "loss"}, "rangemode": "tozero"},
     )
-    layout = _layout(style, "next-word loss (nats) per training step", xaxis, yaxis, height=320, legend_rows=1)
+    layout = _layout(style, "next-word loss (nats) of each step's mini-batch", xaxis, yaxis, height=320, legend_rows=1)
     return figure(traces, layout)
 
 

@@ -11,19 +11,20 @@ import numpy as np
 import streamlit as st
 
 from attention_core import tokenize
+from attention_core.device import cpu_kernels
 from attention_core.training import (
     GROUPS,
+    LEARNED_PREDICTED,
+    LEARNED_WEIGHT,
     MODALS,
-    SUBJECT,
-    VERB,
     checkpoint_npz,
     sentence_words,
 )
 from figures.heatmap import heatmap
 from figures.style import markdown_literal
-from figures.training import loss_figure, sqrt_dk_figures, sqrt_dk_notes
+from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
 from ui.chart import show_figure
-from ui.controls import current_settings
+from ui.controls import TRAINING_RUN, current_settings
 from ui.numbers import use_weights
 from ui.show import friendly_errors, show_figures, show_stage, style_for
 from ui.training import (
@@ -63,38 +64,65 @@ def _words(settings, run) -> tuple[tuple[str, ...], str]:
         return words, why
 
 
-def _grammar() -> None:
+def _never_seen() -> str:
+    """The first subject's held-out verb, in words: "Alice never eats: “Alice will eat pizza” is new to the model"."""
+    subject = GRAMMAR.subjects[0]
+    verb = next(verb for verb, _ in GRAMMAR.objects if GRAMMAR.held_out(subject, verb))
+    sentence = " ".join((subject, MODALS[0], verb, GRAMMAR.object_of(subject, verb)))
+    return f"{subject} never {verb}s: “{sentence}” is new to the model"
+
+
+def _grammar(config) -> None:
     with st.expander("The training sentences (the grammar)"):
         st.markdown(
-            f"1,000 sentences *subject modal verb object*, like lecture 002's “Alice will eat pizza”. The "
-            f"{len(GRAMMAR.subjects)} subjects fall into {GROUPS} groups, each with its own taste: the object "
-            "follows from the verb **and** the subject's group. So to predict the object, the verb's position must "
-            "find out who the subject is: its query must learn to look at the subject's key. The modal and the verb "
-            "are random choices; the lowest possible loss is theirs alone "
-            f"(**{GRAMMAR.best_loss():.3f}** nats per word). Each subject is never paired with one verb in training "
-            "(Alice never drinks): those sentences are held out, to measure what was learned, not remembered."
+            f"{config.sentences:,} sentences *subject modal verb object*, like lecture 002's “Alice will eat "
+            f"pizza”. The {len(GRAMMAR.subjects)} subjects fall into {GROUPS} groups, each with its own taste: the "
+            "object follows from the verb **and** the subject's group. So to predict the object, the verb's "
+            "position must find out who the subject is: its query must learn to look at the subject's key. The "
+            "modal and the verb are random choices; on new sentences the lowest possible loss is theirs alone "
+            f"(**{GRAMMAR.best_loss():.3f}** nats per word; on its own training sentences a model can go a little "
+            f"lower by remembering their random choices). Each subject is never paired with one verb in training "
+            f"({_never_seen()}): those sentences are held out, to measure what was learned, not remembered. Each "
+            f"step learns from {config.batch} of the sentences in turn."
         )
         rows = [{"group": g + 1, "subjects": ", ".join(GRAMMAR.subjects[g::GROUPS]),
                  **{verb: things[g] for verb, things in GRAMMAR.objects}} for g in range(GROUPS)]  # fmt: skip
         st.dataframe(rows, hide_index=True)
 
 
+def _default(measured) -> str:
+    """A sentence on the one group the verb hardly looks at (below even) whose objects the model still predicts:
+    its default group. Said only where both are measured; "" otherwise."""
+    defaults = [g for g in range(GROUPS) if measured.by_group[g] < 1 / 3
+                and measured.predicted_by_group[g] >= LEARNED_PREDICTED]  # fmt: skip
+    if len(defaults) != 1:
+        return ""
+    g = defaults[0]
+    predicted = measured.predicted_by_group[g]
+    return (f" The verb hardly looks at the subjects of group {g + 1} ({', '.join(GRAMMAR.subjects[g::GROUPS])}), "
+            f"yet the model predicts {'all' if predicted == 1 else shown_against(predicted, 1, percent=True)} of "
+            "their objects: it need not look for that group, since no other group's signal means this one (its "
+            "default).")  # fmt: skip
+
+
 def _measured(run, checkpoint, style) -> None:
     """What the layer does at this step over the held-out sentences, in numbers and one map."""
     measured = measured_at(run, checkpoint)
     by_position, groups = measured.by_position.numpy(), measured.by_group  # [heads, 4, 4], per subject group
-    mean = by_position[:, VERB, SUBJECT].mean()
     chance = 1 / 3 if run.config.causal else 1 / 4
+    weight = shown_against(measured.verb_to_subject, LEARNED_WEIGHT)
+    predicted = shown_against(measured.predicted, LEARNED_PREDICTED, percent=True)
     st.markdown(
-        f"**Step {checkpoint.step}**, over {len(HELD_OUT)} held-out sentences: the verb puts "
-        f"**{mean:.2f}** of its attention on the subject (looking evenly would give {chance:.2f}); by subject "
-        f"group {', '.join(f'{g:.2f}' for g in groups)}. A group with a low number may be the model's default: "
-        "finding no other group's signal tells it that one."
+        f"**Step {checkpoint.step}**, over {len(HELD_OUT)} held-out sentences: the verb puts **{weight}** of its "
+        f"attention on the subject (looking evenly would give {chance:.2f}), and the model predicts the object of "
+        f"**{predicted}** of them. By subject group: {', '.join(f'{g:.2f}' for g in groups)}.{_default(measured)}"
     )
-    if checkpoint.step == run.config.steps and mean < chance:  # measured: 1 run in 15 (README, "Watch attention learn")
-        st.warning(f"This run did not learn it: after {checkpoint.step} steps the verb puts less on its subject than "
-                   "looking evenly would. Gradient descent can settle like this; another seed (sidebar) usually "
-                   "finds the subject.", icon="🎲")  # fmt: skip
+    if checkpoint.step == run.config.steps and not measured.learned:  # only a run's end is judged
+        st.warning(f"This run did not learn it. A run learns it when, over the held-out sentences, the verb puts at "
+                   f"least {LEARNED_WEIGHT:.2f} of its attention on its subject and the model predicts at least "
+                   f"{LEARNED_PREDICTED:.0%} of their objects; this one ends at {weight} and {predicted}. Too few "
+                   "steps, or gradient descent settled elsewhere: try more steps, or another seed (sidebar).",
+                   icon="🎲")  # fmt: skip
     figure = heatmap(by_position[0], title=f"mean attention weights at step {checkpoint.step}",
                      subtitle="head 1, over the held-out sentences" if run.config.n_heads > 1 else
                      "over the held-out sentences", row_labels=POSITION_NAMES, col_labels=POSITION_NAMES,
@@ -121,6 +149,35 @@ def _layer_at(run, checkpoint, words, why, settings, style) -> None:
     )
     for key in ("weights", "projections"):
         show_stage(trace, key, head, style, prefix="train-", query_key="t_query")
+
+
+def _link_run(config) -> None:
+    """On the page's first run in a session, note the run a link names (t_run), for the config it opened with
+    (a value that is not a run's fingerprint is named by app.py's link check, and left out here)."""
+    if "t_link_run" not in st.session_state:
+        raw = st.query_params.get("t_run")
+        st.session_state["t_link_run"] = (config, raw if raw and not TRAINING_RUN.refusal(raw) else None)
+
+
+def _recomputed(run) -> None:
+    """Say whether this finished run has the numbers of the run that made the link, and put its own fingerprint
+    in the address (t_run) so that a copied link can be checked the same way where it is opened."""
+    ours = f"{run.fingerprint()}-{cpu_kernels()}"
+    config, theirs = st.session_state.get("t_link_run") or (None, None)
+    if theirs and config == run.config:
+        if theirs == ours:
+            st.caption("The same numbers, bit for bit, as the run that made this link.")
+        else:
+            made_with = theirs.split("-", 1)[1]
+            why = (f"the link was made on a CPU computing with {made_with} kernels, this one computes with "
+                   f"{cpu_kernels()}" if made_with != cpu_kernels() else
+                   f"both compute with {made_with} kernels, but another thread count or torch build")  # fmt: skip
+            st.info(f"This run was recomputed here from the seed, and its numbers are not those of the run that "
+                    f"made this link: {why}. Training rounds the last bits of each step as the CPU's kernels do, "
+                    "and over many steps those differences grow, so the weights and every number below differ "
+                    "from the link's. What to look for is the same: whether the verb learns to look at its "
+                    "subject (the step's numbers below say how much).", icon="🖥️")  # fmt: skip
+    st.query_params["t_run"] = ours
 
 
 def _scrubber(run, settings, style) -> None:
@@ -257,19 +314,21 @@ with friendly_errors():
     settings = current_settings()
     config = training_config(st.session_state)
     style = style_for(settings)
+    _link_run(config)
     st.title("Watch attention learn")
     st.caption(
         f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
         f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
-        f"seed {config.seed} · {config.steps} steps of Adam · a word embedding, ONE attention layer (this app's "
-        "own), an unembedding"
+        f"seed {config.seed} · {config.steps} steps of AdamW · a word embedding, ONE attention layer (this app's "
+        "own), an unembedding. The same seed trains the same numbers, bit for bit, on this machine; a CPU with "
+        "other kernels rounds differently, and its run of this seed ends with other numbers."
     )
     if not config.causal:
         st.warning("Without the causal mask each word sees the next one, the word it must predict: the subject "
                    "and the modal learn to look at it and copy it, and the loss falls to almost 0. (The verb's next "
                    "word, the object, is never an input, so the verb still has to find its subject.)",
                    icon="👀")  # fmt: skip
-    _grammar()
+    _grammar(config)
     training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
     if training is None and "t_step" in st.query_params:
         training = start(config)  # a shared link: train from the seed (the same weights), then show its step
@@ -281,6 +340,8 @@ with friendly_errors():
         st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
     if training is not None and not training.running and not training.run.checkpoints:
         training = None  # stopped before its first step: nothing to show but step 0
+    if training is None or training.state != "done":
+        st.query_params.pop("t_run", None)  # the address names a run only once it has run its whole budget
     if training is None:
         state_col.caption("Step 0: W_Q, W_K, W_V drawn at random. Press Train.")
         run = untrained(config)
@@ -294,6 +355,8 @@ with friendly_errors():
             {"done": "Trained", "stopped": "Stopped", "time cap": "Stopped at the time cap"}[training.state]
             + f": {len(training.run.loss) - 1} steps in {training.seconds:.1f} s."
         )
+        if training.state == "done":  # a stopped run is not what a link recomputes
+            _recomputed(training.run)
         _scrubber(training.run, settings, style)
     st.divider()
     _sqrt_dk(settings, config, style)

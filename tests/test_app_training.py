@@ -5,19 +5,26 @@ import statistics
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
+from attention_core.config import MAX_TRAIN_STEPS
+from attention_core.device import cpu_kernels
 from attention_core.training import (
+    GROUPS,
+    LEARNED_PREDICTED,
+    LEARNED_WEIGHT,
     TrainingConfig,
     checkpoint_trace,
     held_out_attention,
     held_out_sentences,
     train,
 )
+from figures.training import shown_against
 from tests.plotly_spec import decode
 from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems, panel, shown
 from ui.training import GRAMMAR
+
+STEPS = TrainingConfig().steps
 
 
 @pytest.fixture
@@ -51,12 +58,22 @@ def test_before_training_the_page_shows_step_0_and_greys_the_walkthroughs_mask(p
     assert any("has no 'The', 'next', 'day', 'is', 'bright'" in shown(c) for c in page.caption)
 
 
+def test_the_grammar_is_described_by_its_own_numbers(page):
+    text = next(m.value for m in page.markdown if "held out, to measure what was learned" in m.value)
+    assert text.startswith(f"{TrainingConfig().sentences:,} sentences") and f"fall into {GROUPS} groups" in text
+    assert "Alice never eats: “Alice will eat pizza” is new to the model" in text
+    assert GRAMMAR.held_out("Alice", "eat") and GRAMMAR.object_of("Alice", "eat") == "pizza"
+    trained_on = GRAMMAR.sentences(TrainingConfig().sentences, seed=0)
+    assert not [s for s in trained_on if s[0] == "Alice" and s[2] == "eat"]
+    assert f"Each step learns from {TrainingConfig().batch} of the sentences" in text
+
+
 def test_train_then_scrub_shows_the_layer_as_it_was_at_each_step(page):
     at = trained(page)
     no_problems(at)
     run = at.session_state["training"].run
-    assert any(c.value.startswith("Trained: 400 steps") for c in at.caption)
-    assert at.select_slider(key="t_step").value == 400
+    assert any(c.value.startswith(f"Trained: {STEPS} steps") for c in at.caption)
+    assert at.select_slider(key="t_step").value == STEPS
     # The sidebar's sentence is not in the grammar: the page shows one whose group the verb looks at most.
     groups = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_group
     subject = GRAMMAR.subjects[groups.index(max(groups))]
@@ -65,8 +82,13 @@ def test_train_then_scrub_shows_the_layer_as_it_was_at_each_step(page):
     at.select_slider(key="t_step").set_value(100).run()
     no_problems(at)
     checkpoint = run.checkpoint_at(100)
-    mean = held_out_attention(checkpoint, run, held_out_sentences()).by_position.numpy()[0]
-    assert step_line(at).startswith(f"**Step 100**, over 300 held-out sentences: the verb puts **{mean[2, 0]:.2f}**")
+    measured = held_out_attention(checkpoint, run, held_out_sentences())
+    mean = measured.by_position.numpy()[0]
+    assert step_line(at).startswith(
+        f"**Step 100**, over 300 held-out sentences: the verb puts **{mean[2, 0]:.2f}** of its attention on the "
+        f"subject (looking evenly would give 0.33), and the model predicts the object of "
+        f"**{shown_against(measured.predicted, LEARNED_PREDICTED, percent=True)}** of them."
+    )
     lower = np.tril(np.ones((4, 4), bool))  # the rest is masked: drawn grey, with no number
     shown_map = panel(at, "mean attention weights at step 100").z
     np.testing.assert_allclose(shown_map[lower], mean[lower], rtol=1e-5, atol=1e-6)
@@ -82,8 +104,26 @@ def test_train_then_scrub_shows_the_layer_as_it_was_at_each_step(page):
                                expected.weights[0].numpy()[expected.mask.numpy()], rtol=1e-5)  # fmt: skip
 
 
+def test_a_default_group_is_named_only_where_its_numbers_show_it(page):
+    """Step 0 names none (nothing is predicted yet); at a run's end the page names a group exactly when the verb
+    puts less than even on its subjects while the model predicts at least 90% of their objects, and that is one
+    group, with those numbers."""
+    at = trained(page)
+    run = at.session_state["training"].run
+    measured = held_out_attention(run.checkpoints[-1], run, held_out_sentences())
+    defaults = [g for g in range(GROUPS) if measured.by_group[g] < 1 / 3 and measured.predicted_by_group[g] >= 0.9]
+    line = step_line(at)
+    assert ("(its default)" in line) == (len(defaults) == 1)
+    if len(defaults) == 1:
+        g = defaults[0]
+        assert f"hardly looks at the subjects of group {g + 1} ({GRAMMAR.subjects[g]}, " in line
+        assert f"By subject group: {', '.join(f'{w:.2f}' for w in measured.by_group)}." in line
+    at.select_slider(key="t_step").set_value(0).run()
+    assert step_line(at).startswith("**Step 0**") and "its default" not in step_line(at)
+
+
 def test_a_run_can_be_stopped_and_a_session_trains_one_run_at_a_time(page):
-    page.session_state["train_steps"] = 2000
+    page.session_state["train_steps"] = MAX_TRAIN_STEPS
     page.session_state["seed"] = 7
     page.run()
     page.button(key="t_start").click().run()
@@ -99,27 +139,63 @@ def test_a_run_can_be_stopped_and_a_session_trains_one_run_at_a_time(page):
     training.join(timeout=60)
     page.run()
     no_problems(page)
-    assert training.state == "stopped" and len(training.run.loss) < 2001
+    assert training.state == "stopped" and len(training.run.loss) < MAX_TRAIN_STEPS + 1
     assert any(c.value.startswith("Stopped:") for c in page.caption)
     assert page.select_slider(key="t_step").value == training.run.checkpoints[-1].step
 
 
-def test_a_link_with_a_step_trains_from_the_seed_and_opens_at_that_step():
+def opened(params: dict) -> AppTest:
+    """The Training page opened from a link with these values, its run trained and shown (a run that another
+    session has trained is shown as it is: runs are shared)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.query_params.update({"t_step": "200", "seed": "3"})
+    at.query_params.update(params)
     at.switch_page("pages/training.py").run()
-    at.session_state["training"].join(timeout=120)
-    at.run()
+    if "training" in at.session_state:
+        at.session_state["training"].join(timeout=120)
+    return at.run()
+
+
+def test_a_link_with_a_step_trains_from_the_seed_and_opens_at_that_step():
+    at = opened({"t_step": "200", "seed": "3"})
     no_problems(at)
     assert at.select_slider(key="t_step").value == 200
+    run = at.session_state["training"].run
     _, alone = train(TrainingConfig(seed=3))
-    assert at.session_state["training"].run.loss == alone.loss  # the same weights, recomputed from the seed
+    assert run.loss == alone.loss  # the same weights, recomputed from the seed
+    # The address names the run shown (its fingerprint and this CPU's kernels), so that a copied link can be checked.
+    assert at.query_params["t_run"] == f"{alone.fingerprint()}-{cpu_kernels()}"
+    assert not [i for i in at.info if "recomputed here" in i.value]  # the link named no run: nothing to compare
+
+
+def test_a_link_says_whether_its_run_was_recomputed_with_the_same_numbers():
+    """Opened where the link was made (the same fingerprint): said to be bit for bit the same. Opened where the
+    CPU computes otherwise (another fingerprint, other kernels): said to differ, with both kernels named."""
+    ours = f"{train(TrainingConfig(seed=3))[1].fingerprint()}-{cpu_kernels()}"
+    same = opened({"t_step": "200", "seed": "3", "t_run": ours})
+    no_problems(same)
+    assert any(c.value == "The same numbers, bit for bit, as the run that made this link." for c in same.caption)
+    elsewhere = "0123abcd-" + ("AVX2" if cpu_kernels() != "AVX2" else "AVX512")
+    other = opened({"t_step": "200", "seed": "3", "t_run": elsewhere})
+    no_problems(other)
+    said = [i.value for i in other.info if "recomputed here from the seed" in i.value]
+    assert said and f"computing with {elsewhere[9:]} kernels, this one computes with {cpu_kernels()}" in said[0]
+    assert other.query_params["t_run"] == ours  # the address now names the run shown here
+    kernels_alike = opened({"t_step": "200", "seed": "3", "t_run": f"0123abcd-{cpu_kernels()}"})
+    assert any("another thread count or torch build" in i.value for i in kernels_alike.info)
+
+
+def test_a_link_whose_run_is_not_a_fingerprint_is_named_and_left_out():
+    at = opened({"t_step": "200", "seed": "3", "t_run": "<b>xyz"})
+    no_problems(at)
+    assert any("the training run = '<b>xyz', which is not used: it must be 8 hex digits" in shown(w)
+               for w in at.warning)  # fmt: skip
+    assert not [i for i in at.info if "recomputed here" in i.value]
 
 
 def test_the_trained_weights_load_into_the_walkthrough_with_every_stage(page):
     at = trained(page)
     at.text_area(key="text").input("Carol may play piano").run()
-    download = [b for b in at.get("download_button") if "weights at step 400" in b.proto.label]
+    download = [b for b in at.get("download_button") if f"weights at step {STEPS}" in b.proto.label]
     assert download
     at.button(key="use-trained").click().run()
     no_problems(at)
@@ -144,18 +220,27 @@ def test_the_sqrt_dk_experiment_states_what_its_runs_measured(page):
     lines = [m.value for m in page.markdown if m.value.startswith("- Loss over the last")]
     assert lines and f"not scaled {statistics.fmean(unscaled.loss[-50:]):.3f}" in lines[0]
     assert chart_titled(page, "d_k = 64: share of softmax rows")
-    assert torch.tensor(unscaled.saturated[-50:]).mean() > torch.tensor(scaled.saturated[-50:]).mean()
+    # That unscaled rows saturate is checked over three seeds (tests/test_training.py): at the page's 2,000 steps
+    # one seed's share of saturated rows depends on the CPU's kernels (seed 0: 0%, 39% or 98% on three paths).
+    shares = [statistics.fmean(run.saturated[-50:]) for run in (scaled, unscaled)]
+    assert any(f"scaled {shares[0]:.0%}, not scaled {shares[1]:.0%}" in m.value for m in page.markdown)
 
 
-def test_a_run_that_did_not_learn_it_is_told_so():
-    """d_model 16, seed 4 settles with the verb looking away from its subject on this machine (README's table): the
-    page says so exactly when the number on screen is below even, and not for the default run."""
+def test_a_run_that_did_not_learn_it_is_told_so_with_its_numbers():
+    """Ten steps learn nothing, on any CPU: the page says so at the run's end, with the numbers it judged by.
+    The default run is told so exactly when it did not learn it (HeldOut.learned), and only at its end."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    at = trained(at.switch_page("pages/training.py").run(), d_model=16, seed=4)
+    at = trained(at.switch_page("pages/training.py").run(), train_steps=10)
     no_problems(at)
     run = at.session_state["training"].run
-    mean = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_position[:, 2, 0].mean().item()
-    stuck = [w for w in at.warning if w.value.startswith("This run did not learn it")]
-    assert bool(stuck) == (mean < 1 / 3)
+    measured = held_out_attention(run.checkpoints[-1], run, held_out_sentences())
+    assert not measured.learned
+    stuck = [w.value for w in at.warning if w.value.startswith("This run did not learn it")]
+    assert stuck and (f"ends at {shown_against(measured.verb_to_subject, LEARNED_WEIGHT)} and "
+                      f"{shown_against(measured.predicted, LEARNED_PREDICTED, percent=True)}") in stuck[0]  # fmt: skip
+    at = trained(at, train_steps=STEPS)
+    run = at.session_state["training"].run
+    learned = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).learned
+    assert bool([w for w in at.warning if w.value.startswith("This run did not learn it")]) == (not learned)
     at.select_slider(key="t_step").set_value(200).run()  # only the run's end is judged
     assert not [w for w in at.warning if w.value.startswith("This run did not learn it")]

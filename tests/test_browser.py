@@ -15,7 +15,9 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
+from attention_core.device import cpu_kernels
 from attention_core.matrices import typed_from_npz
+from attention_core.training import TrainingConfig, train
 from figures.stages import STAGES
 from tests.browser import (
     CHROMIUM,
@@ -454,29 +456,32 @@ def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server,
 
 
 def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough(server, page, tmp_path):
+    config = TrainingConfig()
+    last, every = config.steps, config.checkpoint_every
     page.goto(f"{server}/training?text={quote('Bob will eat salad')}")
     wait_for_chart(page, "mean attention weights at step 0")
     page.get_by_role("button", name="▶ Train").click()
-    page.get_by_text("Trained: 400 steps").wait_for(timeout=90_000)
-    wait_for_chart(page, "mean attention weights at step 400")
+    page.get_by_text(f"Trained: {last} steps").wait_for(timeout=90_000)
+    wait_for_chart(page, f"mean attention weights at step {last}")
     no_traceback(page)
     settled(page)
     assert clipped(page) == [] and overlapping(page) == []
     screenshot(page, "training-trained")
+    # The address names the run shown: the same run as one trained here, this CPU's kernels.
+    assert f"t_run={train(config)[1].fingerprint()}-{cpu_kernels()}" in page.url
     # Presentation mode: ← and → step through the checkpoints; ▶ play runs on to the last one.
-    # A link to step 400 in presentation mode: the class's run is the one just trained (shared, not retrained).
-    page.goto(f"{server}/training?present=true&t_step=400&text={quote('Bob will eat salad')}")
+    # A link to the last step in presentation mode: the class's run is the one just trained (shared, not retrained).
+    page.goto(f"{server}/training?present=true&t_step={last}&text={quote('Bob will eat salad')}")
     page.get_by_role("button", name="← earlier").wait_for()
-    page.get_by_text("Step 400", exact=True).wait_for(timeout=15_000)
+    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=15_000)
     page.get_by_role("button", name="← earlier").click()
-    page.get_by_text("Step 390", exact=True).wait_for(timeout=15_000)
-    for step in (380, 370):
+    page.get_by_text(f"Step {last - every}", exact=True).wait_for(timeout=15_000)
+    for step in (last - 2 * every, last - 3 * every):
         page.keyboard.press("ArrowLeft")
         page.get_by_text(f"Step {step}", exact=True).wait_for(timeout=15_000)
-    page.get_by_text("Step 370", exact=True).wait_for(timeout=15_000)
-    screenshot(page, "training-presentation-step-370")
+    screenshot(page, f"training-presentation-step-{last - 3 * every}")
     page.get_by_text("▶ play").click()
-    page.get_by_text("Step 400", exact=True).wait_for(timeout=20_000)
+    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=20_000)
     page.wait_for_function("() => !document.querySelector('.stToggle input[aria-label=\"▶ play\"]')?.checked",
                            timeout=15_000)  # it stops itself at the end  # fmt: skip
     page.get_by_role("button", name="✕ Leave presentation").click()
@@ -484,10 +489,10 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     settled(page)
     # Export the layer and load it into the Walkthrough: the same numbers, every stage.
     with page.expect_download() as download:
-        page.get_by_role("button", name="⬇ weights at step 400 (.npz)").click()
+        page.get_by_role("button", name=f"⬇ weights at step {last} (.npz)").click()
     texts, sizes = typed_from_npz(Path(download.value.path()).read_bytes())
     assert sizes["text"] == "Bob will eat salad" and set(texts) == {"x", "w_q", "w_k", "w_v", "w_o"}
-    page.get_by_role("button", name="Use the weights of step 400 in the Walkthrough").click()
+    page.get_by_role("button", name=f"Use the weights of step {last} in the Walkthrough").click()
     page.get_by_role("link", name="Open the Walkthrough with them").click()
     wait_for_chart(page, "attention weights")
     page.get_by_text("4 tokens · d_model 8 · d_k 4 · d_v 4 · 1 head · causal · scaled").wait_for()

@@ -1,8 +1,20 @@
-"""The training engine (issue 14): gradients, the loss it reaches, determinism, and what attention learns."""
+"""The training engine (issues 14, 24): gradients, the loss it reaches, determinism, and what attention learns.
+
+A run is chaotic in the last bits of its arithmetic: the same seed ends elsewhere on a CPU with other kernels
+(AVX-512, AVX2, none). So no test here asserts one seed's end state. What a run learns is asserted over SEEDS
+seeds, with margins below what the bench measured over 10 seeds x 3 kernel paths (README, "Watch attention
+learn"); the rest are properties every run has (the same run twice, a step's numbers against a recomputation).
+The whole file also runs in a subprocess under ATEN_CPU_CAPABILITY=default and =avx2
+(test_the_training_tests_hold_under_other_cpu_kernels), so CI on any x86 machine computes what other CPUs do.
+"""
 
 import io
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +26,8 @@ from attention_core.matrices import fit_typed, typed_from_npz
 from attention_core.training import (
     GROUPS,
     HELD_OUT,
+    LEARNED_PREDICTED,
+    LEARNED_WEIGHT,
     OBJECT,
     SUBJECT,
     VERB,
@@ -21,26 +35,42 @@ from attention_core.training import (
     TinyLM,
     Training,
     TrainingConfig,
+    batches,
     checkpoint_npz,
     checkpoint_trace,
     encode,
     held_out_attention,
     held_out_sentences,
+    learning_rate,
     next_word_loss,
     saturated_share,
     sentence_words,
     train,
-    verb_to_subject,
 )
 from figures.training import LAST_STEPS, sqrt_dk_notes
 
-LOSS_ABOVE_BEST = 0.1  # nats: how close to the lowest possible loss the default budget gets
-VERB_TO_SUBJECT_MIN = 0.6  # the verb sees 3 words (causal): chance is 1/3
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = range(5)
+LOSS_ABOVE_BEST = 0.1  # nats: how close to the lowest possible loss the default budget gets (median over SEEDS)
+MEDIAN_WEIGHT = 0.7  # the verb's median weight on its subject over SEEDS (measured: medians 0.80-0.81 at d_model 8)
+EVEN = 1 / 3  # the verb sees 3 words (causal): looking evenly gives each 1/3
 
 
 @pytest.fixture(scope="module")
-def trained():
-    return train(TrainingConfig())
+def runs():
+    """The default recipe over SEEDS seeds: (model, run, what the last checkpoint does on the held-out sentences)."""
+    held = held_out_sentences()
+    out = []
+    for seed in SEEDS:
+        model, run = train(TrainingConfig(seed=seed))
+        out.append((model, run, held_out_attention(run.checkpoints[-1], run, held)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(runs):
+    """One run that learned it (the first of SEEDS that did), for the tests of what a trained layer is."""
+    return next((model, run) for model, run, measured in runs if measured.learned)
 
 
 def test_the_grammar_makes_the_object_depend_on_the_verb_and_the_subject():
@@ -75,14 +105,38 @@ def test_gradients_match_finite_differences_on_a_tiny_model():
             assert parameter.grad[index].item() == pytest.approx((up - down) / (2 * eps), rel=1e-5, abs=1e-8), name
 
 
-def test_the_loss_falls_to_near_the_lowest_possible_within_the_default_budget(trained):
-    _, run = trained
+def test_the_loss_falls_to_near_the_lowest_possible_within_the_default_budget(runs):
     best = Grammar().best_loss()
-    assert run.loss[0] > best + 1.0  # random weights: far from it
-    assert run.loss[-1] < best + LOSS_ABOVE_BEST
-    assert run.checkpoints[0].step == 0 and run.checkpoints[-1].step == TrainingConfig().steps
-    assert [c.loss for c in run.checkpoints] == [run.loss[c.step] for c in run.checkpoints]
-    assert len(run.loss) == len(run.saturated) == len(run.grad_w_q) == TrainingConfig().steps + 1
+    for _, run, _ in runs:
+        assert run.loss[0] > best + 1.0  # random weights: far from it, in every run
+        assert run.checkpoints[0].step == 0 and run.checkpoints[-1].step == TrainingConfig().steps
+        assert [c.loss for c in run.checkpoints] == [run.loss[c.step] for c in run.checkpoints]
+        assert len(run.loss) == len(run.saturated) == len(run.grad_w_q) == TrainingConfig().steps + 1
+    # The loss of a step is that of its mini-batch, so it is read over the last LAST_STEPS steps. On its own
+    # training sentences a model goes a little below the lowest loss possible on new ones (the page says so).
+    ends = [statistics.fmean(run.loss[-LAST_STEPS:]) for _, run, _ in runs]
+    assert statistics.median(ends) < best + LOSS_ABOVE_BEST and min(ends) < best
+
+
+def test_the_step_size_stays_then_falls_to_a_tenth_over_the_last_fifth():
+    config = TrainingConfig()
+    rates = [learning_rate(config, step) for step in range(config.steps + 1)]
+    assert rates[: config.steps * 4 // 5 + 1] == [config.lr] * (config.steps * 4 // 5 + 1)
+    assert rates[config.steps * 9 // 10] == pytest.approx(config.lr * 0.55) and rates[-1] == pytest.approx(
+        config.lr / 10
+    )
+    assert all(a > b for a, b in zip(rates[config.steps * 4 // 5 :], rates[config.steps * 4 // 5 + 1 :], strict=False))
+
+
+def test_the_batches_go_through_every_sentence_once_a_pass_in_an_order_drawn_from_the_seed():
+    config = TrainingConfig(batch=100, sentences=2000)
+    first = [b for b, _ in zip(batches(2000, config), range(40), strict=False)]
+    one_pass = torch.cat(first[:20])
+    assert sorted(one_pass.tolist()) == list(range(2000)) and len(first[0]) == 100
+    assert sorted(torch.cat(first[20:]).tolist()) == list(range(2000))
+    assert not torch.equal(one_pass, torch.cat(first[20:]))  # each pass in another order
+    again = [b for b, _ in zip(batches(2000, config), range(40), strict=False)]
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
 
 
 def test_the_same_seed_gives_the_same_run_bit_for_bit_on_the_cpu():
@@ -91,10 +145,16 @@ def test_the_same_seed_gives_the_same_run_bit_for_bit_on_the_cpu():
     _, second = train(config)
     assert first.loss == second.loss and first.grad_w_q == second.grad_w_q
     for a, b in zip(first.checkpoints, second.checkpoints, strict=True):
-        for name in a.weights:
-            assert torch.equal(a.weights[name], b.weights[name])
+        for x, y in zip(a.tensors(), b.tensors(), strict=True):
+            assert torch.equal(x, y)
+    assert first.fingerprint() == second.fingerprint() and len(first.fingerprint()) == 8
     _, other = train(TrainingConfig(steps=30, seed=1))
     assert not torch.equal(other.checkpoints[-1].weights["w_q"], first.checkpoints[-1].weights["w_q"])
+    assert other.fingerprint() != first.fingerprint()
+    # One number changed in its last bit changes the fingerprint: it tells runs apart that round differently.
+    first.checkpoints[-1].weights["w_q"][0, 0, 0] = torch.nextafter(first.checkpoints[-1].weights["w_q"][0, 0, 0],
+                                                                    torch.tensor(float("inf")))  # fmt: skip
+    assert first.fingerprint() != second.fingerprint()
 
 
 def test_held_out_pairs_are_never_trained_on_and_every_subject_has_one():
@@ -107,24 +167,39 @@ def test_held_out_pairs_are_never_trained_on_and_every_subject_has_one():
         assert sum(grammar.held_out(subject, verb) for verb, _ in grammar.objects) == 1
 
 
-def test_trained_the_verb_looks_at_its_subject_on_sentences_it_never_saw(trained):
-    model, run = trained
+def test_trained_the_verb_looks_at_its_subject_on_sentences_it_never_saw(runs):
+    """Over SEEDS seeds: at most one run fails to learn it (the bench: 117 of 120 over seeds, kernel paths
+    and widths learn it), the median weight is well above even, and at step 0 every run looks about evenly."""
+    held = held_out_sentences()
+    assert sum(measured.learned for *_, measured in runs) >= len(runs) - 1
+    assert statistics.median(measured.verb_to_subject for *_, measured in runs) > MEDIAN_WEIGHT
+    for _, run, _ in runs:
+        assert held_out_attention(run.checkpoints[0], run, held).verb_to_subject < 0.5
+
+
+def test_the_held_out_numbers_are_the_models_own(runs):
+    """What the page states for a step (by position, by group, the objects predicted) is recomputed from the
+    checkpoint alone, and equals the trained model's own forward pass, in every run."""
     grammar = Grammar()
-    held_out = held_out_sentences(grammar)
-    random_model = TinyLM(grammar.vocabulary, TrainingConfig())
-    assert verb_to_subject(random_model, held_out) < 0.5
-    assert verb_to_subject(model, held_out) > VERB_TO_SUBJECT_MIN
-    # The page's numbers are the model's: by position and by group, from the checkpoint alone.
-    last = run.checkpoints[-1]
-    measured = held_out_attention(last, run, held_out)
-    by_position, groups = measured.by_position, measured.by_group
-    assert by_position[:, VERB, SUBJECT].mean().item() == pytest.approx(verb_to_subject(model, held_out), abs=1e-6)
-    assert len(groups) == GROUPS and max(groups) > 0.9
-    # And it predicts the object there, for subject-verb pairs it never saw together.
-    with torch.no_grad():
-        logits, _ = model(encode(grammar.vocabulary, held_out)[:, :OBJECT])
-    predicted = [grammar.vocabulary[i] for i in logits[:, VERB].argmax(-1).tolist()]
-    assert sum(p == s[OBJECT] for p, s in zip(predicted, held_out, strict=True)) / len(held_out) > 0.9
+    held = held_out_sentences(grammar)
+    ids = encode(grammar.vocabulary, held)
+    for model, _, measured in runs:
+        with torch.no_grad():
+            _, stages = model(ids)
+            logits, _ = model(ids[:, :OBJECT])
+        weights = stages["weights"]
+        torch.testing.assert_close(measured.by_position, weights.mean(dim=0))
+        assert measured.verb_to_subject == pytest.approx(weights[:, :, VERB, SUBJECT].mean().item(), abs=1e-6)
+        predicted = [grammar.vocabulary[i] for i in logits[:, VERB].argmax(-1).tolist()]
+        right = [p == s[OBJECT] for p, s in zip(predicted, held, strict=True)]
+        assert measured.predicted == pytest.approx(np.mean(right))
+        groups = [grammar.subjects.index(s[SUBJECT]) % GROUPS for s in held]
+        for g in range(GROUPS):
+            rows = [i for i, group in enumerate(groups) if group == g]
+            assert measured.by_group[g] == pytest.approx(weights[rows, :, VERB, SUBJECT].mean().item(), abs=1e-6)
+            assert measured.predicted_by_group[g] == pytest.approx(np.mean([right[i] for i in rows]))
+        assert measured.learned == (measured.verb_to_subject >= LEARNED_WEIGHT
+                                    and measured.predicted >= LEARNED_PREDICTED)  # fmt: skip
 
 
 def test_a_checkpoint_is_what_compute_attention_takes_and_gives_the_models_own_weights(trained):
@@ -138,7 +213,7 @@ def test_a_checkpoint_is_what_compute_attention_takes_and_gives_the_models_own_w
         _, stages = model(encode(model.vocabulary, [sentence]))
     torch.testing.assert_close(trace.weights, stages["weights"][0], rtol=1e-5, atol=1e-6)
     row = trace.weights[0, VERB, : VERB + 1]  # "eat" sees the subject, "will", itself
-    assert row.argmax() == SUBJECT and row[SUBJECT] > 0.9
+    assert row.argmax() == SUBJECT and row[SUBJECT] > 0.5  # a run that learned it, on its best group's subject
 
 
 def test_a_sentence_the_model_cannot_read_is_refused_by_name():
@@ -151,6 +226,8 @@ def test_a_sentence_the_model_cannot_read_is_refused_by_name():
         TrainingConfig(d_k=1000)
     with pytest.raises(ValueError, match="training steps for training must be a whole number"):
         TrainingConfig(steps=0)
+    with pytest.raises(ValueError, match="batch for training must be a whole number from 1 to 2,000; got 5000"):
+        TrainingConfig(batch=5000)
 
 
 def test_saturated_rows_do_not_count_a_row_that_sees_one_key():
@@ -172,7 +249,9 @@ def test_a_background_run_is_the_same_run_and_stops_when_asked():
     stopped.join(timeout=60)
     assert stopped.state == "stopped" and 5 <= len(stopped.run.loss) < MAX_TRAIN_STEPS
     assert stopped.run.checkpoints[-1].step == len(stopped.run.loss) - 1  # the last step reached is kept
-    assert stopped.run.loss == train(TrainingConfig(steps=len(stopped.run.loss) - 1))[1].loss  # a prefix
+    steps = iter(range(MAX_TRAIN_STEPS))  # the same config, stopped after as many steps: the same losses
+    assert stopped.run.loss == train(TrainingConfig(steps=MAX_TRAIN_STEPS),
+                                     stop=lambda: next(steps) == len(stopped.run.loss) - 1)[1].loss  # fmt: skip
     capped = Training(TrainingConfig(steps=MAX_TRAIN_STEPS), time_cap=0.2).start().join(timeout=60)
     assert capped.state == "time cap" and len(capped.run.loss) < MAX_TRAIN_STEPS
 
@@ -216,8 +295,12 @@ def test_a_weights_file_that_cannot_be_used_is_refused_by_name(data, message):
 
 
 def test_the_sqrt_dk_notes_say_what_the_two_runs_measured():
-    scaled = train(TrainingConfig(d_k=64, steps=200))[1]
-    unscaled = train(TrainingConfig(d_k=64, steps=200, scaled=False))[1]
+    """The notes state the runs' own numbers; and what lecture 004 says shows in every seed of three: unscaled at
+    d_k = 64 the softmax saturates and W_Q's gradient shrinks (measured: 87-97% of rows against 0%, on every
+    kernel path)."""
+    pairs = [tuple(train(TrainingConfig(d_k=64, steps=200, seed=seed, scaled=scaled))[1] for scaled in (True, False))
+             for seed in range(3)]  # fmt: skip
+    scaled, unscaled = pairs[0]
     notes = sqrt_dk_notes(scaled, unscaled, 64)
     tail = slice(-LAST_STEPS, None)
     for field, summary, form, note in (("loss", statistics.fmean, ".3f", 0), ("saturated", statistics.fmean, ".0%", 1)):
@@ -225,15 +308,42 @@ def test_the_sqrt_dk_notes_say_what_the_two_runs_measured():
         assert f"scaled {shown[0]:{form}}, not scaled {shown[1]:{form}}" in notes[note]
     medians = statistics.median(scaled.grad_w_q), statistics.median(unscaled.grad_w_q)
     assert f"scaled {medians[0]:.2g}, not scaled {medians[1]:.2g}" in notes[2]
-    # What the runs showed on this machine (README): unscaled, the softmax saturates and W_Q gets no gradient.
-    assert statistics.fmean(unscaled.saturated[tail]) > statistics.fmean(scaled.saturated[tail])
-    assert statistics.median(unscaled.grad_w_q) < statistics.median(scaled.grad_w_q)
+    for scaled, unscaled in pairs:
+        assert statistics.fmean(unscaled.saturated[tail]) > statistics.fmean(scaled.saturated[tail]) + 0.5
+        assert statistics.median(unscaled.grad_w_q) < statistics.median(scaled.grad_w_q)
 
 
 def test_without_the_causal_mask_words_copy_the_next_one_and_the_verb_still_finds_its_subject():
-    """What the Training page says when its causal mask is off, measured."""
-    _, run = train(TrainingConfig(causal=False))
-    assert run.loss[-1] < 0.05  # copying the next word: almost no loss left
-    by_position = held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_position[0]
-    assert by_position[SUBJECT, SUBJECT + 1] > 0.9 and by_position[SUBJECT + 1, VERB] > 0.5  # each looks at the next
-    assert by_position[VERB, SUBJECT] > 0.6  # the object is never an input: the verb still looks at its subject
+    """What the Training page says when its causal mask is off, measured over three seeds (the smallest of them:
+    every run copies)."""
+    measured = []
+    for seed in range(3):
+        _, run = train(TrainingConfig(causal=False, seed=seed))
+        assert statistics.fmean(run.loss[-LAST_STEPS:]) < 0.05  # copying the next word: almost no loss left
+        measured.append(held_out_attention(run.checkpoints[-1], run, held_out_sentences()).by_position[0])
+    assert min(m[SUBJECT, SUBJECT + 1] for m in measured) > 0.8  # each looks at the next word
+    assert min(m[SUBJECT + 1, VERB] for m in measured) > 0.5
+    # The object is never an input: to predict it the verb still looks at its subject.
+    assert statistics.median(m[VERB, SUBJECT].item() for m in measured) > 0.6
+
+
+# ------------------------------------------------------------------------------------------------
+# The same tests under other CPU kernels: what CI on any x86 machine computes is what other CPUs compute too.
+
+
+def _has_avx2() -> bool:
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    return " avx2" in flags
+
+
+@pytest.mark.skipif(os.environ.get("ATEN_CPU_CAPABILITY") is not None, reason="already under forced kernels")
+@pytest.mark.parametrize("kernels", ["default", pytest.param("avx2", marks=pytest.mark.skipif(
+    not _has_avx2(), reason="this CPU has no AVX2 (every x86 CI machine has)"))])  # fmt: skip
+def test_the_training_tests_hold_under_other_cpu_kernels(kernels):
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": kernels}
+    code = "from attention_core.device import cpu_kernels; print(cpu_kernels())"
+    asked = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert asked.stdout.strip() == kernels.upper(), asked.stderr  # torch really computes with those kernels
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+                            env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Mapping
 
 import streamlit as st
@@ -28,6 +29,7 @@ from attention_core import (
 from attention_core.config import DEVICE_CHOICES, MAX_TRAIN_SECONDS, MAX_TRAIN_STEPS
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
+from attention_core.training import TrainingConfig
 from figures.style import markdown_literal
 from ui.pages import EVERYTHING
 
@@ -118,9 +120,9 @@ OTHERS = (
 TRAINING = (
     Control("train_causal", "train with the causal mask", "toggle", True,
             help="Off: each word sees the next one, the word it must predict, and training learns to copy it."),
-    Control("train_steps", "training steps", "slider", 400, 10, MAX_TRAIN_STEPS,
-            help="Adam steps on 1,000 generated sentences; a run also stops after "
-                 f"{MAX_TRAIN_SECONDS} s."),
+    Control("train_steps", "training steps", "slider", TrainingConfig().steps, 10, MAX_TRAIN_STEPS,
+            help=f"AdamW steps, each on {TrainingConfig().batch} of {TrainingConfig().sentences:,} generated "
+                 f"sentences; a run also stops after {MAX_TRAIN_SECONDS} s."),
 )  # fmt: skip
 TYPED_FORMAT = "Rows split by ; or new lines, numbers by , or spaces; heads split by |."
 TYPED = tuple(
@@ -181,9 +183,31 @@ def _use_example() -> None:
 # Links: what Streamlit would drop silently is named on the page.
 
 
+@dataclasses.dataclass(frozen=True)
+class LinkValue:
+    """A value a page writes into its address that no sidebar control holds, checked as the controls' are."""
+
+    key: str
+    label: str
+    pattern: str  # a regular expression the whole value must match
+    allowed: str  # the same, in words
+
+    def refusal(self, raw: str) -> str:
+        if re.fullmatch(self.pattern, raw):
+            return ""
+        return f"The link asked for {self.label} = {raw[:40]!r}, which is not used: it must be {self.allowed}."
+
+
+# The Training page's finished run: Run.fingerprint() and the CPU kernels that computed it (pages/training.py).
+TRAINING_RUN = LinkValue("t_run", "the training run", r"[0-9a-f]{8}-[A-Z0-9_]{1,16}",
+                         "8 hex digits, a dash and the CPU kernels' name, as the Training page writes it "
+                         "(e.g. 3fa9c1d2-AVX512)")  # fmt: skip
+LINK_VALUES = (TRAINING_RUN,)
+
+
 def url_refusals(params: Mapping[str, str]) -> list[str]:
-    """One message per link value that a control cannot take (see Control.refusal)."""
-    by_key = {control.key: control for control in CONTROLS}
+    """One message per link value that a control or page cannot take (see Control.refusal, LinkValue)."""
+    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES)}
     return [problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))]
 
 

@@ -14,7 +14,6 @@ import threading
 
 import streamlit as st
 
-from attention_core.config import TRAIN_CHECKPOINTS
 from attention_core.training import (
     Checkpoint,
     Grammar,
@@ -30,7 +29,7 @@ from attention_core.training import (
 from ui.controls import log
 from ui.show import HEAVY_SLOTS
 
-RUNS_KEPT = 8  # a run's checkpoints: 95 KiB at the default sizes, ~11 MB at the largest allowed (README)
+RUNS_KEPT = 8  # a run's checkpoints: 264 KiB at the default sizes, ~16 MB at the largest allowed (README)
 STEPS_CACHED = 256  # per cache below: a step's held-out numbers, or its layer on a 4-token sentence (a few KB)
 GRAMMAR = Grammar()
 HELD_OUT = held_out_sentences(GRAMMAR)  # the sentences the page measures the layer on
@@ -42,15 +41,15 @@ _lock = threading.Lock()
 def training_config(state) -> TrainingConfig:
     """The run the sidebar asks for (its sizes, scaling and seed; the Training page's causal and steps),
     validated: a ValueError names the field, the value and what is allowed."""
+    default = TrainingConfig()
     return TrainingConfig(
-        d_model=state.get("d_model", 8),
-        d_k=state.get("d_k", 4),
-        n_heads=state.get("heads", 1),
-        causal=state.get("train_causal", True),
-        scaled=state.get("scaled", True),
-        seed=state.get("seed", 0),
-        steps=state.get("train_steps", 400),
-        checkpoint_every=max(10, state.get("train_steps", 400) // TRAIN_CHECKPOINTS),
+        d_model=state.get("d_model", default.d_model),
+        d_k=state.get("d_k", default.d_k),
+        n_heads=state.get("heads", default.n_heads),
+        causal=state.get("train_causal", default.causal),
+        scaled=state.get("scaled", default.scaled),
+        seed=state.get("seed", default.seed),
+        steps=state.get("train_steps", default.steps),
     )
 
 

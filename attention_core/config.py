@@ -22,8 +22,9 @@ The memory of a trace is dominated by its n x n maps. With b bytes per number
 (4 for float32, 8 for float64) and h heads, `estimate_trace_bytes` returns
 
     b * h * n^2 * (maps + 2)          the score/weight maps kept, plus two temporaries
-  + b * n * (2 * d_model + h * (2 * d_k + 2 * d_v))      X, Q, K, V, context, output
-  + b * (h * d_model * (2 * d_k + 2 * d_v))              W_Q, W_K, W_V, W_O
+  + b * n * (2 * d_model + h * (2 * d_qk + 2 * d_v))     X, Q, K, V, context, output (d_qk: q's width)
+  + b * n * (the variant's intermediates per token)      GQA's K, V per key/value head, MLA's c_KV, k^C, ...
+  + b * (the variant's weights)                          W_Q, W_K, W_V, W_O for MHA: h * d_model * (2 d_k + 2 d_v)
   + n^2                                                  the boolean mask
 
 where maps = 2 (scores, weights) + 1 if scaled (scaled scores) + 1 if causal (masked scores).
@@ -34,12 +35,14 @@ budget refuses it with the estimate in the message; a GPU benchmark raises the b
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 import os
 
 import torch
 
 from attention_core.device import DEVICE_CHOICES
+from attention_core.variants import VARIANTS, Sizes, default_kv_heads
 
 MAX_TOKENS = 4096
 MAX_DIM = 4096
@@ -47,6 +50,11 @@ MAX_HEADS = 64
 MAX_SEED = 2**32 - 1
 MAX_TEXT_CHARS = 20_000
 MAX_MODEL_TOKENS = 128  # real models: tokens past this are cut, with a notice
+# What the app's sidebar offers (a link asking for more is refused by name); the core takes up to the above.
+APP_MAX_D_MODEL = 1024
+APP_MAX_WIDTH = 512  # d_k, d_v, and MLA's d_c and d_cq
+APP_MAX_ROPE = 256  # MLA's rotary width d_h^R
+APP_MAX_HEADS = 16  # query heads, and key/value heads
 MAX_TYPED_TOKENS = 8  # typed numbers (X, W_Q, ...): at most this many tokens
 MAX_TYPED_DIM = 8  # ... and d_model, d_k, d_v at most this
 MAX_SAMPLES = 100_000  # the √d_k experiment
@@ -67,6 +75,8 @@ INITS = {
     "unit": "N(0, 1/fan_in): q and k keep the variance of X's entries, whatever d_k",
 }
 INIT_CHOICES = tuple(INITS)
+VARIANT_CHOICES = tuple(VARIANTS)  # mha, gqa, mqa, mla, identity: attention_core/variants.py
+POSITIONAL_CHOICES = ("none", "sinusoidal", "rotary")
 DTYPE_CHOICES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -115,18 +125,27 @@ def _check_choice(field: str, value: object, choices) -> str:
     return value
 
 
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
 @dataclasses.dataclass(frozen=True)
 class AttentionConfig:
-    """Settings of one multi-head self-attention layer.
+    """Settings of one self-attention layer.
 
-    d_model: width of each input row of X.  d_k: width of each head's queries and keys.
-    d_v: width of each head's values (defaults to d_k).  n_heads: number of heads; W_O maps the
-    concatenated n_heads * d_v back to d_model.  causal: hide future tokens.  scaled: divide the
-    scores by sqrt(d_k) (False shows what goes wrong without it).  seed: draws the weights.
-    init: how the W matrices are drawn (INITS above).  dtype: "float32", or "float64" for exact
-    hand examples.  device: "auto" | "cpu" | "cuda" | "mps".
-    projections: False skips W_Q, W_K, W_V and W_O (lecture 003's first attempt: Q = K = V = X);
-    then d_k = d_v = d_model and there is one head, whatever the other fields say.
+    variant: how q, k and v are made (attention_core/variants.py): "mha", "gqa", "mqa", "mla", or "identity"
+    (no projections, Q = K = V = X: lecture 003's first attempt; then d_k = d_v = d_model and one head).
+    d_model: width of each input row of X.  d_k: width of each head's queries and keys (MLA: their content
+    part).  d_v: width of each head's values (defaults to d_k).  n_heads: query heads; W_O maps the
+    concatenated n_heads * d_v back to d_model.  kv_heads: GQA's key/value heads, each read by n_heads/kv_heads
+    query heads (default: variants.default_kv_heads; MHA: n_heads, MQA: 1).
+    d_c, d_cq, d_rope: MLA's key-value latent, its query latent (0: none) and its rotary width (even; 0: none).
+    positional: "none", "sinusoidal" (added to X where a sentence is embedded) or "rotary" (RoPE on q and k,
+    or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  scaled: divide the scores
+    by the square root of the width of q and k (False shows what goes wrong without it).  seed: draws the
+    weights.  init: how they are drawn (INITS above).  dtype: "float32", or "float64" for exact hand examples.
+    device: "auto" | "cpu" | "cuda" | "mps".
+    Widths a variant does not use are set to their defaults, so that equal layers have equal configs.
     """
 
     d_model: int = 8
@@ -139,11 +158,17 @@ class AttentionConfig:
     init: str = "normal"
     dtype: str = "float32"
     device: str = "auto"
-    projections: bool = True
+    variant: str = "mha"
+    kv_heads: int | None = None
+    d_c: int = 4
+    d_cq: int = 0
+    d_rope: int = 2
+    positional: str = "sinusoidal"
+    rope_base: float = 10_000.0
 
     def __post_init__(self):
         set_ = object.__setattr__  # frozen dataclass: normalise once, here
-        _check_bool("projections", self.projections)
+        variant = _check_choice("variant", self.variant, VARIANT_CHOICES)
         set_(self, "d_model", _check_int("d_model", self.d_model, 1, MAX_DIM))
         set_(self, "d_k", _check_int("d_k", self.d_k, 1, MAX_DIM))
         d_v = self.d_k if self.d_v is None else self.d_v
@@ -158,14 +183,58 @@ class AttentionConfig:
             dtype = str(dtype).removeprefix("torch.")
         set_(self, "dtype", _check_choice("dtype", dtype, tuple(DTYPE_CHOICES)))
         _check_choice("device", self.device, DEVICE_CHOICES)
-        if not self.projections:  # Q = K = V = X: the widths are X's, and heads would all be the same one
+        _check_choice("positional encoding", self.positional, POSITIONAL_CHOICES)
+        base = self.rope_base
+        if isinstance(base, bool) or not isinstance(base, int | float) or not 2 <= base <= 1e9:
+            raise ValueError(f"rope_base must be a number from 2 to 1,000,000,000; got {base!r}")
+        set_(self, "rope_base", float(base))
+        if variant == "identity":  # Q = K = V = X: the widths are X's, and heads would all be the same one
             set_(self, "d_k", self.d_model)
             set_(self, "d_v", self.d_model)
             set_(self, "n_heads", 1)
+        h = self.n_heads
+        if variant == "gqa":
+            g = _check_int("key/value heads", default_kv_heads(h) if self.kv_heads is None else self.kv_heads, 1, h)
+            if h % g:
+                raise ValueError(
+                    f"key/value heads must divide the heads, so that each serves as many query heads: {h} "
+                    f"head{'s' if h > 1 else ''} cannot be shared evenly by {g}; with {h} head{'s' if h > 1 else ''} "
+                    f"choose one of {', '.join(map(str, _divisors(h)))}"
+                )
+            set_(self, "kv_heads", g)
+        else:
+            set_(self, "kv_heads", 1 if variant in ("mqa", "identity") else h)
+        defaults = {field.name: field.default for field in dataclasses.fields(AttentionConfig)}
+        if variant == "mla":
+            set_(self, "d_c", _check_int("d_c (MLA's latent width)", self.d_c, 1, MAX_DIM))
+            set_(self, "d_cq", _check_int("d_cq (MLA's query latent width; 0: none)", self.d_cq, 0, MAX_DIM))
+            set_(self, "d_rope", _check_int("d_h^R (MLA's rotary width; 0: none)", self.d_rope, 0, MAX_DIM))
+            if self.d_rope % 2:
+                raise ValueError(f"d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions; "
+                                 f"got {self.d_rope}")  # fmt: skip
+        else:
+            for name in ("d_c", "d_cq", "d_rope"):
+                set_(self, name, defaults[name])
+        if self.positional == "rotary" and variant != "mla" and self.d_k % 2:
+            raise ValueError(f"rotary positions turn pairs of dimensions, so d_k must be even with positional "
+                             f"encoding 'rotary'; got d_k = {self.d_k}")  # fmt: skip
 
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPE_CHOICES[self.dtype]
+
+    @property
+    def projections(self) -> bool:
+        """Whether q, k and v are projected at all (every variant but Q = K = V = X)."""
+        return self.variant != "identity"
+
+    @property
+    def sizes(self) -> Sizes:
+        """The widths the variant's shapes are made of."""
+        mla = self.variant == "mla"
+        rotary = self.positional == "rotary" and (not mla or self.d_rope > 0)
+        latent = (self.d_c, self.d_cq, self.d_rope) if mla else (0, 0, 0)  # only MLA has them
+        return Sizes(self.d_model, self.n_heads, self.kv_heads, self.d_k, self.d_v, *latent, rotary)
 
     def replace(self, **changes) -> AttentionConfig:
         """A copy with some fields changed (and validated again)."""
@@ -175,11 +244,13 @@ class AttentionConfig:
 def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     """Peak bytes to build an AttentionTrace for n tokens (formula in the module docstring)."""
     b = torch.finfo(config.torch_dtype).bits // 8
-    h, d, dk, dv = config.n_heads, config.d_model, config.d_k, config.d_v
+    variant, sizes = VARIANTS[config.variant], config.sizes
+    h, d, dv = config.n_heads, config.d_model, config.d_v
+    d_qk = config.d_k + (config.d_rope if config.variant == "mla" else 0)  # MLA: q = [q^C, q^R]
     maps = 2 + int(config.scaled) + int(config.causal)
     square = b * h * n * n * (maps + 2)
-    rows = b * n * (2 * d + h * (2 * dk + 2 * dv))
-    params = b * h * d * (2 * dk + 2 * dv) if config.projections else 0
+    rows = b * n * (2 * d + h * (2 * d_qk + 2 * dv) + sum(variant.parts(sizes).values()))
+    params = b * sum(math.prod(shape) for shape in variant.weight_shapes(sizes).values())
     return square + rows + params + n * n
 
 

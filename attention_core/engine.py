@@ -1,14 +1,16 @@
 """Scaled dot-product self-attention, one named stage at a time.
 
-    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head (or Q = K = V = X without projections)
+    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head: how the variant projects (variants.py:
+                                                        MHA, GQA, MQA, MLA, or Q = K = V = X)
     scores = Q·Kᵀ                                       how well each query matches each key
-    scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k
+    scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k (d_k: q's width)
     masked_scores = scaled_scores, -inf where masked    a causal mask hides the future
     weights = softmax(masked_scores) along each row     rows sum to 1
     context = weights·V                                 each row a weighted sum of value rows
     output = concat(context of every head)·W_O          back to d_model
 
-Shapes use h heads, n tokens: X [n, d_model], Q/K [h, n, d_k], V [h, n, d_v].
+Shapes use h heads, n tokens: X [n, d_model], Q/K [h, n, d_k], V [h, n, d_v] (keys and values expanded to one
+per query head where a variant shares them).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
-from attention_core.weights import WEIGHT_NAMES, check_given_weights, init_weights
+from attention_core.variants import VARIANTS
+from attention_core.weights import check_given_weights, init_weights
 
 
 def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -74,20 +77,21 @@ def attend(
 
 
 def trace_from_stages(
-    tokens, q, k, v, stages: Mapping, *, scale: float, mask, device: str, label: str = ""
-) -> AttentionTrace:
+    tokens, q, k, v, stages: Mapping, *, scale: float, mask, device: str, label: str = "",
+    kv_head_of: tuple[int, ...] = (),
+) -> AttentionTrace:  # fmt: skip
     """An AttentionTrace for attention computed elsewhere (a real model's layer, a re-run head).
 
     stages: scores, scaled_scores, masked_scores, weights, context (as attend returns them).
-    X, the W matrices and the output are left None: they are not plain matrices there, or not recomputed.
+    kv_head_of: the key/value head each query head reads (k, v come expanded); the variant follows from it.
+    X, the W matrices and the output are left out: they are not plain matrices there, or not recomputed.
     """
+    kv_head_of = tuple(kv_head_of) or tuple(range(q.shape[0]))
+    kv_heads = len(set(kv_head_of))
+    variant = "mha" if kv_heads == q.shape[0] else "mqa" if kv_heads == 1 else "gqa"
     return AttentionTrace(
         tokens=tuple(tokens),
         x=None,
-        w_q=None,
-        w_k=None,
-        w_v=None,
-        w_o=None,
         q=q,
         k=k,
         v=v,
@@ -96,6 +100,8 @@ def trace_from_stages(
         output=None,
         device=device,
         label=label,
+        variant=variant,
+        kv_head_of=kv_head_of,
         **stages,
     )
 
@@ -114,7 +120,7 @@ def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None, labe
     label = label or f"{trace.label} · head {head + 1}"
     return trace_from_stages(
         trace.tokens, q, k, v, stages, scale=trace.scale, mask=mask, device=trace.device, label=label
-    )
+    )  # one head: it reads its own key/value head
 
 
 def _as_input_matrix(x, config: AttentionConfig) -> torch.Tensor:
@@ -141,10 +147,10 @@ def compute_attention(
     tokens: list[str] | None = None,
     memory_budget: int | None = None,
 ) -> AttentionTrace:
-    """Run multi-head self-attention on X [n, d_model] and keep every stage.
+    """Run self-attention on X [n, d_model] as config.variant does it, and keep every stage.
 
-    weights: optional {"w_q", "w_k", "w_v", "w_o"} matrices (any subset); the rest are drawn
-    from config.seed. tokens: labels for the n rows (default "#0", "#1", ...).
+    weights: optional matrices of the variant (any subset, by name: "w_q", ...; see variants.py); the rest are
+    drawn from config.seed. tokens: labels for the n rows (default "#0", "#1", ...).
     memory_budget: bytes; defaults to ATTENTION_MEMORY_BUDGET_MB (see config.py).
     Raises ValueError, naming the field and the allowed values, for any bad input.
     """
@@ -159,54 +165,50 @@ def compute_attention(
     device = resolve_device(config.device)
     dtype = config.torch_dtype
     typed = check_given_weights(weights or {}, config)
-    params = {**dict.fromkeys(WEIGHT_NAMES), **init_weights(config), **typed}
-    params = {name: None if w is None else w.to(device=device, dtype=dtype) for name, w in params.items()}
+    params = {name: w.to(device=device, dtype=dtype) for name, w in {**init_weights(config), **typed}.items()}
     x = x.to(device=device, dtype=dtype)
 
-    if config.projections:
-        q = x @ params["w_q"]  # [n, d_model] @ [h, d_model, d_k] -> [h, n, d_k]
-        k = x @ params["w_k"]  # [h, n, d_k]
-        v = x @ params["w_v"]  # [h, n, d_v]
-    else:
-        q = k = v = x.unsqueeze(0)  # [1, n, d_model]: every token compares its own vector with the others'
-    scale = 1.0 / math.sqrt(config.d_k) if config.scaled else 1.0
+    projected = VARIANTS[config.variant].project(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
+    scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
     mask = causal_mask(n, device) if config.causal else None
-    stages = attend(q, k, v, scale=scale, mask=mask)
-    output = concat_heads(stages["context"]) @ params["w_o"] if config.projections else None  # [n, d_model]
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask)
+    output = concat_heads(stages["context"]) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 
     return AttentionTrace(
         tokens=tuple(tokens),
         x=x,
-        **params,
-        q=q,
-        k=k,
-        v=v,
+        q=projected.q,
+        k=projected.k,
+        v=projected.v,
         scale=scale,
         mask=mask,
         output=output,
         device=str(device),
-        given=tuple(name for name in WEIGHT_NAMES if name in typed),
-        drawn=f"{config.init} init, seed {config.seed}" if config.projections else "",
+        given=tuple(name for name in params if name in typed),
+        drawn=f"{config.init} init, seed {config.seed}" if params else "",
+        variant=config.variant,
+        params=params,
+        parts=projected.parts,
+        kv_head_of=projected.kv_head_of,
+        rope_base=config.rope_base if "q_rotated" in projected.parts else None,
         **stages,
     )
 
 
-def trace_sentence(
-    text: str, config: AttentionConfig, *, positional: bool = True, x=None, weights: Mapping | None = None
-) -> AttentionTrace:
-    """Tokenize text, embed it (seeded by config.seed) and run compute_attention on it.
+def trace_sentence(text: str, config: AttentionConfig, *, x=None, weights: Mapping | None = None) -> AttentionTrace:
+    """Tokenize text, embed it (seeded by config.seed; sinusoidal positions added where config.positional says
+    so) and run compute_attention on it.
 
     x: a typed input matrix to use instead of the embedding (one row per token).
     weights: typed matrices, as compute_attention takes them.
     The single entry point of the from-scratch pages, the benchmarks and the tests.
     """
     check_text(text)
-    if not isinstance(positional, bool):
-        raise ValueError(f"positional must be True or False; got {positional!r}")
     tokens = tokenize(text)
     check_request(len(tokens), config)  # refuse before embedding thousands of rows
     if x is None:
-        return compute_attention(embed(tokens, config.d_model, seed=config.seed, positional=positional), config,
+        sinusoidal = config.positional == "sinusoidal"
+        return compute_attention(embed(tokens, config.d_model, seed=config.seed, positional=sinusoidal), config,
                                  weights=weights, tokens=tokens)  # fmt: skip
     if len(x) != len(tokens):
         raise ValueError(f"X has {len(x)} rows but the sentence has {len(tokens)} tokens: X needs one row per token")

@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from attention_core.config import MAX_TYPED_DIM, MAX_TYPED_TOKENS, AttentionConfig
+from attention_core.variants import VARIANTS
 
 TYPED_NAMES = {"x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "w_o": "W_O"}
 PER_HEAD = ("w_q", "w_k", "w_v")
@@ -72,16 +73,22 @@ def format_blocks(blocks) -> str:
     return "|".join(";".join(",".join(f"{float(v):.6g}" for v in row) for row in block) for block in blocks)
 
 
-def expected_shape(name: str, config: AttentionConfig, n_tokens: int) -> tuple[int, int, int]:
-    """(blocks, rows, columns) the config needs for one typed matrix."""
-    d, h = config.d_model, config.n_heads
-    return {
-        "x": (1, n_tokens, d),
-        "w_q": (h, d, config.d_k),
-        "w_k": (h, d, config.d_k),
-        "w_v": (h, d, config.d_v),
-        "w_o": (1, h * config.d_v, d),
-    }[name]
+def expected_shape(name: str, config: AttentionConfig, n_tokens: int) -> tuple[int, int, int] | None:
+    """(blocks, rows, columns) the config needs for one typed matrix; None when its variant has no such matrix
+    (a GQA's W_K has one block per key/value head)."""
+    if name == "x":
+        return (1, n_tokens, config.d_model)
+    shape = VARIANTS[config.variant].weight_shapes(config.sizes).get(name)
+    return None if shape is None else (1, *shape) if len(shape) == 2 else shape
+
+
+def missing_because(name: str, config: AttentionConfig) -> str:
+    """Why this config's variant has no such matrix, in words."""
+    variant = VARIANTS[config.variant]
+    if variant.key == "identity":
+        return "projections are off (Q = K = V = X)"
+    labels = ", ".join(spec.label for spec in variant.weight_specs(config.sizes))
+    return f"{variant.label} has no {TYPED_NAMES[name]}: its weights are {labels}"
 
 
 def can_type(config: AttentionConfig, n_tokens: int) -> str:
@@ -99,7 +106,7 @@ def can_type(config: AttentionConfig, n_tokens: int) -> str:
 
 
 def shape_text(blocks: int, rows: int, cols: int) -> str:
-    return f"{rows}×{cols}" + (f" in each of {blocks} heads" if blocks > 1 else "")
+    return f"{rows}×{cols}" + (f" in each of {blocks} heads" if blocks > 1 else "")  # key/value heads for a GQA's W_K
 
 
 def fit_typed(texts: dict[str, str], config: AttentionConfig, n_tokens: int) -> tuple[dict, list[str]]:
@@ -119,10 +126,10 @@ def fit_typed(texts: dict[str, str], config: AttentionConfig, n_tokens: int) -> 
         except ValueError as error:
             refused.append(f"{error}. The typed {label} is not used until that is fixed.")
             continue
-        if not config.projections and name != "x":
-            refused.append(f"{label} is typed, but projections are off (Q = K = V = X): it is not used.")
-            continue
         want = expected_shape(name, config, n_tokens)
+        if want is None:
+            refused.append(f"{label} is typed, but {missing_because(name, config)}: it is not used.")
+            continue
         got = (len(blocks), len(blocks[0]), len(blocks[0][0]))
         if got != want or any(len(b) != want[1] or len(b[0]) != want[2] for b in blocks):
             refused.append(

@@ -5,9 +5,9 @@ Names, shapes and their aliases elsewhere (h heads, n tokens):
 | here                  | shape            | lectures              | TransformerLens  | HF eager                  |
 |-----------------------|------------------|-----------------------|------------------|---------------------------|
 | x                     | [n, d_model]     | input embeddings X    | resid_pre        | hidden_states             |
-| w_q, w_k              | [h, d_model, d_k]| W_Q, W_K              | W_Q, W_K         | q_proj, k_proj (per head) |
-| w_v                   | [h, d_model, d_v]| W_V                   | W_V              | v_proj (per head)         |
-| w_o                   | [h*d_v, d_model] | W_O                   | W_O              | o_proj                    |
+| params["w_q"]         | [h, d_model, d_k]| W_Q                   | W_Q              | q_proj (per head)         |
+| params["w_k"], ["w_v"]| [g, d_model, d_k]| W_K, W_V              | W_K, W_V         | k_proj, v_proj (per head) |
+| params["w_o"]         | [h*d_v, d_model] | W_O                   | W_O              | o_proj                    |
 | q, k                  | [h, n, d_k]      | Q, K                  | hook_q, hook_k   | query/key_states          |
 | v                     | [h, n, d_v]      | V                     | hook_v           | value_states              |
 | scores = q·kᵀ         | [h, n, n]        | attention scores      | -                | -                         |
@@ -24,9 +24,14 @@ entropy (nats), normalized_entropy (entropy / log(number of keys the row may see
 one-hot row, 1 for a uniform one, 0 where only one key is allowed), max_weight, and
 effective_tokens = exp(entropy) ("how many tokens this row really spreads over").
 
+The variant (attention_core/variants.py) says how q, k and v were made: `params` holds its weights at their
+true shapes (g = key/value heads: a GQA's W_K is [g, d_model, d_k]), `parts` its intermediates (MLA's latent
+c_KV, the keys before RoPE, ...), and `kv_head_of` which key/value head each query head reads; q, k and v are
+as they meet in the scores, k and v expanded to one per query head.
+
 A real model's head and a from-scratch head are both an AttentionTrace, so every view serves
-both. Real models may leave the projection matrices as None when they are not plain matrices
-(rotary positions, biases); so does a trace computed without projections (Q = K = V = X).
+both. Real models leave X and the weights out: they are not plain matrices there (biases, norms); so
+does a trace computed without projections (Q = K = V = X), which has no weights.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import dataclasses
 import math
 
 import torch
+
+from attention_core.variants import Sizes
 
 SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
 
@@ -75,16 +82,12 @@ def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str,
     }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # told apart by identity: tensors have no useful equality
 class AttentionTrace:
     """Every stage of multi-head self-attention for one sequence (see the module docstring)."""
 
     tokens: tuple[str, ...]
     x: torch.Tensor | None
-    w_q: torch.Tensor | None
-    w_k: torch.Tensor | None
-    w_v: torch.Tensor | None
-    w_o: torch.Tensor | None
     q: torch.Tensor
     k: torch.Tensor
     v: torch.Tensor
@@ -100,6 +103,11 @@ class AttentionTrace:
     label: str = ""
     given: tuple[str, ...] = ()  # which of x, w_q, w_k, w_v, w_o were typed rather than drawn
     drawn: str = ""  # how the others were drawn, e.g. "xavier init, seed 0" ("" for a real model's)
+    variant: str = "mha"  # attention_core/variants.py
+    params: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the variant's weights, true shapes
+    parts: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # its intermediates (variants.PARTS)
+    kv_head_of: tuple[int, ...] = ()  # query head -> the key/value head it reads (default: its own)
+    rope_base: float | None = None  # RoPE's base where q and k were turned (parts q_rotated, k_rotated)
     concat: torch.Tensor = dataclasses.field(init=False, repr=False)  # derived from context
     entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
     normalized_entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
@@ -122,11 +130,12 @@ class AttentionTrace:
             raise ValueError(f"mask must be a bool tensor (True = may attend); got {self.mask.dtype}")
         _shape("context", self.context, (h, n, d_v))
         object.__setattr__(self, "concat", concat_heads(self.context))
+        kv_head_of = tuple(self.kv_head_of) or tuple(range(h))
+        if len(kv_head_of) != h:
+            raise ValueError(f"kv_head_of names {len(kv_head_of)} heads but q has {h}")
+        object.__setattr__(self, "kv_head_of", kv_head_of)
         if d_model is not None:
             _shape("x", self.x, (n, d_model))
-            _shape("w_q", self.w_q, (h, d_model, d_k))
-            _shape("w_k", self.w_k, (h, d_model, d_k))
-            _shape("w_v", self.w_v, (h, d_model, d_v))
             _shape("w_o", self.w_o, (h * d_v, d_model))
             _shape("output", self.output, (n, d_model))
         if not math.isfinite(self.scale) or self.scale <= 0:
@@ -137,6 +146,43 @@ class AttentionTrace:
     @property
     def n_heads(self) -> int:
         return self.q.shape[0]
+
+    @property
+    def kv_heads(self) -> int:
+        return len(set(self.kv_head_of))
+
+    # The classic four by their names (None where the variant has no such matrix): most views read these.
+    @property
+    def w_q(self) -> torch.Tensor | None:
+        return self.params.get("w_q")
+
+    @property
+    def w_k(self) -> torch.Tensor | None:
+        return self.params.get("w_k")
+
+    @property
+    def w_v(self) -> torch.Tensor | None:
+        return self.params.get("w_v")
+
+    @property
+    def w_o(self) -> torch.Tensor | None:
+        return self.params.get("w_o")
+
+    @property
+    def sizes(self) -> Sizes:
+        """The widths of this trace's variant, read from its shapes (a real model's d_model, which its trace
+        leaves out, is taken as heads · d_v)."""
+
+        def width(part: str) -> int:
+            return self.parts[part].shape[-1] if part in self.parts else 0
+
+        d_model = self.x.shape[-1] if self.x is not None else self.n_heads * self.d_v
+        return Sizes(d_model, self.n_heads, self.kv_heads, self.d_k - width("k_r"), self.d_v, width("c_kv"),
+                     width("c_q"), width("k_r"), "q_rotated" in self.parts)  # fmt: skip
+
+    def heads_sharing(self, kv_head: int) -> list[int]:
+        """The query heads that read key/value head `kv_head`."""
+        return [head for head, kv in enumerate(self.kv_head_of) if kv == kv_head]
 
     @property
     def n_tokens(self) -> int:
@@ -180,4 +226,6 @@ class AttentionTrace:
             value = getattr(self, field.name)
             if field.init and isinstance(value, torch.Tensor):
                 changes[field.name] = value.to(device)
+            elif field.init and isinstance(value, dict):
+                changes[field.name] = {name: tensor.to(device) for name, tensor in value.items()}
         return dataclasses.replace(self, **changes, device=str(torch.device(device)))

@@ -1,4 +1,6 @@
-"""W_Q, W_K, W_V and W_O: their shapes, how they are drawn from a seed, and checks on typed ones.
+"""A variant's weight matrices (W_Q, W_K, W_V, W_O; MLA's W_DKV, W_UK, ...): their shapes, how they are drawn
+from a seed, and checks on typed ones. Which matrices a variant has, and their true shapes, is its record in
+attention_core/variants.py; this module only draws and checks them.
 
 Every matrix is drawn from its own stream, seeded by (seed, matrix, head), on the CPU, column after
 column. So the same seed gives the same numbers on every device and in every thread, and
@@ -22,21 +24,12 @@ from collections.abc import Mapping
 import torch
 
 from attention_core.config import AttentionConfig
-
-WEIGHT_NAMES = ("w_q", "w_k", "w_v", "w_o")
+from attention_core.variants import VARIANTS
 
 
 def weight_shapes(config: AttentionConfig) -> dict[str, tuple[int, ...]]:
-    """The shape of each projection matrix for this config (none without projections)."""
-    if not config.projections:
-        return {}
-    h, d = config.n_heads, config.d_model
-    return {
-        "w_q": (h, d, config.d_k),
-        "w_k": (h, d, config.d_k),
-        "w_v": (h, d, config.d_v),
-        "w_o": (h * config.d_v, d),
-    }
+    """The true shape of each of the variant's weights for this config (none without projections)."""
+    return VARIANTS[config.variant].weight_shapes(config.sizes)
 
 
 def _stream(seed: int, name: str, head: int) -> torch.Generator:
@@ -63,39 +56,45 @@ def draw_matrix(rows: int, cols: int, init: str, generator: torch.Generator) -> 
 
 @functools.lru_cache(maxsize=16)
 def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor]:
+    """shapes: (name, shape, kind) of each weight. A [copies, rows, cols] weight draws each copy from its own
+    stream (head i of a GQA's W_K is head i of an MHA's); a gain (an RMSNorm's) starts at ones."""
     drawn = {}
-    for name, shape in shapes:
-        if name == "w_o":
+    for name, shape, kind in shapes:
+        if kind == "gain":
+            drawn[name] = torch.ones(shape)
+        elif len(shape) == 2:
             drawn[name] = draw_matrix(*shape, init, _stream(seed, name, 0)).float()
         else:
-            heads, rows, cols = shape
+            copies, rows, cols = shape
             drawn[name] = torch.stack(
-                [draw_matrix(rows, cols, init, _stream(seed, name, head)) for head in range(heads)]
+                [draw_matrix(rows, cols, init, _stream(seed, name, head)) for head in range(copies)]
             ).float()
     return drawn
 
 
 def init_weights(config: AttentionConfig) -> dict[str, torch.Tensor]:
-    """Draw W_Q, W_K, W_V, W_O (float32, CPU) for this config, seeded by config.seed.
+    """Draw the variant's weights (float32, CPU) for this config, seeded by config.seed.
 
     Draws are cached (drawing is most of the cost of a small trace); callers get their own copies.
     """
-    shapes = tuple(weight_shapes(config).items())
+    sizes = config.sizes
+    shapes = tuple((spec.name, spec.shape(sizes), spec.kind) for spec in VARIANTS[config.variant].weight_specs(sizes))
     return {name: w.clone() for name, w in _draw_weights(shapes, config.init, config.seed).items()}
 
 
 def check_given_weights(given: Mapping, config: AttentionConfig) -> dict[str, torch.Tensor]:
-    """Check typed or loaded matrices; a single head's [d_model, d_k] may omit the head axis."""
-    if given and not config.projections:
+    """Check typed or loaded matrices against the variant's; one copy's [rows, cols] may omit the copies axis."""
+    variant, shapes = VARIANTS[config.variant], weight_shapes(config)
+    if given and not shapes:
         raise ValueError(f"weights {sorted(given)} were given, but projections are off (Q = K = V = X)")
-    unknown = set(given) - set(WEIGHT_NAMES)
+    unknown = set(given) - set(shapes)
     if unknown:
-        raise ValueError(f"weights has unknown names {sorted(unknown)}; allowed: {', '.join(WEIGHT_NAMES)}")
-    shapes = weight_shapes(config)
+        raise ValueError(f"weights has {', '.join(map(repr, sorted(unknown)))}, which {variant.label} does not "
+                         f"have; its weights: {', '.join(shapes)}")  # fmt: skip
     checked = {}
     for name, value in given.items():
         tensor = torch.as_tensor(value, dtype=config.torch_dtype)
-        if tensor.dim() == 2 and name != "w_o" and config.n_heads == 1:
+        if tensor.dim() == len(shapes[name]) - 1 and len(shapes[name]) == 3 and shapes[name][0] == 1:
             tensor = tensor.unsqueeze(0)
         if tuple(tensor.shape) != shapes[name]:
             raise ValueError(f"weights[{name!r}] should have shape {list(shapes[name])}; got {list(tensor.shape)}")

@@ -57,10 +57,28 @@ TERMS: dict[str, str] = {
         "look for something else (in a trained model, one head might follow grammar, another what “he” refers "
         "to). Their context vectors are concatenated and W_O maps the result back to d_model."
     ),
+    "KV cache": (
+        "While a decoder writes, each new token's query meets the keys and values of every token before it. "
+        "They do not change, so they are kept (cached), not computed again: per token and layer, MHA keeps "
+        "h·(d_k + d_v) numbers. For long contexts this cache, not the weights, fills the GPU's memory, and the "
+        "variants below exist to shrink it."
+    ),
     "GQA": (
         "**Grouped-query attention**: several query heads share one key head and one value head, so a model "
         "keeps fewer keys and values in memory while it writes. SmolLM2 has 9 query heads and 3 key/value "
-        "heads: heads 1–3 read key/value head 1, and so on."
+        "heads: heads 1–3 read key/value head 1, and so on. **MQA** (multi-query attention) is the extreme: "
+        "one key/value head for all."
+    ),
+    "MLA": (
+        "**Multi-head latent attention** (DeepSeek-V2): each token is squeezed into one small latent c_KV "
+        "(d_c numbers) and every head up-projects its keys and values from it. The cache keeps c_KV and one "
+        "small rotary key k^R per token: (512 + 64) per layer in DeepSeek-V2, 56.9× less than MHA at its "
+        "sizes. W_UK can be folded into the query (absorption), so K is never formed while writing."
+    ),
+    "RoPE": (
+        "**Rotary positions**: instead of adding a position to X, each pair of a query's and a key's dimensions "
+        "is turned by an angle that grows with the token's position. A turn keeps lengths, and q·k then depends "
+        "on how far apart the two tokens are, not where they are (Llama, SmolLM2, DeepSeek)."
     ),
     "attention sink": (
         "A trained head that has nothing useful to look at still has to put its weight somewhere (each row sums "

@@ -197,7 +197,9 @@ def axis_title_annotations(laid, x0: float, x1: float, y1: float, y_mid: float, 
     if laid.panel.x_title:
         above = X_TICK_GAP + x_labels_height(tick_widths(laid.x_ticks, laid.label_font), laid.label_font,
                                              laid.x_angle) + AXIS_STANDOFF  # fmt: skip
-        out.append({**common, "text": escape(laid.panel.x_title), "x": (x0 + x1) / 2, "xanchor": "center",
+        half = label_width(laid.panel.x_title, font) / width / 2  # wider than a narrow map: kept inside the chart
+        centre = min(max((x0 + x1) / 2, half), 1 - half)
+        out.append({**common, "text": escape(laid.panel.x_title), "x": centre, "xanchor": "center",
                     "y": y1, "yanchor": "bottom", "yshift": above})  # fmt: skip
     if laid.panel.y_title and laid.rows_shown:
         left = max(tick_widths(laid.y_ticks, laid.label_font)) + TICK_GAP + AXIS_STANDOFF

@@ -3,6 +3,8 @@
 import streamlit as st
 
 from attention_core import MAX_DIM
+from attention_core.config import VARIANT_CHOICES
+from attention_core.variants import VARIANTS, default_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
 from ui.controls import current_settings
 from ui.show import friendly_errors, show_figure, style_for, trace_for
@@ -25,6 +27,30 @@ def _two_d_ks(config):
     return {"d_k": small}, {"d_k": large}, held
 
 
+def _variant_changes(variant: str, config) -> dict:
+    """A variant with sizes it can take: GQA keeps the sidebar's key/value heads where they divide the heads."""
+    changes = {"variant": variant}
+    if variant == "gqa" and (config.n_heads % config.kv_heads or config.kv_heads >= config.n_heads):
+        changes["kv_heads"] = default_kv_heads(config.n_heads)
+    return changes
+
+
+def _two_variants(config):
+    """The sidebar's variant and another (bound to the URL); by default MLA, or MHA when the sidebar has MLA."""
+    left, right = st.columns(2)
+    first = left.selectbox("variant, left", VARIANT_CHOICES, index=VARIANT_CHOICES.index(config.variant),
+                           key="cmp_variant_left", bind="query-params")  # fmt: skip
+    other = "mha" if config.variant == "mla" else "mla"
+    second = right.selectbox("variant, right", VARIANT_CHOICES, index=VARIANT_CHOICES.index(other),
+                             key="cmp_variant_right", bind="query-params")  # fmt: skip
+    held = (
+        "Held fixed: the sentence, X and the sizes (same seed). GQA's and MQA's key/value heads are MHA's first "
+        "ones, so head 1 reads the same K and V under all three; MLA makes its keys and values from a latent with "
+        "weights of its own, so its maps differ by more than the idea. The cache is what each keeps per token."
+    )
+    return _variant_changes(first, config), _variant_changes(second, config), held
+
+
 def _pair(name, config):
     """The two sides' config changes and what is held fixed between them."""
     if name == "causal vs not":
@@ -34,14 +60,16 @@ def _pair(name, config):
     if name == "two seeds":
         other = (config.seed + 1) % 2**32
         return {}, {"seed": other}, f"Only the seed differs ({config.seed} and {other}): X and every W are drawn anew."
+    if name == "two variants":
+        return _two_variants(config)
     return _two_d_ks(config)
 
 
 def _label(changes, config):
     merged = config.replace(**changes)
     return (
-        f"{'causal' if merged.causal else 'no mask'}, {'scaled' if merged.scaled else 'not scaled'}, "
-        f"seed {merged.seed}, d_k {merged.d_k}"
+        f"{VARIANTS[merged.variant].label}, {'causal' if merged.causal else 'no mask'}, "
+        f"{'scaled' if merged.scaled else 'not scaled'}, seed {merged.seed}, d_k {merged.d_k}"
     )
 
 
@@ -52,7 +80,7 @@ with friendly_errors():
     what = (
         st.segmented_control(
             "compare",
-            ("causal vs not", "scaled vs not", "two seeds", "two d_k"),
+            ("causal vs not", "scaled vs not", "two seeds", "two d_k", "two variants"),
             default="causal vs not",
             key="cmp_what",
             bind="query-params",
@@ -78,3 +106,6 @@ with friendly_errors():
             summary = trace.head_summary()[0]
             st.metric("mean normalized entropy (head 1)", f"{summary['mean_normalized_entropy']:.3f}")
             st.metric("mean max weight (head 1)", f"{summary['mean_max_weight']:.3f}")
+            if what == "two variants":
+                kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                st.metric("KV cache per token and layer", f"{kept:,} numbers")

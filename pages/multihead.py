@@ -3,7 +3,7 @@
 import streamlit as st
 
 from figures.multihead import head_summary_figure, multihead_grid
-from figures.stages import BY_KEY, GRID_STAGES
+from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES
 from ui.controls import current_settings
 from ui.show import (
     friendly_errors,
@@ -13,6 +13,21 @@ from ui.show import (
     style_for,
     trace_for,
 )
+
+
+def own_weights(trace) -> str:
+    """What each head has of its own, in the trace's variant."""
+    if trace.variant == "mla":
+        return ("Each head has its own query weights and its own up-projections W_UK and W_UV from the one latent "
+                "c_KV that every head shares")  # fmt: skip
+    if trace.kv_heads < trace.n_heads:
+        groups = "; ".join(
+            f"heads {', '.join(str(h + 1) for h in trace.heads_sharing(g))} read key/value head {g + 1}"
+            for g in range(trace.kv_heads)
+        )
+        return f"Each head has its own W_Q; W_K and W_V are shared ({groups})"
+    return "Each head has its own W_Q, W_K, W_V"
+
 
 with friendly_errors():
     settings = current_settings()
@@ -27,7 +42,7 @@ with friendly_errors():
         else "some weights here are typed, the others random"
     )
     st.markdown(
-        "Each head has its own W_Q, W_K, W_V, so each can look for something else ([multi-head](glossary#multi-head)). "
+        f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). "
         f"In a trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
         "vectors are concatenated and W_O maps them back to d_model."
     )
@@ -53,3 +68,6 @@ with friendly_errors():
         hide_index=True,
     )
     show_stage(trace, "output", 0, style, prefix="mh-")
+    for key in VARIANT_STAGES:  # what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
+        if BY_KEY[key].applies(trace):
+            show_stage(trace, key, 0, style, prefix="mh-")

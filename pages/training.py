@@ -24,7 +24,7 @@ from figures.heatmap import heatmap
 from figures.style import markdown_literal
 from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
 from ui.chart import show_figure
-from ui.controls import TRAINING_RUN, current_settings
+from ui.controls import TRAINING_RUN, current_settings, settings_from
 from ui.numbers import use_weights
 from ui.show import friendly_errors, show_figures, show_stage, style_for
 from ui.training import (
@@ -293,7 +293,7 @@ def _sqrt_dk(settings, config, style) -> None:
 def _train() -> None:
     """▶ Train: this session's run of the sidebar's config (a finished one is trained again, from the seed)."""
     try:
-        config = training_config(st.session_state)
+        config = training_config(settings_from(st.session_state))
         finished = session_run(config)
         if finished is not None and not finished.running:
             stop(finished)  # forget it: "again" trains anew, and the page follows it live
@@ -312,7 +312,7 @@ def _stop() -> None:
 
 with friendly_errors():
     settings = current_settings()
-    config = training_config(st.session_state)
+    config = training_config(settings)
     style = style_for(settings)
     _link_run(config)
     st.title("Watch attention learn")

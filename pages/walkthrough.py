@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.variants import VARIANTS
 from figures.stages import BY_KEY, stages_for
 from ui.controls import current_settings
 from ui.numbers import lecture_panel, numbers_editor
@@ -15,6 +16,29 @@ from ui.show import (
     trace_for,
     trace_npz,
 )
+
+
+def settings_line(trace, config) -> list[str]:
+    """The settings this page shows, for its caption: sizes, variant, mask, scaling, positions, seed."""
+    variant, sizes = VARIANTS[trace.variant], trace.sizes
+    heads = f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}"
+    shape = {
+        "gqa": f"{heads} sharing {sizes.kv_heads} key/value head{'s' if sizes.kv_heads > 1 else ''}",
+        "mqa": f"{heads} sharing one key/value head",
+        "mla": f"{heads} · latent d_c {sizes.d_c}"
+        + (f", query latent d_cq {sizes.d_cq}" if sizes.d_cq else "")
+        + (f" · rotary d_h^R {sizes.d_rope}" if sizes.d_rope else ""),
+    }.get(trace.variant, heads)
+    return [
+        f"{trace.n_tokens} token{'s' if trace.n_tokens > 1 else ''}",
+        f"{variant.label}",
+        f"d_model {config.d_model} · d_k {trace.d_k} · d_v {trace.d_v}",
+        shape,
+        "causal" if config.causal else "no mask",
+        "scaled" if config.scaled else "NOT scaled",
+        f"positions: {config.positional}",
+        f"seed {config.seed}",
+    ]
 
 
 def _step(keys: list[str], delta: int) -> None:
@@ -66,12 +90,7 @@ with friendly_errors():
         # A stage's figures share a row where the maps stay wide enough to read.
         style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
         st.title("Self-attention, step by step")
-        st.caption(
-            f"{trace.n_tokens} tokens · d_model {config.d_model} · d_k {trace.d_k} · d_v {trace.d_v} · "
-            f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''} · {'causal' if config.causal else 'no mask'} · "
-            f"{'scaled' if config.scaled else 'NOT scaled'} · "
-            f"{'projections' if config.projections else 'Q = K = V = X'} · seed {config.seed}"
-        )
+        st.caption(" · ".join(settings_line(trace, config)))
         show_typed_refusals(settings)
         lecture_panel(trace)
         head = _head_picker(st, trace.n_heads)

@@ -51,9 +51,8 @@ with friendly_errors():
         st.info(f"The sentence has {len(tokens)} tokens; this experiment uses the first {SENTENCE_TOKENS_MAX}.")
         tokens = tokens[:SENTENCE_TOKENS_MAX]
     d_k = settings.config.d_k
-    sentence = cached_sentence_scaling(
-        tuple(tokens), settings.config.d_model, settings.positional, settings.config.seed, d_k
-    )
+    sinusoidal = settings.config.positional == "sinusoidal"  # the fair experiment's q and k are not rotated
+    sentence = cached_sentence_scaling(tuple(tokens), settings.config.d_model, sinusoidal, settings.config.seed, d_k)
     st.markdown(
         "Only d_k may change, so the sentence's X has each row standardized (mean 0, variance 1, as LayerNorm does "
         "before attention) and W_Q, W_K are drawn N(0, 1/d_model): every entry of q and k then has variance 1, "
@@ -94,7 +93,7 @@ with friendly_errors():
     )
 
     st.subheader("Why not the sidebar's weights?")
-    x = embed(tokens, settings.config.d_model, seed=settings.config.seed, positional=settings.positional)
+    x = embed(tokens, settings.config.d_model, seed=settings.config.seed, positional=sinusoidal)
     by_init = entry_variance_by_init(x, INIT_D_KS, INIT_CHOICES, settings.config.seed)
     xavier = by_init["xavier"]
     st.markdown(

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
-from figures.stages import STAGES, heading
+from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
 
@@ -75,8 +75,10 @@ def test_walkthrough_default_is_lecture_000_with_the_engine_numbers(app):
     q = panel(app, "Q = X·W_Q")  # three side by side: the shapes move to the subtitle line to fit
     assert q.title == "Q = X·W_Q" and q.subtitle == "[5x8]·[8x4] = [5x4]"
     np.testing.assert_allclose(q.z, trace.q[0].numpy(), rtol=1e-6)
-    assert len(charts(app)) == 9  # one figure per stage (the weights' peakiness bars beside them)
-    assert subheaders(app)[: len(STAGES)] == [heading(stage.key) for stage in STAGES]
+    # One figure per stage (the weights' peakiness bars beside them, the KV cache at these sizes and published ones).
+    assert len(charts(app)) == 11
+    shown = stages_for(trace)
+    assert subheaders(app)[: len(shown)] == [heading(stage.key, trace) for stage in shown]
 
 
 def test_sidebar_changes_reach_the_heatmaps(app):
@@ -136,12 +138,65 @@ def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
 
 
 def test_projections_off_is_lecture_003s_first_attempt(app):
-    app.toggle(key="projections").set_value(False).run()
+    app.selectbox(key="variant").set_value("identity").run()
     no_problems(app)
     assert not [p for spec in charts(app) for p in panels(spec) if p.name.startswith("W_Q")]
     qkv = panel(app, "Q = K = V = X")
-    trace = trace_sentence(DEFAULT_TEXT, default_config(projections=False))
+    trace = trace_sentence(DEFAULT_TEXT, default_config(variant="identity"))
     np.testing.assert_allclose(qkv.z, trace.x.numpy(), rtol=1e-6)
+
+
+def test_a_link_opens_mla_and_every_stage_holds_the_engines_numbers():
+    """The variant and its sizes travel in the address; the latent, rotary, absorption and cache stages show."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"variant": "mla", "heads": "2", "d_c": "3", "d_rope": "2", "positional": "rotary"})
+    at.run()
+    no_problems(at)
+    config = default_config(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary")
+    trace = trace_sentence(DEFAULT_TEXT, config)
+    assert subheaders(at)[: len(stages_for(trace))] == [heading(stage.key, trace) for stage in stages_for(trace)]
+    assert {"latent", "rope", "absorb", "cache"} <= {stage.key for stage in stages_for(trace)}
+    np.testing.assert_allclose(panel(at, "c_KV = RMSNorm(X·W_DKV)").z, trace.parts["c_kv"].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(panel(at, "attention weights").z, trace.weights[0].numpy(), rtol=1e-6)
+    assert [p.name for spec in charts(at) for p in panels(spec)].count("W_QR  [8x2]") == 1  # head 1's copy
+    assert at.selectbox(key="variant").value == "mla" and at.query_params["variant"] == "mla"
+    assert not at.slider(key="d_c").disabled
+    assert "kv_heads" not in [s.key for s in at.slider]  # GQA's own size appears with GQA
+
+
+def test_choosing_gqa_gives_heads_to_share_and_the_heads_share_keys():
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    app.selectbox(key="variant").set_value("gqa").run()
+    no_problems(app)
+    assert (app.slider(key="heads").value, app.slider(key="kv_heads").value) == (4, 2)  # default_kv_heads(4)
+    trace = trace_sentence(DEFAULT_TEXT, default_config(variant="gqa", n_heads=4, kv_heads=2))
+    assert trace.kv_head_of == (0, 0, 1, 1)
+    np.testing.assert_allclose(panel(app, "K = X·W_K").z, trace.k[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(panel(app, "attention weights").z, trace.weights[0].numpy(), rtol=1e-6)
+
+
+def test_a_link_from_before_the_variants_still_opens_its_view():
+    """positional was a toggle and projections a flag: old links carry over to what replaced them."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"projections": "false", "positional": "false"})
+    at.run()
+    no_problems(at)
+    assert at.selectbox(key="variant").value == "identity" and at.selectbox(key="positional").value == "none"
+    assert not at.warning
+
+
+def test_the_cache_stage_takes_its_choices_from_the_link_and_names_a_bad_one():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"kv_bytes": "fp32", "kv_context": "128k"})
+    at.run()
+    no_problems(at)
+    assert any("for 131,072 tokens in fp32" in m.value for m in at.markdown), "the cache's sentence"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"kv_context": "9k"})
+    at.run()
+    no_problems(at)
+    assert any("context length (tokens) = '9k', which is not used: it must be one of 4k, 32k, 128k" in shown(w)
+               for w in at.warning)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -155,7 +210,15 @@ def test_projections_off_is_lecture_003s_first_attempt(app):
         ({"seed": 1.5}, "seed must be an integer between 0 and 4294967295; got 1.5"),
         ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps; got 'tpu'"),
         ({"init": "<script>"}, "init must be one of normal, xavier, kaiming, unit; got '<script>'"),
-        ({"positional": "yes"}, "positional must be on or off; got 'yes'"),
+        ({"positional": "yes"}, "positional encoding must be one of none, sinusoidal, rotary; got 'yes'"),
+        ({"variant": "mlx"}, "variant must be one of mha, gqa, mqa, mla, identity; got 'mlx'"),
+        (
+            {"variant": "gqa", "heads": 6, "kv_heads": 4},
+            "6 heads cannot be shared evenly by 4; with 6 heads choose one of 1, 2, 3, 6",
+        ),
+        ({"variant": "mla", "d_rope": 3}, "d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions"),
+        ({"variant": "mla", "d_c": 0}, "d_c (MLA's latent width) must be between 1 and 4096; got 0"),
+        ({"positional": "rotary", "d_k": 5}, "d_k must be even with positional encoding 'rotary'; got d_k = 5"),
         ({"w_q": 5}, "W_Q must be text; got int"),
     ],
 )
@@ -341,20 +404,47 @@ def test_compare_two_chosen_d_ks(app):
     no_problems(app)
     assert len([p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]) == 2
     assert any("first 3 columns of the larger one's" in c.value for c in app.caption)
-    assert any(m.value.startswith("**no mask, scaled, seed 0, d_k 48") for m in app.markdown)
+    assert any(m.value.startswith("**MHA, no mask, scaled, seed 0, d_k 48") for m in app.markdown)
+
+
+def test_compare_two_variants_shows_what_each_caches(app):
+    app.slider(key="heads").set_value(4).run()
+    app.switch_page("pages/compare.py").run()
+    app.segmented_control(key="cmp_what").set_value("two variants").run()
+    no_problems(app)
+    sides = [p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]
+    mha = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4))
+    mla = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="mla"))
+    np.testing.assert_allclose(sides[0].z, mha.weights[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(sides[1].z, mla.weights[0].numpy(), rtol=1e-6)
+    kept = [m.value for m in app.metric if m.label == "KV cache per token and layer"]
+    assert kept == ["32 numbers", "6 numbers"]  # 4 heads · (4 + 4); d_c 4 + d_h^R 2
+    app.selectbox(key="cmp_variant_right").set_value("gqa").run()  # 4 heads share 2 (the sidebar's 2 fit)
+    no_problems(app)
+    assert [m.value for m in app.metric if m.label == "KV cache per token and layer"] == ["32 numbers", "16 numbers"]
+
+
+def test_multihead_page_says_which_heads_share_keys_and_adds_the_variants_stages(app):
+    app.slider(key="heads").set_value(4).run()
+    app.selectbox(key="variant").set_value("gqa").run()
+    app.switch_page("pages/multihead.py").run()
+    no_problems(app)
+    assert any("heads 1, 2 read key/value head 1; heads 3, 4 read key/value head 2" in m.value for m in app.markdown)
+    assert heading("cache", trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="gqa"))) in subheaders(app)
 
 
 def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
     app.toggle(key="present").set_value(True).run()
     no_problems(app)
-    assert subheaders(app) == [heading("x")]
+    trace = trace_sentence(DEFAULT_TEXT, default_config())
+    assert subheaders(app) == [heading("x", trace)]
     next_button = [b for b in app.button if b.label == "next →"][0]
     next_button.click().run()
-    assert subheaders(app) == [heading("projections")]
+    assert subheaders(app) == [heading("projections", trace)]
     previous = [b for b in app.button if b.label == "← previous"][0]
     previous.click().run()
     [b for b in app.button if b.label == "← previous"][0].click().run()  # wraps to the last stage
-    assert subheaders(app) == [heading("output")]
+    assert subheaders(app) == [heading(stages_for(trace)[-1].key, trace)]
     app.button(key="leave_presentation").click().run()
     assert app.session_state["present"] is False and len(subheaders(app)) > 1
 
@@ -393,7 +483,16 @@ def test_glossary_has_every_term_linked_from_the_pages(app):
     app.switch_page("pages/glossary.py").run()
     no_problems(app)
     assert [s.value for s in app.subheader] == list(TERMS)
-    assert {anchor(term) for term in TERMS} >= {"q-k-v", "causal-mask", "attention-sink", "gqa", "sqrt-d-k"}
+    assert {anchor(term) for term in TERMS} >= {
+        "q-k-v",
+        "causal-mask",
+        "attention-sink",
+        "gqa",
+        "sqrt-d-k",
+        "mla",
+        "rope",
+        "kv-cache",
+    }
 
 
 def test_the_number_tables_are_made_when_their_box_opens(app):

@@ -104,7 +104,7 @@ def test_attention_sink_is_named_where_a_head_parks_on_the_first_token(models):
 def test_controls_that_do_not_apply_are_inactive():
     at = open_page()
     inactive = {w.key for w in [*at.slider, *at.toggle, *at.number_input, *at.selectbox] if w.disabled}
-    assert {"d_model", "d_k", "d_v", "heads", "causal", "scaled", "seed", "init", "projections"} <= inactive
+    assert {"d_model", "d_k", "d_v", "heads", "causal", "scaled", "seed", "init", "variant"} <= inactive
     assert not at.text_area(key="text").disabled and not at.toggle(key="present").disabled
 
 

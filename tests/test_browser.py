@@ -15,10 +15,11 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
+from attention_core import AttentionConfig, trace_sentence
 from attention_core.device import cpu_kernels
 from attention_core.matrices import typed_from_npz
 from attention_core.training import TrainingConfig, train
-from figures.stages import STAGES
+from figures.stages import heading, stages_for
 from tests.browser import (
     CHROMIUM,
     CHROMIUM_FLAGS,
@@ -40,7 +41,12 @@ from tests.browser import (
     worst_contrast,
 )
 from tests.browser import overlaps as overlapping
+from ui.controls import DEFAULTS
 from ui.pages import PAGES
+
+DEFAULT_STAGES = stages_for(
+    trace_sentence("The next day is bright", AttentionConfig())
+)  # what the Walkthrough opens on
 
 AWKWARD = "<b>x</b> the cat saw the dog"
 AWKWARD_TOKENS = ["<", "b", ">", "x", "<", "/", "b", ">", "the", "cat", "saw", "the", "dog"]
@@ -183,7 +189,8 @@ def test_exports_download_the_exact_numbers(server, page):
     the chart's HTML carries plotly.js inside it."""
     page.goto(f"{server}/?text={quote('the cat saw the <b>dog</b>')}&causal=true")
     wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
-    page.get_by_role("button", name="⬇ export").nth([s.key for s in STAGES].index("weights")).click()
+    shown = stages_for(trace_sentence("the cat saw the <b>dog</b>", AttentionConfig(causal=True)))
+    page.get_by_role("button", name="⬇ export").nth([s.key for s in shown].index("weights")).click()
     with page.expect_download() as csv_download:
         page.get_by_role("button", name="weights (CSV)").click()
     rows = list(csv.reader(Path(csv_download.value.path()).read_text(encoding="utf-8").splitlines()))
@@ -333,7 +340,7 @@ def test_presentation_mode_steps_with_buttons_and_arrow_keys(server, page):
     page.keyboard.press("ArrowLeft")
     page.get_by_text("1 · Input embeddings X").wait_for(timeout=15000)
     page.keyboard.press("ArrowLeft")  # wraps round to the last stage
-    page.get_by_text("9 · Concatenate the heads").wait_for(timeout=15000)
+    page.get_by_text(f"{len(DEFAULT_STAGES)} · {DEFAULT_STAGES[-1].title}").wait_for(timeout=15000)
     no_traceback(page)
 
 
@@ -346,7 +353,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
     page = context.new_page()
     try:
         page.goto(f"{server}/?present=true")
-        for index, stage in enumerate(STAGES, start=1):
+        for index, stage in enumerate(DEFAULT_STAGES, start=1):
             page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
             settled(page, quiet=0.7)
             assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
@@ -370,6 +377,63 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
                 screenshot(page, f"presentation-{title.replace(' ', '-').replace('√', 'sqrt')}-{width}-{scheme}")
         page.keyboard.press("Escape")  # the way out, from any page
         page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+    finally:
+        context.close()
+
+
+MLA_LINK = "variant=mla&heads=2&d_c=3&d_rope=2&positional=rotary&causal=true"
+FORMULA_CUT = """() => [...document.querySelectorAll('.katex-display, [data-testid="stMarkdownContainer"] .katex')]
+  .filter(el => el.scrollWidth > el.clientWidth + 4).length"""  # a formula wider than its column is cut
+MLA_OWN = ("projections", "latent", "rope", "qkv", "scaled_scores", "absorb", "cache")  # what MLA adds or changes
+
+
+def test_choosing_mla_in_the_sidebar_shows_its_anatomy_and_the_address_keeps_it(server, page):
+    """The variant is picked in the sidebar; its latent, rotary, absorption and cache stages are drawn; the cache's
+    context length is a choice on the page; all of it lands in the address, and the address brings it back."""
+    page.goto(server)
+    wait_for_chart(page, "attention weights")
+    page.get_by_role("combobox", name="attention variant").click()
+    page.get_by_role("option", name="mla", exact=True).click()
+    wait_for_chart(page, "c_KV = RMSNorm(X·W_DKV)")
+    wait_for_chart(page, "q after RoPE")  # choosing MLA turns rotary positions on (its rotary parts are for that)
+    wait_for_chart(page, "(q^C·W_UKᵀ)·c_KVᵀ")
+    page.get_by_role("radio", name="128k", exact=True).click()
+    wait_for_chart(page, "KV cache per token and layer", lambda s: "131,072 tokens" in s["subtitle"])
+    assert "variant=mla" in page.url and "kv_context=128k" in page.url and "positional=rotary" in page.url
+    page.goto(page.url)
+    wait_for_chart(page, "KV cache per token and layer", lambda s: "131,072 tokens" in s["subtitle"])
+    wait_for_chart(page, "c_KV = RMSNorm(X·W_DKV)")
+    no_traceback(page)
+    screenshot(page, "mla-walkthrough")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width, height", [(1400, 900), (1920, 1080)])
+@pytest.mark.parametrize("text", [DEFAULTS["text"], AWKWARD], ids=["default", "awkward"])
+def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, scheme):
+    """MLA's stages as slides, stepped through with the arrow keys: every one at the default sentence; with 13
+    awkward tokens the ones MLA adds or changes. (There a 13-token output slide needs scrolling for every
+    variant, MHA too: issue 25's, as are the other long inputs.)"""
+    trace = trace_sentence(
+        text, AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
+    )
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?present=true&text={quote(text)}&{MLA_LINK}")
+        for stage in stages_for(trace):
+            page.get_by_role("heading", name=heading(stage.key, trace)).wait_for(timeout=15000)
+            settled(page, quiet=0.7)
+            if text == DEFAULTS["text"] or stage.key in MLA_OWN:
+                assert page.evaluate(OVERFLOW) <= 2, f"MLA stage {stage.key} needs scrolling at {width}x{height}"
+                assert clipped(page) == [] and overlapping(page) == [], stage.key
+                assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {stage.key} is cut at {width}x{height}"
+            if stage.key in ("latent", "rope", "absorb", "cache"):
+                screenshot(
+                    page, f"presentation-mla-{stage.key}-{width}-{scheme}-{'awkward' if text == AWKWARD else 'default'}"
+                )
+            page.keyboard.press("ArrowRight")
+        no_traceback(page)
     finally:
         context.close()
 
@@ -438,7 +502,7 @@ def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server,
         assert grid["ticks"][0] == "layer 1" and grid["ticks"][-1] == "layer 30"
         wait_for_chart(page, "Attention weights of all 30 layers x 9 heads")
         assert page.get_by_role("slider", name="d_k (query/key width per head)").is_disabled()
-        assert page.get_by_role("slider", name="heads").is_disabled()
+        assert page.locator("input[aria-label='heads']").is_disabled()  # not "key/value heads (GQA)"
         assert page.get_by_role("textbox", name="Sentence").is_enabled()
         no_traceback(page)
         settled(page)
@@ -495,7 +559,7 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     page.get_by_role("button", name=f"Use the weights of step {last} in the Walkthrough").click()
     page.get_by_role("link", name="Open the Walkthrough with them").click()
     wait_for_chart(page, "attention weights")
-    page.get_by_text("4 tokens · d_model 8 · d_k 4 · d_v 4 · 1 head · causal · scaled").wait_for()
+    page.get_by_text("4 tokens · MHA · d_model 8 · d_k 4 · d_v 4 · 1 head · causal · scaled").wait_for()
     assert "w_q=" in page.url and "causal=true" in page.url  # the trained weights and their mask, in the link
     no_traceback(page)
     screenshot(page, "training-weights-in-walkthrough")

@@ -189,7 +189,7 @@ def test_the_lectures_printed_numbers_are_reproduced_or_corrected():
         s = example.sizes
         config = AttentionConfig(
             d_model=s["d_model"], d_k=s["d_k"], d_v=s["d_v"], n_heads=s["heads"], causal=s["causal"],
-            scaled=s["scaled"], projections=s["projections"],
+            scaled=s["scaled"], variant=s["variant"],
         )  # fmt: skip
         trace = trace_sentence(example.text, config, x=x, weights=typed)
         checks = {check.quantity: check for check in example.checks(trace)}
@@ -227,3 +227,107 @@ def test_compare_holds_what_it_says_it_holds():
     causal = trace_sentence(SENTENCES[0], AttentionConfig(causal=True))
     plain = trace_sentence(SENTENCES[0], AttentionConfig(causal=False))
     assert torch.equal(causal.w_q, plain.w_q) and torch.equal(causal.scores, plain.scores)  # "everything but the mask"
+
+
+# ------------------------------------------------------------------------------------------------
+# The variants' own stages (attention_core/variants.py): their sentences against the numbers, at the edges
+# too (one token, d_k = 1, no rotary part, a query latent, GQA with one key/value head).
+
+VARIANT_CONFIGS = [
+    AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True),
+    AttentionConfig(variant="mla", n_heads=3, d_k=1, d_c=1, d_rope=0, seed=4),
+    AttentionConfig(variant="mla", n_heads=2, d_k=6, d_c=5, d_cq=3, d_rope=4, seed=2, init="kaiming"),
+    AttentionConfig(variant="gqa", n_heads=4, kv_heads=2, positional="rotary", seed=1),
+    AttentionConfig(variant="mqa", n_heads=3, d_k=2, positional="rotary", causal=True),
+    AttentionConfig(variant="mha", d_k=2, positional="rotary"),
+]
+VARIANT_TEXTS = ("The next day is bright", "Hi")
+
+
+@pytest.fixture(scope="module", params=range(len(VARIANT_CONFIGS)), ids=lambda i: f"variant{i}")
+def variant_traces(request):
+    return [trace_sentence(text, VARIANT_CONFIGS[request.param]) for text in VARIANT_TEXTS]
+
+
+def test_latent_claims_count_what_the_cache_keeps(variant_traces):
+    for trace in variant_traces:
+        if trace.variant != "mla":
+            continue
+        text = stage_view(trace, "latent").explanation
+        c_kv, k_r = trace.parts["c_kv"], trace.parts.get("k_r")
+        pattern = (
+            r"numbers\)(?: and k\^R \(d_h\^R = (\d+)\))? per token and layer: (\d+) numbers, where MHA .* = (\d+)\."
+        )
+        kept = re.search(pattern, text)
+        assert kept, text
+        rope, per_token, mha = kept.groups()
+        assert int(per_token) == (c_kv.numel() + (k_r.numel() if k_r is not None else 0)) // trace.n_tokens
+        assert (rope is None) == (k_r is None or k_r.shape[-1] == 0)
+        assert int(mha) == trace.n_heads * (trace.parts["q_c"].shape[-1] + trace.d_v)
+        assert ("all ones here" in text) == all(bool((g == 1).all()) for n, g in trace.params.items() if n[0] == "g")
+
+
+def test_rope_claims_lengths_kept_first_token_unturned_and_only_distance_counts(variant_traces):
+    for trace in variant_traces:
+        if "q_rotated" not in trace.parts:
+            continue
+        text = stage_view(trace, "rope").explanation
+        p = trace.parts
+        stretch = float(re.search(r"changes by at most ([\d.e+-]+)\.", text).group(1))
+        assert stretch < 1e-5
+        q0, q1 = (p[name] if p[name].dim() == 2 else p[name][0] for name in ("q_unrotated", "q_rotated"))  # head 1
+        assert stretch == pytest.approx(
+            float((q1.double().norm(dim=-1) - q0.double().norm(dim=-1)).abs().max()), rel=0.05
+        )
+        torch.testing.assert_close(p["q_rotated"][..., 0, :], p["q_unrotated"][..., 0, :])  # position 0: not turned
+        torch.testing.assert_close(p["k_rotated"][..., 0, :], p["k_unrotated"][..., 0, :])
+        moved = re.search(r"score (-?[\d.]+) at positions 1 and 0, and (-?[\d.]+) moved 5 places later", text)
+        assert (moved is None) == (trace.n_tokens < 2), text
+        if moved:
+            here, later = map(float, moved.groups())
+            assert here == later  # to the 3 decimals shown
+            q1 = p["q_rotated"][0, 1] if p["q_rotated"].dim() == 3 else p["q_rotated"][1]
+            k0 = p["k_rotated"][trace.kv_head_of[0], 0] if p["k_rotated"].dim() == 3 else p["k_rotated"][0]
+            assert here == pytest.approx(float(q1 @ k0), abs=1e-3)  # the score the maps hold
+
+
+def test_absorption_claims_the_two_maps_agree_and_the_fold_holds_in_one_column(variant_traces):
+    from attention_core.variants import folded_with_rotated_keys
+
+    for trace in variant_traces:
+        if trace.variant != "mla":
+            continue
+        text = stage_view(trace, "absorb").explanation
+        gap = float(re.search(r"agree to ([\d.e+-]+) \(rounding\)", text).group(1))
+        assert gap < 1e-4
+        off = re.search(r"exactly in that column and off by up to ([\d.e+-]+) in the others", text)
+        content = trace.parts["q_c"].shape[-1]
+        assert (off is not None) == (trace.n_tokens >= 2 and content % 2 == 0), text
+        if off:
+            exact, folded = folded_with_rotated_keys(trace.parts, trace.params, trace.rope_base or 10_000)
+            torch.testing.assert_close(exact[0, :, 0], folded[0, :, 0], rtol=1e-4, atol=1e-4)
+            shown = float(off.group(1))
+            assert shown > 0 and shown == pytest.approx(
+                float((exact[0, :, 1:] - folded[0, :, 1:]).abs().max()), rel=1e-2
+            )
+
+
+def test_mla_scales_by_the_width_of_both_parts(variant_traces):
+    for trace in variant_traces:
+        if trace.variant == "mla":
+            text = stage_view(trace, "scaled_scores").explanation
+            content, rope = trace.parts["q_c"].shape[-1], trace.sizes.d_rope
+            assert f"d_h + d_h^R = {content} + {rope} = {content + rope}" in text
+            assert trace.scale == pytest.approx(1 / math.sqrt(content + rope))
+
+
+def test_cache_claims_equal_the_bytes_of_what_the_variant_keeps(variant_traces):
+    from attention_core.variants import VARIANTS, cached_bytes
+
+    for trace in variant_traces:
+        text = stage_view(trace, "cache", options={"kv_bytes": "fp32", "kv_context": "4k"}).explanation
+        here = re.search(r"= ([\d,]+) numbers per token and layer", text)
+        assert here, text
+        per_token = int(here.group(1).replace(",", ""))
+        assert per_token * 4 * trace.n_tokens == cached_bytes(trace.parts, VARIANTS[trace.variant])  # float32
+        assert "DeepSeek-V2's MLA keeps 34,560 per token" in text and "MHA would keep 1,966,080: 56.9× more" in text

@@ -77,11 +77,14 @@ def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal
 
 def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
     keys = [stage.key for stage in STAGES]
-    assert keys == ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output"]
-    assert heading("scaled_scores") == "5 · Scale by √d_k"
+    assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "mask", "weights",
+                    "context", "output", "absorb", "cache"]  # fmt: skip
+    assert heading("scaled_scores", causal_trace) == "5 · Scale by √d_k"  # numbered among the stages MHA shows
     assert [stage.key for stage in GRID_STAGES] == ["scores", "scaled_scores", "mask", "weights"]
-    captured = dataclasses.replace(causal_trace, x=None, w_q=None, w_k=None, w_v=None, w_o=None, output=None)
-    assert [stage.key for stage in stages_for(captured)] == keys[2:]  # a real model's trace starts at Q, K, V
+    plain = ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output", "cache"]
+    assert [stage.key for stage in stages_for(causal_trace)] == plain
+    captured = dataclasses.replace(causal_trace, x=None, params={}, output=None)
+    assert [stage.key for stage in stages_for(captured)] == plain[2:-1]  # a real model's trace starts at Q, K, V
     assert BY_KEY["context"].per_query is not None
     with pytest.raises(ValueError, match="stage must be one of x, projections"):
         stage_view(causal_trace, "scaled")
@@ -90,9 +93,12 @@ def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
 
 
 def test_every_stage_builds_and_titles_carry_shapes(causal_trace):
-    for stage in STAGES:
+    shown = stages_for(causal_trace)
+    for stage in shown:
         view = stage_view(causal_trace, stage.key, head=0, style=Style(font_size=22, show_numbers=False))
-        assert view.heading.startswith(f"{STAGES.index(stage) + 1} · ") and view.latex and view.explanation
+        assert view.heading.startswith(f"{shown.index(stage) + 1} · ") and view.latex and view.explanation
+    with pytest.raises(ValueError, match="does not apply to this trace \\(MHA\\)"):
+        stage_view(causal_trace, "latent")
     for key, layers in (("scores", 1), ("scaled_scores", 1), ("weights", 3)):
         # the mask comes after the scores: they are drawn for every pair; the weights show it (grey + ✕)
         assert len(_traces(stage_view(causal_trace, key).figures[0])) == layers, key
@@ -108,7 +114,7 @@ def test_every_stage_builds_and_titles_carry_shapes(causal_trace):
 
 
 def test_without_projections_the_stages_say_so():
-    trace = trace_sentence("the cat saw the dog", AttentionConfig(d_model=6, projections=False, causal=True))
+    trace = trace_sentence("the cat saw the dog", AttentionConfig(d_model=6, variant="identity", causal=True))
     projections = stage_view(trace, "projections")
     assert projections.figures == [] and "Q = K = V = X" in projections.explanation
     assert "Three learned matrices" not in projections.explanation
@@ -213,9 +219,14 @@ def test_side_by_side_maps_are_never_squeezed_and_same_rows_are_named_once(width
     that ran backwards (their labels and colour bars took more than their share): a 20-pixel sliver each.
     Side by side, every map keeps a readable width, panels with the same rows name them once (on the
     left), and where even that is too narrow the maps are stacked."""
-    trace = trace_sentence("The dog chased the ball but it couldn't catch it", AttentionConfig(causal=True, n_heads=2))
+    text = "The dog chased the ball but it couldn't catch it"
+    traces = [
+        trace_sentence(text, AttentionConfig(causal=True, n_heads=2)),
+        trace_sentence(text, AttentionConfig(causal=True, n_heads=4, variant="mla", positional="rotary")),
+        trace_sentence(text, AttentionConfig(causal=True, n_heads=4, variant="gqa", positional="rotary")),
+    ]
     style = Style(font_size=font, width=width, side_by_side=True, max_map_pixels=400)
-    for stage in STAGES:
+    for trace, stage in ((t, stage) for t in traces for stage in stages_for(t)):
         for figure in stage_view(trace, stage.key, 0, style).figures:
             layout = figure.to_plotly_json()["layout"]
             found = panels(figure.to_plotly_json())
@@ -344,13 +355,18 @@ def _model_trace(n_layers=2, causal=True, kv_head_of=(0, 0, 1, 1), text="the cat
     """A ModelTrace stand-in built from from-scratch traces (the overview only reads layers, tokens, kv_head_of)."""
     from attention_core.models import ModelTrace
 
-    heads = len(kv_head_of)
+    heads, kv_heads = len(kv_head_of), len(set(kv_head_of))
+    variant = "mha" if kv_heads == heads else "gqa"
     layers = tuple(
-        trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=heads, causal=causal, seed=s))
+        trace_sentence(
+            text,
+            AttentionConfig(d_model=8, d_k=4, n_heads=heads, causal=causal, seed=s, variant=variant, kv_heads=kv_heads),
+        )  # fmt: skip
         for s in range(n_layers)
     )
+    assert layers[0].kv_head_of == tuple(kv_head_of)
     tokens = layers[0].tokens
-    return ModelTrace(None, tokens, tokens, layers, kv_head_of, total_tokens=len(tokens))
+    return ModelTrace(None, tokens, tokens, layers, total_tokens=len(tokens))
 
 
 def test_thumbnail_mosaic_tiles_every_head_scaled_to_its_maximum():
@@ -385,7 +401,7 @@ def test_overview_labels_show_shared_key_value_heads():
 
     grouped = _model_trace()
     assert head_labels(grouped) == ["head 1 (kv 1)", "head 2 (kv 1)", "head 3 (kv 2)", "head 4 (kv 2)"]
-    assert head_labels(dataclasses.replace(grouped, kv_head_of=(0, 1, 2, 3)))[0] == "head 1"
+    assert head_labels(_model_trace(kv_head_of=(0, 1, 2, 3)))[0] == "head 1"
     figure = entropy_grid_figure(grouped)
     expected = np.stack([layer.normalized_entropy.mean(-1).numpy() for layer in grouped.layers])
     np.testing.assert_allclose(figure.data[0].z, expected, rtol=1e-6)
@@ -406,13 +422,17 @@ def _every_figure():
     long_text = " ".join(f"w{i}" for i in range(150))
     traces = {
         "causal, 2 heads": trace_sentence("<b>x</b> the cat saw the dog", AttentionConfig(n_heads=2, causal=True)),
-        "no projections": trace_sentence("the cat", AttentionConfig(projections=False)),
+        "no projections": trace_sentence("the cat", AttentionConfig(variant="identity")),
         "one token": trace_sentence("cat", AttentionConfig()),
         "150 tokens, pooled": trace_sentence(long_text, AttentionConfig(d_model=16, d_k=4, causal=True)),
-    }
+        "GQA, rotary": trace_sentence("the cat saw", AttentionConfig(n_heads=4, variant="gqa", positional="rotary")),
+        "MLA, query latent, rotary": trace_sentence("<i>a</i> cat", AttentionConfig(
+            n_heads=2, variant="mla", d_cq=3, positional="rotary", causal=True)),
+        "MLA, one token": trace_sentence("cat", AttentionConfig(variant="mla", d_rope=0)),
+    }  # fmt: skip
     styles = (Style(), Style(font_size=22, show_numbers=False, theme="dark", index_base=1, width=1340))
     for (name, trace), style in ((t, s) for t in traces.items() for s in styles):
-        for stage in STAGES:
+        for stage in stages_for(trace):
             for k, fig in enumerate(stage_view(trace, stage.key, trace.n_heads - 1, style).figures):
                 yield f"{stage.key} {k}, {name}", fig
         for stage in GRID_STAGES:

@@ -46,17 +46,18 @@ def test_a_traces_views_and_their_json_go_when_the_trace_goes():
     import plotly.io
 
     from attention_core import AttentionConfig, trace_sentence
-    from figures.stages import STAGES, stage_view
+    from figures.stages import stage_view, stages_for
 
     trace = trace_sentence("the cat saw the dog", AttentionConfig(n_heads=2, dtype="float64"))
     objects = [trace]
-    for stage in STAGES:
+    shown = stages_for(trace)
+    for stage in shown:
         view = memo.remember(trace, ("view", stage.key), lambda stage=stage, t=trace: stage_view(t, stage.key, 0))
         for figure in view.figures:
             memo.remember(figure, "json", lambda figure=figure: plotly.io.to_json(figure, validate=False))
             objects.append(figure)
     refs = [(id(obj), memo._kept[id(obj)][0]) for obj in objects]
-    assert len(_held(refs)) > len(STAGES)
+    assert len(_held(refs)) > len(shown)
     del trace, view, figure, objects
     gc.collect()
     assert _held(refs) == []

@@ -120,7 +120,7 @@ def test_estimate_covers_what_a_trace_holds():
 @pytest.mark.parametrize(
     "weights, message",
     [
-        ({"w_x": torch.eye(2)}, r"weights has unknown names \['w_x'\]"),
+        ({"w_x": torch.eye(2)}, r"weights has 'w_x', which MHA does not have; its weights: w_q, w_k, w_v, w_o"),
         ({"w_q": torch.eye(3)}, r"weights\['w_q'\] should have shape \[1, 2, 2\]; got \[1, 3, 3\]"),
         ({"w_o": torch.full((2, 2), float("inf"))}, r"weights\['w_o'\] contains NaN or infinity"),
     ],

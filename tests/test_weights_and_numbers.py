@@ -100,7 +100,7 @@ def test_typed_numbers_make_every_stage():
 
 def test_without_projections_q_k_and_v_are_x():
     """Lecture 003's first attempt: W_ij = softmax(x_i · x_j), context = Σ_j W_ij x_j."""
-    config = AttentionConfig(d_model=4, d_k=2, n_heads=3, projections=False, scaled=False, causal=True)
+    config = AttentionConfig(d_model=4, d_k=2, n_heads=3, variant="identity", scaled=False, causal=True)
     assert (config.d_k, config.d_v, config.n_heads) == (4, 4, 1)  # X's widths, one head
     x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
     trace = compute_attention(x, config).to("cpu")

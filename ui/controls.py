@@ -26,10 +26,21 @@ from attention_core import (
     describe_device,
     resolve_device,
 )
-from attention_core.config import DEVICE_CHOICES, MAX_TRAIN_SECONDS, MAX_TRAIN_STEPS
+from attention_core.config import (
+    APP_MAX_D_MODEL,
+    APP_MAX_HEADS,
+    APP_MAX_ROPE,
+    APP_MAX_WIDTH,
+    DEVICE_CHOICES,
+    MAX_TRAIN_SECONDS,
+    MAX_TRAIN_STEPS,
+    POSITIONAL_CHOICES,
+)
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
 from attention_core.training import TrainingConfig
+from attention_core.variants import VARIANTS, default_kv_heads
+from figures.stages import STAGES
 from figures.style import markdown_literal
 from ui.pages import EVERYTHING
 
@@ -55,10 +66,14 @@ class Control:
     high: int = 0
     options: tuple = ()
     help: str = ""
+    step: int = 1  # a slider's values are multiples of this (MLA's rotary width: even)
+    used_by: tuple[str, ...] = ()  # the variants that use this control (empty: all); drawn only for those
+    on_change: object = None  # a callback after the reader changes it
 
     def allowed(self) -> str:
         if self.kind in ("slider", "number"):
-            return f"a whole number from {self.low:,} to {self.high:,}"
+            every = "an even number" if self.step == 2 else "a whole number"
+            return f"{every} from {self.low:,} to {self.high:,}"
         if self.kind == "toggle":
             return "true or false"
         if self.kind == "select":
@@ -72,7 +87,7 @@ class Control:
                 value = int(raw)
             except ValueError:
                 return self._refused(raw)
-            return "" if self.low <= value <= self.high else self._refused(raw)
+            return "" if self.low <= value <= self.high and value % self.step == 0 else self._refused(raw)
         if self.kind == "toggle":
             return "" if raw.lower() in ("true", "false") else self._refused(raw)
         if self.kind == "select":
@@ -88,24 +103,55 @@ class Control:
 
 # The defaults are lecture 000's example: "The next day is bright", 5 tokens, d_model 8, d_k 4, one head.
 SLIDERS = (
-    Control("d_model", "d_model (embedding width)", "slider", 8, 1, 1024, help="Width of each row of X."),
-    Control("d_k", "d_k (query/key width per head)", "slider", 4, 1, 512, help="Each head projects d_model → d_k."),
-    Control("d_v", "d_v (value width per head)", "slider", 4, 1, 512, help="Width of each head's values and context."),
-    Control("heads", "heads", "slider", 1, 1, 16, help="W_O maps heads · d_v back to d_model."),
-)
+    Control("d_model", "d_model (embedding width)", "slider", 8, 1, APP_MAX_D_MODEL, help="Width of each row of X."),
+    Control("d_k", "d_k (query/key width per head)", "slider", 4, 1, APP_MAX_WIDTH,
+            help="Each head projects d_model → d_k (MLA: the content part of each query and key)."),
+    Control("d_v", "d_v (value width per head)", "slider", 4, 1, APP_MAX_WIDTH,
+            help="Width of each head's values and context."),
+    Control("heads", "heads", "slider", 1, 1, APP_MAX_HEADS, help="Query heads; W_O maps heads · d_v back to d_model."),
+)  # fmt: skip
+
+
+def _suit_variant() -> None:
+    """On choosing GQA: heads for the key/value heads to share. One head becomes four, and the key/value heads
+    the most that leave each two or more query heads (variants.default_kv_heads). On choosing MLA: rotary
+    positions, which its rotary parts are for (DeepSeek-V2)."""
+    state = st.session_state
+    if state.get("variant") == "mla":
+        state["positional"] = "rotary"
+    if state.get("variant") == "gqa":
+        if state.get("heads", 1) < 2:
+            state["heads"] = 4
+        if state["heads"] % state.get("kv_heads", 1):
+            state["kv_heads"] = default_kv_heads(state["heads"])
+
+
+# How q, k and v are made: one record of attention_core/variants.py each, with the sizes only some of them use.
+VARIANT_CONTROLS = (
+    Control("variant", "attention variant", "select", "mha", options=tuple(VARIANTS), on_change=_suit_variant,
+            help="  \n".join(f"**{key}** ({v.title}): {v.idea}" for key, v in VARIANTS.items())),
+    Control("kv_heads", "key/value heads (GQA)", "slider", 2, 1, APP_MAX_HEADS, used_by=("gqa",),
+            help="Each key/value head is read by heads ÷ key/value heads query heads: it must divide the heads."),
+    Control("d_c", "d_c (MLA: latent width)", "slider", 4, 1, APP_MAX_WIDTH, used_by=("mla",),
+            help="c_KV = X·W_DKV: every key and value is up-projected from it, and the cache keeps only it (and k^R)."),
+    Control("d_cq", "d_cq (MLA: query latent width, 0 = none)", "slider", 0, 0, APP_MAX_WIDTH, used_by=("mla",),
+            help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2."),
+    Control("d_rope", "d_h^R (MLA: rotary width, even)", "slider", 2, 0, APP_MAX_ROPE, step=2, used_by=("mla",),
+            help="The part of each query and key that RoPE turns; the key part k^R is one for all heads."),
+)  # fmt: skip
 TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
-    Control("projections", "projections W_Q, W_K, W_V", "toggle", True,
-            help="Off: Q = K = V = X, lecture 003's first attempt (then d_k = d_v = d_model, one head)."),
     Control("causal", "causal mask", "toggle", False,
             help="Each token sees only itself and the tokens before it (as in GPT)."),
     Control("scaled", "scale by √d_k", "toggle", True,
             help="Divide the scores by √d_k before the softmax; off shows what it is for."),
-    Control("positional", "positional encoding", "toggle", True,
-            help="Add sinusoidal positions to X, so word order changes the numbers."),
     Control("numbers", "numbers in cells", "toggle", True, help="Write each value in its cell where it fits."),
     Control("count_from_1", "count from 1, as the lectures do (α₁₁)", "toggle", True,
             help="Off: count tokens and dimensions from 0, as Python does (α₀₀)."),
 )  # fmt: skip
+POSITIONAL = Control("positional", "positional encoding", "select", "sinusoidal", options=POSITIONAL_CHOICES,
+                     help="Sinusoidal: added to X, so word order changes X. Rotary: q and k turned by their "
+                          "position, so scores depend on how far apart two tokens are (MLA: its rotary "
+                          "parts).")  # fmt: skip
 OTHERS = (
     Control("seed", "seed", "number", 0, 0, MAX_SEED, help="Draws X and the W matrices: same seed, same numbers."),
     Control("init", "weight init", "select", "xavier", options=INIT_CHOICES,
@@ -131,7 +177,7 @@ TYPED = tuple(
 )
 TEXT = Control("text", "Sentence", "text", EXAMPLES[0].text, high=MAX_TEXT_CHARS,
                help='Words and punctuation become tokens; "couldn\'t" stays one token.')  # fmt: skip
-CONTROLS = (TEXT, *SLIDERS, *TOGGLES, *OTHERS, *TRAINING, *TYPED)
+CONTROLS = (TEXT, *SLIDERS, *VARIANT_CONTROLS, *TOGGLES, POSITIONAL, *OTHERS, *TRAINING, *TYPED)
 DEFAULTS = {control.key: control.default for control in CONTROLS}
 OWN = "(your own sentence or settings)"
 EXAMPLE_LABELS = {example.label: example for example in EXAMPLES}
@@ -143,11 +189,12 @@ class Settings:
 
     text: str
     config: AttentionConfig
-    positional: bool
     show_numbers: bool
     presentation: bool
     index_base: int  # 1: count from 1 as the lectures do; 0: as Python does
     typed: tuple[tuple[str, str], ...] = ()  # (name, text) of every typed matrix, e.g. ("w_q", "0.3,-0.1;...")
+    train_causal: bool = True  # the Training page's own two
+    train_steps: int = TrainingConfig().steps
 
     @property
     def font_size(self) -> int:
@@ -203,17 +250,32 @@ TRAINING_RUN = LinkValue("t_run", "the training run", r"[0-9a-f]{8}-[A-Z0-9_]{1,
                          "8 hex digits, a dash and the CPU kernels' name, as the Training page writes it "
                          "(e.g. 3fa9c1d2-AVX512)")  # fmt: skip
 LINK_VALUES = (TRAINING_RUN,)
+STAGE_OPTIONS = tuple(option for stage in STAGES for option in stage.options)  # e.g. the KV cache's context length
 
 
 def url_refusals(params: Mapping[str, str]) -> list[str]:
     """One message per link value that a control or page cannot take (see Control.refusal, LinkValue)."""
-    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES)}
+    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES, *STAGE_OPTIONS)}
     return [problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))]
 
 
+# Links made before a control changed kind: their values are carried over to what replaced them.
+LEGACY = {
+    ("positional", "true"): ("positional", "sinusoidal"),  # positional encoding was a toggle
+    ("positional", "false"): ("positional", "none"),
+    ("projections", "true"): ("variant", "mha"),  # "projections off" is the variant Q = K = V = X now
+    ("projections", "false"): ("variant", "identity"),
+}
+
+
 def check_link() -> None:
-    """On a session's first run, before any bound widget reads the URL, note the link's refused values."""
+    """On a session's first run, before any bound widget reads the URL: carry older links' values over to the
+    controls that replaced them (LEGACY), and note the values that are refused."""
     if "link_refusals" not in st.session_state:
+        for (key, old), (new_key, new) in LEGACY.items():
+            if st.query_params.get(key, "").lower() == old:
+                del st.query_params[key]
+                st.session_state[new_key] = new  # a bound widget read the address as the session began
         refusals = url_refusals(st.query_params.to_dict())
         for refusal in refusals:  # the reason, with at most 40 characters of the value (a sentence: its length)
             log.info("refused a link value: %s", refusal)
@@ -233,16 +295,16 @@ def show_link_refusals() -> None:
 # The sidebar.
 
 
-def _widget(control: Control, active: bool) -> None:
-    note = "" if active else " Not used on this page."
-    common = {"key": control.key, "bind": "query-params", "disabled": not active, "help": control.help + note}
+def _widget(control: Control, active: bool, note: str = " Not used on this page.") -> None:
+    common = {"key": control.key, "bind": "query-params", "disabled": not active,
+              "help": control.help + ("" if active else note), "on_change": control.on_change}  # fmt: skip
     if control.kind == "slider":
-        st.slider(control.label, control.low, control.high, value=control.default, **common)
+        st.slider(control.label, control.low, control.high, value=control.default, step=control.step, **common)
     elif control.kind == "number":
         st.number_input(control.label, control.low, control.high, value=control.default, step=1, **common)
     elif control.kind == "toggle":
         st.toggle(control.label, value=control.default, **common)
-    elif control.kind == "select":
+    elif control.kind == "select":  # the options as they are (a format_func's label would be what the URL holds)
         st.selectbox(control.label, control.options, index=control.options.index(control.default), **common)
     elif control.key == "text":
         st.text_area(control.label, value=control.default, max_chars=control.high, height=90, **common)
@@ -259,9 +321,17 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
         example_slot = st.empty()
         for control in (TEXT, *SLIDERS):
             _widget(control, control.key in reads)
-        if not st.session_state.get("projections", True) and "projections" in reads:
-            st.caption("Projections are off: d_k = d_v = d_model and one head, whatever the sliders say.")
-        for control in (*TOGGLES, *OTHERS):
+        variant = DEFAULTS["variant"]
+        for control in VARIANT_CONTROLS:  # the variant first: on a first run it reads the URL only as it is drawn
+            variant = st.session_state.get("variant", variant)
+            if not control.used_by or variant in control.used_by:  # another variant's sizes appear with it
+                _widget(control, control.key in reads)
+        if "variant" in reads and variant in VARIANTS:
+            chosen = VARIANTS[variant]
+            st.caption(f"**{chosen.title}** ({chosen.label})"
+                       + (": d_k = d_v = d_model and one head, whatever the sliders say." if variant == "identity"
+                          else "."))  # fmt: skip
+        for control in (*TOGGLES, POSITIONAL, *OTHERS):
             _widget(control, control.key in reads)
         try:
             st.caption(f"Computing on: **{describe_device(resolve_device(st.session_state.get('device', 'auto')))}**")
@@ -317,7 +387,7 @@ def settings_from(values) -> Settings:
     message that names the field, the value and what is allowed."""
     state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
     text = check_text(state["text"], "Sentence")
-    for key in ("positional", "numbers", "present", "count_from_1"):
+    for key in ("numbers", "present", "count_from_1", "train_causal"):
         if not isinstance(state[key], bool):
             raise ValueError(f"{key} must be on or off; got {state[key]!r}")
     for name in TYPED_NAMES:
@@ -332,8 +402,13 @@ def settings_from(values) -> Settings:
         seed=state["seed"],
         init=state["init"],
         device=state["device"],
-        projections=state["projections"],
+        variant=state["variant"],
+        kv_heads=state["kv_heads"],
+        d_c=state["d_c"],
+        d_cq=state["d_cq"],
+        d_rope=state["d_rope"],
+        positional=state["positional"],
     )
     typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
-    return Settings(text, config, state["positional"], state["numbers"], state["present"],
-                    1 if state["count_from_1"] else 0, typed)  # fmt: skip
+    return Settings(text, config, state["numbers"], state["present"], 1 if state["count_from_1"] else 0, typed,
+                    state["train_causal"], state["train_steps"])  # fmt: skip

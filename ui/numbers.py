@@ -13,18 +13,32 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attention_core.matrices import EMPTY, PER_HEAD, TYPED_NAMES, can_type, typed_from_npz
+from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
+from attention_core.variants import VARIANTS
 from figures.style import markdown_literal
 from ui.controls import Settings, current_example
 
 
+def _copy(trace, name: str, head: int) -> int:
+    """Which copy of a per-head matrix query head `head` uses: its own, or (a GQA's W_K, W_V) its key/value head's."""
+    return head if trace.params[name].shape[0] == trace.n_heads else trace.kv_head_of[head]
+
+
+def _copies(trace, name: str) -> list[np.ndarray]:
+    """Every copy of a per-head matrix (none for a single one), as the tables write them back."""
+    weight = trace.params[name]
+    return [copy.cpu().double().numpy() for copy in weight] if weight.dim() == 3 else []
+
+
 def _matrices(trace, head: int) -> dict[str, np.ndarray]:
-    """What the tables start from: the trace's own X and W matrices (head `head` of the per-head ones)."""
-    return {
-        "x": trace.x.cpu().double().numpy(),
-        **{name: getattr(trace, name)[head].cpu().double().numpy() for name in PER_HEAD},
-        "w_o": trace.w_o.cpu().double().numpy(),
-    }
+    """What the tables start from: the trace's own X and those of its weights that can be typed (the copy of
+    head `head` of the per-head ones)."""
+    matrices = {"x": trace.x.cpu().double().numpy()}
+    for name in TYPED_NAMES:
+        weight = trace.params.get(name)
+        if weight is not None:
+            matrices[name] = (weight[_copy(trace, name, head)] if weight.dim() == 3 else weight).cpu().double().numpy()
+    return matrices
 
 
 def _labels(name: str, shape: tuple[int, int], trace, base: int) -> tuple[list[str], list[str]]:
@@ -38,23 +52,23 @@ def _cells(matrix: np.ndarray) -> list[list[str]]:
     return [[f"{value:.6g}" for value in row] for row in matrix]
 
 
-def _write_back(name: str, key: str, start: np.ndarray, columns: list[str], others: list, head: int) -> None:
+def _write_back(name: str, key: str, start: np.ndarray, columns: list[str], others: list, copy: int) -> None:
     """on_change of a table: apply its edits to the matrix it started from and store the typed text
-    (every head of W_Q, W_K, W_V: the other heads keep the numbers they had)."""
+    (every copy of a per-head matrix: the others keep the numbers they had)."""
     cells = _cells(start)
     for row, changes in st.session_state[key].get("edited_rows", {}).items():
         for column, value in changes.items():
             cells[int(row)][columns.index(column)] = EMPTY if value is None else f"{float(value):.6g}"
-    blocks = [*map(_cells, others[:head]), cells, *map(_cells, others[head + 1 :])] if name in PER_HEAD else [cells]
+    blocks = [*map(_cells, others[:copy]), cells, *map(_cells, others[copy + 1 :])] if others else [cells]
     st.session_state[name] = "|".join(";".join(",".join(row) for row in block) for block in blocks)
 
 
 def use_weights(data: bytes, **settings) -> None:
     """Put the weights of an .npz (the Training page's export, or one's own) into the typed-number fields and
-    the sidebar: the sentence, the sizes they need, projections on, and `settings` (e.g. causal, scaled).
+    the sidebar: the sentence, the sizes they need, the variant MHA, and `settings` (e.g. causal, scaled).
     A ValueError names what in the file cannot be used; then nothing is changed."""
     texts, sizes = typed_from_npz(data)
-    st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "projections": True, **settings})
+    st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "variant": "mha", **settings})
 
 
 def _load_npz(key: str) -> None:
@@ -82,8 +96,13 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
                          type=["npz"], key="load-npz", on_change=_load_npz, args=("load-npz",))  # fmt: skip
         if st.session_state.get("npz_refusal"):
             st.warning(markdown_literal(st.session_state["npz_refusal"]), icon="📂")
-        if trace.w_q is None:
-            st.caption("Projections are off: only X could be typed; switch them on to type W_Q, W_K, W_V.")
+        variant = VARIANTS[trace.variant]
+        if not trace.params:
+            st.caption("No projections (Q = K = V = X): only X can be typed; choose another variant to type W_Q, "
+                       "W_K, W_V.")  # fmt: skip
+        elif any(spec.name not in TYPED_NAMES for spec in variant.weights):
+            st.caption(f"{variant.label}'s other weights are drawn from the seed: tables for X and "
+                       f"{', '.join(TYPED_NAMES[n] for n in TYPED_NAMES if n in trace.params)} only.")  # fmt: skip
         reason = can_type(settings.config, trace.n_tokens)
         if reason:
             st.caption(f"Tables appear for small sizes: {reason}.")
@@ -92,24 +111,26 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
             "Every stage below is recomputed from these numbers. Edited tables go to the address bar, so the "
             "link restores them. A cleared cell is named until it holds a number again."
         )
-        matrices = _matrices(trace, head) if trace.w_q is not None else {"x": trace.x.cpu().double().numpy()}
+        matrices = _matrices(trace, head)
         names = [name for name in TYPED_NAMES if name in matrices]
         for place, name in zip(st.columns(len(names)), names, strict=True):
             start = matrices[name]
             rows, cols = _labels(name, start.shape, trace, settings.index_base)
             fingerprint = hashlib.blake2b(start.tobytes(), digest_size=6).hexdigest()
             key = f"edit-{name}-{head}-{fingerprint}"  # a new table whenever the numbers it starts from change
-            heads = range(trace.n_heads) if name in PER_HEAD else ()
-            others = [getattr(trace, name)[h].cpu().double().numpy() for h in heads]
+            others = _copies(trace, name) if name != "x" else []
+            copy = _copy(trace, name, head) if others else 0
             with place:
-                suffix = f" (head {head + 1})" if name in PER_HEAD and trace.n_heads > 1 else ""
+                suffix = ""
+                if others and len(others) > 1:
+                    suffix = f" (head {head + 1})" if len(others) == trace.n_heads else f" (key/value head {copy + 1})"
                 typed = "typed" if name in trace.given else "drawn"
                 st.markdown(f"**{TYPED_NAMES[name]}**{suffix} · {typed}")
                 st.data_editor(
                     pd.DataFrame(np.round(start, 6), index=rows, columns=cols),
                     key=key,
                     on_change=_write_back,
-                    args=(name, key, start, cols, others, head),
+                    args=(name, key, start, cols, others, copy),
                     width="stretch",
                 )
         if settings.typed:

@@ -15,7 +15,7 @@ import streamlit as st
 
 # The sidebar's controls (ui.controls.CONTROLS) by what they set.
 SENTENCE = frozenset({"text", "example"})
-SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "projections"})
+SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
 SETTINGS = frozenset({"causal", "scaled", "positional", "seed", "init"})
 TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
 DISPLAY = frozenset({"numbers", "count_from_1", "device", "present"})

@@ -63,22 +63,22 @@ CHART_TEXT_CSS = """
 """
 
 
-def compute_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
+def compute_trace(text: str, config, typed: tuple) -> AttentionTrace:
     """The trace of a sentence under a config, with the typed matrices ((name, numbers) pairs) in place of
     drawn ones; kept on the CPU, where the figures read it."""
     given = dict(typed)
     x = given.pop("x", None)
-    return trace_sentence(text, config, positional=positional, x=x, weights=given).to("cpu")
+    return trace_sentence(text, config, x=x, weights=given).to("cpu")
 
 
 # The spinner shows only while a trace is computed (a cache miss): a spinner around every lookup would cost
 # each rerun a timer thread and two messages.
 @st.cache_resource(max_entries=32, show_spinner="Computing attention…")
-def cached_trace(text: str, config, positional: bool, typed: tuple) -> AttentionTrace:
+def cached_trace(text: str, config, typed: tuple) -> AttentionTrace:
     """One trace per (text, settings, typed numbers), shared by all sessions: the same inputs give the same
     numbers, and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
     several n x n tensors on every rerun). Only small traces come here (see trace_for)."""
-    return compute_trace(text, config, positional, typed)
+    return compute_trace(text, config, typed)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -145,7 +145,7 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
     computes it once); large ones see _heavy_trace."""
     config = settings.config.replace(**changes) if changes else settings.config
     typed, _ = typed_numbers(settings, **changes) if settings.typed else ({}, [])
-    key = (settings.text, config, settings.positional, tuple(sorted(typed.items())))
+    key = (settings.text, config, tuple(sorted(typed.items())))
     if estimate_trace_bytes(len(tokenize(settings.text)), config) > HEAVY_TRACE_BYTES:
         return _heavy_trace(key)
     return cached_trace(*key)
@@ -247,13 +247,17 @@ def export_buttons(view: StageView, key: str) -> None:
 
 
 def trace_npz(trace: AttentionTrace) -> bytes:
-    """Every stage of the trace in one .npz (exact float values; tokens as JSON)."""
+    """Every stage of the trace in one .npz (exact float values; tokens and the variant as JSON)."""
     arrays = {
         name: getattr(trace, name).detach().cpu().numpy()
         for name in trace.__dataclass_fields__
         if hasattr(getattr(trace, name), "detach")
     }
+    # The variant's weights (w_q, ..., MLA's w_dkv, ...) and intermediates (c_kv, k_r, ...) by their own names.
+    arrays |= {name: tensor.detach().cpu().numpy() for name, tensor in {**trace.params, **trace.parts}.items()}
+    arrays["kv_head_of"] = np.array(trace.kv_head_of)
     arrays["tokens_json"] = np.frombuffer(json.dumps(list(trace.tokens)).encode(), dtype=np.uint8)
+    arrays["variant_json"] = np.frombuffer(json.dumps(trace.variant).encode(), dtype=np.uint8)
     arrays["scale"] = np.array(trace.scale)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
@@ -292,8 +296,8 @@ def show_stage(
     stage = BY_KEY[key]
     words, pictures = places or (st.container(),) * 2
     with words:
-        st.subheader(heading(key), anchor=key)
-        st.latex(stage.formula)
+        st.subheader(heading(key, trace), anchor=key)
+        st.latex(stage.formula_for(trace))
         sentences = st.empty()  # filled once the view is built: its sentences depend on the numbers
         query = None
         if stage.per_query:
@@ -305,16 +309,24 @@ def show_stage(
                 bind="query-params",
             )
             query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
-    view = remember(trace, ("view", key, head, style, query), lambda: stage_view(trace, key, head, style, query))
+        chosen = {}
+        for option in stage.options:  # the stage's own choices, in the address as shown (no format_func)
+            value = st.segmented_control(option.label, option.choices, default=option.default, key=option.key,
+                                         bind="query-params")  # fmt: skip
+            chosen[option.key] = option.default if value is None else value
+    options = tuple(sorted(chosen.items()))
+    view = remember(trace, ("view", key, head, style, query, options),
+                    lambda: stage_view(trace, key, head, style, query, chosen))  # fmt: skip
     if places and any(figure.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
         # Too many maps for the slide's right-hand column (they were stacked): the page's whole width, below.
         wide = dataclasses.replace(style, width=FULL_PAGE_PIXELS)
-        view = remember(trace, ("view", key, head, wide, query), lambda: stage_view(trace, key, head, wide, query))
+        view = remember(trace, ("view", key, head, wide, query, options),
+                        lambda: stage_view(trace, key, head, wide, query, chosen))  # fmt: skip
         pictures = st.container()
     sentences.markdown(view.explanation)
     with pictures:
         chart_key = f"{prefix}slide" if places else f"{prefix}{key}"
-        show_figures(view.figures, chart_key, style.side_by_side, name=f"{prefix}{key}")
+        show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, name=f"{prefix}{key}")
     with words:
         if view.code:
             st.code(view.code, language=None, wrap_lines=True)

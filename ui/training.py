@@ -38,19 +38,13 @@ _runs: collections.OrderedDict[TrainingConfig, Training] = collections.OrderedDi
 _lock = threading.Lock()
 
 
-def training_config(state) -> TrainingConfig:
-    """The run the sidebar asks for (its sizes, scaling and seed; the Training page's causal and steps),
-    validated: a ValueError names the field, the value and what is allowed."""
-    default = TrainingConfig()
-    return TrainingConfig(
-        d_model=state.get("d_model", default.d_model),
-        d_k=state.get("d_k", default.d_k),
-        n_heads=state.get("heads", default.n_heads),
-        causal=state.get("train_causal", default.causal),
-        scaled=state.get("scaled", default.scaled),
-        seed=state.get("seed", default.seed),
-        steps=state.get("train_steps", default.steps),
-    )
+def training_config(settings) -> TrainingConfig:
+    """The run the sidebar asks for (its sizes, scaling and seed; the Training page's causal and steps), from the
+    validated Settings every page reads: a ValueError names the field, the value and what is allowed. (The
+    model's one layer is MHA: its variant and positions are the Training page's own, see training.py.)"""
+    config = settings.config
+    return TrainingConfig(d_model=config.d_model, d_k=config.d_k, n_heads=config.n_heads, causal=settings.train_causal,
+                          scaled=config.scaled, seed=config.seed, steps=settings.train_steps)  # fmt: skip
 
 
 def shared_run(config: TrainingConfig) -> Training | None:

@@ -21,17 +21,13 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 from attention_core.config import check_text
 from attention_core.engine import trace_from_stages
 from attention_core.trace import AttentionTrace
+from attention_core.variants import expand_kv
 
 if TYPE_CHECKING:
     from attention_core.models.sources import LoadedModel, ModelInfo
 
 CAPTURE = "attention_explorer"  # the attention implementation name we register with transformers
 WORD_START = "·"  # drawn before a token that starts a new word, where the tokenizer marks it (BPE's "Ġ")
-
-
-def _expand_kv(states: torch.Tensor, groups: int) -> torch.Tensor:
-    """[b, h_kv, n, d] -> [b, h_kv * groups, n, d]: each key/value head serves `groups` query heads."""
-    return states if groups == 1 else states.repeat_interleave(groups, dim=1)
 
 
 def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -43,7 +39,7 @@ def capture_attention(module, query, key, value, attention_mask, scaling=None, d
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     groups = query.shape[1] // key.shape[1]
-    key_all, value_all = _expand_kv(key, groups), _expand_kv(value, groups)
+    key_all, value_all = expand_kv(key, groups), expand_kv(value, groups)  # the from-scratch variants' expansion
     scores = query @ key_all.transpose(2, 3)  # [b, h, n, n]
     scaled_scores = scores * scaling
     masked = scaled_scores if attention_mask is None else scaled_scores + attention_mask
@@ -83,7 +79,6 @@ class ModelTrace:
     tokens: tuple[str, ...]  # readable (see readable_token)
     raw_tokens: tuple[str, ...]  # as the tokenizer spells them
     layers: tuple[AttentionTrace, ...]
-    kv_head_of: tuple[int, ...]  # query head -> the key/value head it reads
     total_tokens: int  # before truncation to info.token_cap
     special: tuple[bool, ...] = ()  # whether each token is one of the tokenizer's special tokens ([CLS], <s>)
 
@@ -95,9 +90,14 @@ class ModelTrace:
         """[layers, heads]: the mean over query rows of each head's normalized entropy (low = peaked)."""
         return torch.stack([layer.normalized_entropy.mean(dim=-1) for layer in self.layers])
 
+    @property
+    def kv_head_of(self) -> tuple[int, ...]:
+        """Query head -> the key/value head it reads (every layer of a model groups its heads alike)."""
+        return self.layers[0].kv_head_of
+
     def heads_sharing(self, kv_head: int) -> list[int]:
         """The query heads that read key/value head `kv_head`."""
-        return [head for head, kv in enumerate(self.kv_head_of) if kv == kv_head]
+        return self.layers[0].heads_sharing(kv_head)
 
     def to(self, device: torch.device | str) -> ModelTrace:
         return dataclasses.replace(self, layers=tuple(layer.to(device) for layer in self.layers))
@@ -131,8 +131,9 @@ def readable_token(tokenizer, raw: str) -> str:
     return visible if visible.strip() else (visible.replace(" ", "␣") or raw)
 
 
-def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str) -> AttentionTrace:
-    """An AttentionTrace from one recorded layer (one sequence)."""
+def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str,
+                 kv_head_of: tuple[int, ...]) -> AttentionTrace:  # fmt: skip
+    """An AttentionTrace from one recorded layer (one sequence); its variant follows from kv_head_of."""
     additive = entry["additive_mask"]
     mask = None
     if additive is not None:
@@ -148,7 +149,8 @@ def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str) 
         "context": entry["context"],
     }
     q, k, v = entry["q"], entry["k"], entry["v"]
-    return trace_from_stages(tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label)
+    return trace_from_stages(tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label,
+                             kv_head_of=kv_head_of)  # fmt: skip
 
 
 def capture(
@@ -180,7 +182,8 @@ def capture(
     groups = n_heads // record[0]["kv_heads"]
     kv_head_of = tuple(head // groups for head in range(n_heads))
     layers = [
-        _layer_trace(entry, tokens, f"{title} · layer {index + 1}", str(device)) for index, entry in enumerate(record)
+        _layer_trace(entry, tokens, f"{title} · layer {index + 1}", str(device), kv_head_of)
+        for index, entry in enumerate(record)
     ]
     return layers, kv_head_of
 
@@ -204,5 +207,5 @@ def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
         raw = tuple(tokenizer.convert_ids_to_tokens(ids))
         readable = tuple(readable_token(tokenizer, token) for token in raw)
         special = tuple(token in tokenizer.all_special_tokens for token in raw)
-    layers, kv_head_of = capture(loaded.model, torch.tensor([ids]), readable, info.title)
-    return ModelTrace(info, readable, raw, tuple(layers), kv_head_of, total_tokens=len(all_ids), special=special)
+    layers, _ = capture(loaded.model, torch.tensor([ids]), readable, info.title)
+    return ModelTrace(info, readable, raw, tuple(layers), total_tokens=len(all_ids), special=special)

@@ -1,0 +1,48 @@
+"""Rotary positions (RoPE, Su et al. 2021), from scratch.
+
+A query or key row of width w is read as w/2 pairs of numbers: dimension i and dimension i + w/2. RoPE turns
+each pair, like a clock hand, by an angle that grows with the token's position p:
+
+    θ(p, i) = p · base^(−2i/w)        i = 0 … w/2 − 1: the first pair turns fastest, the last slowest
+    (x_i, x_{i+w/2}) → (x_i·cos θ − x_{i+w/2}·sin θ,  x_{i+w/2}·cos θ + x_i·sin θ)
+
+Turning q at position p and k at position p' changes their dot product only through p' − p: a rotation's
+transpose is its inverse, so R(p)ᵀ·R(p') = R(p' − p). The scores then say how far apart two tokens are, and
+nothing is added to X. This is the "rotate half" layout of Llama and of transformers' `apply_rotary_pos_emb`
+(tests/test_variants.py checks ours against it); DeepSeek's released weights pair neighbouring dimensions
+instead ("interleaved"), which is the same rotation with W_QR's and W_KR's columns reordered.
+
+Shapes: t [..., n, w], the rows in position order 0 … n−1.
+"""
+
+from __future__ import annotations
+
+import torch
+
+BASE = 10_000.0  # the base of the angles, as in the RoPE paper and Llama 2
+
+
+def angles(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu") -> torch.Tensor:
+    """θ [n, width/2]: the angle each position turns each pair by."""
+    if width % 2:
+        raise ValueError(f"rotary positions turn pairs of dimensions: the rotary width must be even; got {width}")
+    frequency = base ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)  # [w/2], 1 down to ~1/base
+    positions = torch.arange(n, dtype=torch.float64)
+    return torch.outer(positions, frequency).to(dtype=dtype, device=device)
+
+
+def cos_sin(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu") -> tuple[torch.Tensor, ...]:
+    """cos θ and sin θ, each [n, width] with the half-width angles written twice (transformers' layout)."""
+    theta = angles(n, width, base, dtype, device)
+    doubled = torch.cat([theta, theta], dim=-1)
+    return doubled.cos(), doubled.sin()
+
+
+def rotate(t: torch.Tensor, base: float = BASE) -> torch.Tensor:
+    """t [..., n, w] with each row turned by its position's angles (see the module docstring)."""
+    n, width = t.shape[-2:]
+    cos, sin = cos_sin(n, width, base, t.dtype, t.device)
+    half = width // 2
+    first, second = t[..., :half], t[..., half:]
+    turned_half = torch.cat([-second, first], dim=-1)  # (−x_{i+w/2}, x_i): the pair a quarter turn on
+    return t * cos + turned_half * sin

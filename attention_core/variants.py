@@ -1,0 +1,451 @@
+"""Attention variants as one registry: MHA, MQA, GQA, DeepSeek's multi-head latent attention (MLA), and Q = K = V = X.
+
+A variant is one `Variant` record in VARIANTS, the way transformers picks an attention kernel by name from
+ALL_ATTENTION_FUNCTIONS. It says
+- which weight matrices it has (`WeightSpec`: name, true shape, what it does);
+- how it makes every head's q, k and v from X (`project`), keeping what it makes on the way (`parts`);
+- what a KV cache keeps for each token (`cached`, with its formula), so that decoding need not recompute it;
+- which extra stages of the stage registry (figures/stages.py) show it.
+After projecting, every variant meets the same stages (engine.attend): scores = q·kᵀ, scale, mask, softmax,
+context. Adding a variant is one record here, its tests, and for new pictures a stage in figures/stages.py.
+
+    MHA   every query head has its own key and value head                  g = h
+    GQA   g key/value heads, each read by h/g query heads (Llama, SmolLM2)  1 < g < h
+    MQA   one key/value head read by every query head                      g = 1
+    MLA   keys and values are up-projected, per head, from one small latent c_KV per token, and a rotary key
+          k^R shared by all heads carries the position (DeepSeek-V2, section 2.1); the cache keeps only c_KV, k^R
+
+Sizes: n tokens, h = n_heads, g = kv_heads, d = d_model, d_k, d_v; MLA: d_c (c_KV's width), d_cq (c_Q's, 0 = no
+query latent), d_r = d_rope (the rotary part of each query and key). Weights are stored at their true shapes
+([g, d, d_k] for a GQA's W_K, as TransformerLens keeps them); k and v are expanded to one per query head only
+where they meet the queries (`expand_kv`, also used for real models' grouped heads).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import torch
+
+from attention_core import rotary
+
+NORM_EPS = 1e-6  # RMSNorm's ε on MLA's latents, as in DeepSeek's config
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """The widths a variant's shapes and cache are made of (plain numbers: a real model's too, unchecked)."""
+
+    d_model: int
+    n_heads: int
+    kv_heads: int
+    d_k: int
+    d_v: int
+    d_c: int = 0
+    d_cq: int = 0
+    d_rope: int = 0
+    rotary: bool = False  # RoPE on q and k (MLA: on its rotary parts): the trace keeps them before and after
+
+    def of(self, name: str) -> int:
+        """A width by name: "d_model", "d_k", ..., or "concat" (every head's context side by side: h·d_v)."""
+        return self.n_heads * self.d_v if name == "concat" else getattr(self, name)
+
+
+def default_kv_heads(heads: int) -> int:
+    """GQA's key/value heads when none are chosen: the most that still leave two or more query heads to each
+    (4 heads: 2; 9: 3; 12: 6; one head, or a prime number of them: 1)."""
+    return max([g for g in range(1, heads + 1) if heads % g == 0 and heads // g >= 2] or [1])
+
+
+def always(sizes: Sizes) -> bool:
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightSpec:
+    """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head) or "" (one);
+    rows and cols are width names (Sizes.of). kind "gain": an RMSNorm's per-dimension scale, a vector of cols
+    (drawn as ones, as a freshly built model has it)."""
+
+    name: str
+    label: str
+    copies: str
+    rows: str
+    cols: str
+    role: str
+    kind: str = "matrix"
+    present: Callable[[Sizes], bool] = always
+
+    def shape(self, sizes: Sizes) -> tuple[int, ...]:
+        if self.kind == "gain":
+            return (sizes.of(self.cols),)
+        copies = {"heads": (sizes.n_heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
+        return (*copies, sizes.of(self.rows), sizes.of(self.cols))
+
+
+@dataclasses.dataclass(frozen=True)
+class Projected:
+    """What a variant's projection makes. q, k [h, n, d_qk] and v [h, n, d_v] as they meet in the scores (k and
+    v expanded to one per query head); kv_head_of: the key/value head each query head reads; parts: every
+    intermediate at its true shape, by name (see PARTS)."""
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    kv_head_of: tuple[int, ...]
+    parts: dict[str, torch.Tensor]
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    key: str
+    label: str  # short, for the sidebar
+    title: str
+    idea: str  # one sentence, true whatever the sizes
+    weights: tuple[WeightSpec, ...]
+    project: Callable[[torch.Tensor, Mapping[str, torch.Tensor], object], Projected]  # (x, weights, config)
+    parts: Callable[[Sizes], dict[str, int]]  # per token, the elements of each part the trace keeps
+    cached: tuple[str, ...]  # the parts a KV cache keeps for every token
+    formula: str  # the cache per token and layer, in the sizes' names
+    stages: tuple[str, ...] = ()  # extra stages of figures/stages.py that show this variant
+
+    def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
+        return tuple(spec for spec in self.weights if spec.present(sizes))
+
+    def weight_shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
+        return {spec.name: spec.shape(sizes) for spec in self.weight_specs(sizes)}
+
+    def cache_per_token(self, sizes: Sizes) -> int:
+        """Elements a KV cache keeps per token, in one layer (an MLA without a rotary part keeps c_KV alone)."""
+        widths = self.parts(sizes)
+        return sum(widths.get(name, 0) for name in self.cached)
+
+
+# What each part is, for the pages: its name on screen and what it holds.
+PARTS = {
+    "k_kv": ("K (per key/value head)", "the keys as computed, one per key/value head"),
+    "v_kv": ("V (per key/value head)", "the values as computed, one per key/value head"),
+    "q_unrotated": ("q before RoPE", "the queries (MLA: their rotary part) before their rotation"),
+    "k_unrotated": ("k before RoPE", "the keys (MLA: the rotary key) before their rotation"),
+    "q_rotated": ("q after RoPE", "the same queries, each turned by its position's angles"),
+    "k_rotated": ("k after RoPE", "the same keys, each turned by its position's angles"),
+    "kv": ("X (as K and V)", "without projections every key and value is the token's own row of X"),
+    "c_q": ("c_Q", "the query latent: X·W_DQ, RMS-normalised"),
+    "q_c": ("q^C", "each head's content query"),
+    "q_r": ("q^R", "each head's rotary query"),
+    "c_kv": ("c_KV", "the key-value latent: X·W_DKV, RMS-normalised; all that keys and values are made from"),
+    "k_c": ("k^C", "each head's content key: c_KV·W_UK"),
+    "v_c": ("v^C", "each head's value: c_KV·W_UV"),
+    "k_r": ("k^R", "the rotary key, one for all heads: RoPE(X·W_KR)"),
+}
+
+
+def expand_kv(states: torch.Tensor, groups: int) -> torch.Tensor:
+    """[..., g, n, d] -> [..., g·groups, n, d]: each key/value head serves `groups` query heads in a row (head i
+    reads key/value head i // groups). Used for the from-scratch variants and for real models' captured heads."""
+    return states if groups == 1 else states.repeat_interleave(groups, dim=-3)
+
+
+def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = NORM_EPS) -> torch.Tensor:
+    """x / √(mean(x²) + ε) · gain, over the last dimension (DeepSeek normalises its latents this way)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
+
+
+def _rope(q: torch.Tensor, k: torch.Tensor, config, parts: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k turned by RoPE where the positional encoding is rotary (else as they are), both sides kept in parts."""
+    if config.positional != "rotary":
+        return q, k
+    turned = rotary.rotate(q, config.rope_base), rotary.rotate(k, config.rope_base)
+    parts |= {"q_unrotated": q, "k_unrotated": k, "q_rotated": turned[0], "k_rotated": turned[1]}
+    return turned
+
+
+def _rotary_parts(s: Sizes, q: int, k: int) -> dict[str, int]:
+    """The widths of the four rotary parts, where RoPE is on: q and k per token, before and after."""
+    return {"q_unrotated": q, "q_rotated": q, "k_unrotated": k, "k_rotated": k} if s.rotary else {}
+
+
+# ------------------------------------------------------------------------------------------------
+# Q = K = V = X (lecture 003's first attempt)
+
+
+def _project_identity(x, w, config) -> Projected:
+    kv = x.unsqueeze(0)  # [1, n, d]: every token compares its own vector with the others'
+    parts = {"kv": x}
+    q, k = _rope(kv, kv, config, parts)
+    return Projected(q, k, kv, (0,), parts)
+
+
+IDENTITY = Variant(
+    "identity",
+    "Q = K = V = X",
+    "No projections",
+    "Each token's query, key and value are its own row of X: lecture 003's first attempt, with nothing learned.",
+    weights=(),
+    project=_project_identity,
+    parts=lambda s: {"kv": s.d_model} | _rotary_parts(s, s.d_model, s.d_model),
+    cached=("kv",),
+    formula="d_model",
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# MHA, GQA, MQA: one projection, with g key/value heads
+
+
+def _project_grouped(x, w, config) -> Projected:
+    h, g = config.n_heads, config.kv_heads
+    q = x @ w["w_q"]  # [n, d] @ [h, d, d_k] -> [h, n, d_k]
+    k_kv, v_kv = x @ w["w_k"], x @ w["w_v"]  # [g, n, d_k], [g, n, d_v]
+    parts = {}
+    q, k_kv = _rope(q, k_kv, config, parts)
+    parts |= {"k_kv": k_kv, "v_kv": v_kv}  # the cache keeps keys as they meet the queries: rotated
+    groups = h // g
+    kv_head_of = tuple(head // groups for head in range(h))
+    return Projected(q, expand_kv(k_kv, groups), expand_kv(v_kv, groups), kv_head_of, parts)
+
+
+def _grouped_parts(s: Sizes) -> dict[str, int]:
+    return {"k_kv": s.kv_heads * s.d_k, "v_kv": s.kv_heads * s.d_v} | _rotary_parts(
+        s, s.n_heads * s.d_k, s.kv_heads * s.d_k
+    )
+
+
+def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
+    return (
+        WeightSpec("w_q", "W_Q", "heads", "d_model", "d_k", "what each token asks, per query head"),
+        WeightSpec("w_k", "W_K", kv, "d_model", "d_k", "what each token offers, per key/value head"),
+        WeightSpec("w_v", "W_V", kv, "d_model", "d_v", "what each token passes on, per key/value head"),
+        WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
+    )
+
+
+MHA = Variant(
+    "mha",
+    "MHA",
+    "Multi-head attention",
+    "Every query head has a key and value head of its own: h of each (the original Transformer, GPT-2, BERT).",
+    weights=_grouped_weights("heads"),
+    project=_project_grouped,
+    parts=_grouped_parts,
+    cached=("k_kv", "v_kv"),
+    formula="h·(d_k + d_v)",
+)
+GQA = Variant(
+    "gqa",
+    "GQA",
+    "Grouped-query attention",
+    "g key/value heads, each read by a group of h/g query heads (Llama, SmolLM2): the cache keeps g heads, not h.",
+    weights=_grouped_weights("kv_heads"),
+    project=_project_grouped,
+    parts=_grouped_parts,
+    cached=("k_kv", "v_kv"),
+    formula="g·(d_k + d_v)",
+)
+MQA = Variant(
+    "mqa",
+    "MQA",
+    "Multi-query attention",
+    "One key and value head, read by every query head (Shazeer 2019): the smallest cache of the grouped kind.",
+    weights=_grouped_weights("kv_heads"),
+    project=_project_grouped,
+    parts=_grouped_parts,
+    cached=("k_kv", "v_kv"),
+    formula="d_k + d_v",
+)
+
+
+# ------------------------------------------------------------------------------------------------
+# MLA: DeepSeek-V2's multi-head latent attention
+
+
+def _project_mla(x, w, config) -> Projected:
+    h = config.n_heads
+    parts = {}
+    if config.d_cq:
+        c_q = rms_norm(x @ w["w_dq"], w["g_q"])  # [n, d_cq]
+        q_c = c_q @ w["w_uq"]  # [h, n, d_k]
+        parts["c_q"] = c_q
+        source = c_q
+    else:
+        q_c = x @ w["w_q"]  # [h, n, d_k]
+        source = x
+    c_kv = rms_norm(x @ w["w_dkv"], w["g_kv"])  # [n, d_c]: all that this token's keys and values are made from
+    k_c = c_kv @ w["w_uk"]  # [h, n, d_k]
+    v_c = c_kv @ w["w_uv"]  # [h, n, d_v]
+    parts |= {"q_c": q_c, "c_kv": c_kv, "k_c": k_c, "v_c": v_c}
+    q, k = q_c, k_c
+    if config.d_rope:
+        q_r, k_r = _rope(source @ w["w_qr"], x @ w["w_kr"], config, parts)  # [h, n, d_r], [n, d_r]: k^R for all
+        parts |= {"q_r": q_r, "k_r": k_r}
+        q = torch.cat([q_c, q_r], dim=-1)  # [h, n, d_k + d_r]
+        k = torch.cat([k_c, k_r.expand(h, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
+    return Projected(q, k, v_c, tuple(range(h)), parts)
+
+
+def _mla_parts(s: Sizes) -> dict[str, int]:
+    parts = {"q_c": s.n_heads * s.d_k, "c_kv": s.d_c, "k_c": s.n_heads * s.d_k, "v_c": s.n_heads * s.d_v}
+    if s.d_cq:
+        parts["c_q"] = s.d_cq
+    if s.d_rope:
+        parts |= {"q_r": s.n_heads * s.d_rope, "k_r": s.d_rope} | _rotary_parts(s, s.n_heads * s.d_rope, s.d_rope)
+    return parts
+
+
+def _with_query_latent(s: Sizes) -> bool:
+    return s.d_cq > 0
+
+
+def _without_query_latent(s: Sizes) -> bool:
+    return s.d_cq == 0
+
+
+def _with_rope(s: Sizes) -> bool:
+    return s.d_rope > 0
+
+
+def _with_query_latent_and_rope(s: Sizes) -> bool:
+    return s.d_cq > 0 and s.d_rope > 0
+
+
+def _without_query_latent_with_rope(s: Sizes) -> bool:
+    return s.d_cq == 0 and s.d_rope > 0
+
+
+MLA = Variant(
+    "mla",
+    "MLA",
+    "Multi-head latent attention",
+    "Every head's keys and values are made from one small latent c_KV per token, and one rotary key k^R carries "
+    "the position for all heads: the cache keeps only c_KV and k^R.",
+    weights=(
+        WeightSpec(
+            "w_q", "W_Q", "heads", "d_model", "d_k", "each head's content query, from X", present=_without_query_latent
+        ),
+        WeightSpec("w_dq", "W_DQ", "", "d_model", "d_cq", "down to the query latent c_Q", present=_with_query_latent),
+        WeightSpec("g_q", "g_Q", "", "d_cq", "d_cq", "RMSNorm's gain on c_Q", kind="gain", present=_with_query_latent),
+        WeightSpec(
+            "w_uq", "W_UQ", "heads", "d_cq", "d_k", "each head's content query, up from c_Q", present=_with_query_latent
+        ),
+        WeightSpec(
+            "w_qr",
+            "W_QR",
+            "heads",
+            "d_model",
+            "d_rope",
+            "each head's rotary query, from X",
+            present=_without_query_latent_with_rope,
+        ),
+        WeightSpec(
+            "w_qr",
+            "W_QR",
+            "heads",
+            "d_cq",
+            "d_rope",
+            "each head's rotary query, from c_Q",
+            present=_with_query_latent_and_rope,
+        ),
+        WeightSpec("w_dkv", "W_DKV", "", "d_model", "d_c", "down to the key-value latent c_KV"),
+        WeightSpec("g_kv", "g_KV", "", "d_c", "d_c", "RMSNorm's gain on c_KV", kind="gain"),
+        WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV"),
+        WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV"),
+        WeightSpec("w_kr", "W_KR", "", "d_model", "d_rope", "the rotary key shared by every head", present=_with_rope),
+        WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
+    ),  # fmt: skip
+    project=_project_mla,
+    parts=_mla_parts,
+    cached=("c_kv", "k_r"),
+    formula="d_c + d_h^R",
+    stages=("latent", "absorb"),
+)
+
+VARIANTS: dict[str, Variant] = {v.key: v for v in (MHA, GQA, MQA, MLA, IDENTITY)}
+
+
+# ------------------------------------------------------------------------------------------------
+# Absorption: MLA's scores without ever forming K
+
+
+def absorbed_scores(parts: Mapping[str, torch.Tensor], weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """MLA's content scores q^C·k^Cᵀ [h, n, n] computed the absorbed way: W_UK folded into the query,
+    (q^C·W_UKᵀ)·c_KVᵀ, so that a decoder compares each query with the cached latents directly."""
+    absorbed = parts["q_c"] @ weights["w_uk"].transpose(-2, -1)  # [h, n, d_k] @ [h, d_k, d_c] -> [h, n, d_c]
+    return absorbed @ parts["c_kv"].T  # [h, n, d_c] @ [d_c, n] -> [h, n, n]
+
+
+def rotation_matrix(position: int, width: int, base: float, dtype=torch.float64, device="cpu") -> torch.Tensor:
+    """RoPE at one position as a [width, width] matrix M: a row vector x turns into x·M."""
+    rows = torch.eye(width, dtype=dtype, device=device).unsqueeze(1).expand(width, position + 1, width)
+    return rotary.rotate(rows, base)[:, position]  # row r: the unit vector e_r, turned as position `position` turns
+
+
+def folded_with_rotated_keys(parts: Mapping[str, torch.Tensor], weights: Mapping[str, torch.Tensor], base: float,
+                             fold_at: int = 0) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Why MLA's rotary key is kept apart. Were the content keys rotated, k_j = RoPE_j(c_j·W_UK), the content
+    scores would be RoPE(q^C)·k_jᵀ. Returns (those scores, the same scores with W_UK and the keys' rotation
+    folded into the query once, for keys at position `fold_at`), each [h, n, n]. They agree only in the column of
+    that position: a fold of W_UK through a rotation would need another matrix for every key position."""
+    q_c, c_kv, w_uk = parts["q_c"], parts["c_kv"], weights["w_uk"]
+    q_rot = rotary.rotate(q_c, base)  # [h, n, d_k]
+    exact = q_rot @ rotary.rotate(c_kv @ w_uk, base).transpose(-2, -1)  # [h, n, n]
+    turn = rotation_matrix(fold_at, q_c.shape[-1], base, q_c.dtype, q_c.device)  # k = (c·W_UK)·M: kᵀ = Mᵀ·W_UKᵀ·cᵀ
+    folded = (q_rot @ turn.T @ w_uk.transpose(-2, -1)) @ c_kv.T  # [h, n, d_c] @ [d_c, n]
+    return exact, folded
+
+
+# ------------------------------------------------------------------------------------------------
+# The cache of real models, at their published sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A published model's attention sizes, for the cache chart."""
+
+    name: str
+    variant: str
+    layers: int
+    sizes: Sizes
+    source: str
+
+    def cache_per_token(self) -> int:
+        """Elements per token over every layer."""
+        return self.layers * VARIANTS[self.variant].cache_per_token(self.sizes)
+
+
+PRESETS = (
+    Preset("DeepSeek-V2 (MLA)", "mla", 60,
+           Sizes(d_model=5120, n_heads=128, kv_heads=128, d_k=128, d_v=128, d_c=512, d_cq=1536, d_rope=64),
+           "DeepSeek-V2 paper, section 2.1 and appendix: 60 layers, 128 heads of 128, d_c 512, d_h^R 64"),
+    Preset("DeepSeek-V2 sizes as MHA", "mha", 60,
+           Sizes(d_model=5120, n_heads=128, kv_heads=128, d_k=128, d_v=128),
+           "the same heads with a key and value head each"),
+    Preset("SmolLM2-135M (GQA)", "gqa", 30, Sizes(d_model=576, n_heads=9, kv_heads=3, d_k=64, d_v=64),
+           "its config: 30 layers, 9 query heads sharing 3 key/value heads of 64"),
+    Preset("GPT-2 small (MHA)", "mha", 12, Sizes(d_model=768, n_heads=12, kv_heads=12, d_k=64, d_v=64),
+           "12 layers, 12 heads of 64"),
+)  # fmt: skip
+
+
+def cached_bytes(parts: Mapping[str, torch.Tensor], variant: Variant) -> int:
+    """The bytes of the parts a KV cache keeps (for n tokens, as the trace has them)."""
+    return sum(parts[name].numel() * parts[name].element_size() for name in variant.cached if name in parts)
+
+
+__all__ = [
+    "PARTS",
+    "PRESETS",
+    "VARIANTS",
+    "Preset",
+    "Projected",
+    "Sizes",
+    "Variant",
+    "WeightSpec",
+    "absorbed_scores",
+    "cached_bytes",
+    "default_kv_heads",
+    "expand_kv",
+    "folded_with_rotated_keys",
+    "rms_norm",
+    "rotation_matrix",
+]

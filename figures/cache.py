@@ -1,0 +1,139 @@
+"""What a KV cache keeps for every token: each attention variant at the sizes on screen, and published models at
+theirs (issue 26). Plotly only; the numbers come from the variant registry (attention_core/variants.py), whose
+formulas tests/test_variants.py checks against the bytes of the tensors each variant keeps.
+
+While a decoder writes, every new token's query meets the keys and values of all the tokens before it. Those
+are kept (the KV cache) rather than recomputed: per layer, per token, MHA keeps h·(d_k + d_v) numbers, GQA
+g·(d_k + d_v), MQA d_k + d_v, and MLA only its latent c_KV and the shared rotary key: d_c + d_h^R.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from attention_core.variants import PRESETS, VARIANTS, Sizes, default_kv_heads
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
+
+BYTES = {"fp32": 4, "fp16/bf16": 2, "fp8": 1}  # bytes per cached number
+CONTEXTS = {"4k": 4_096, "32k": 32_768, "128k": 131_072}  # tokens in the context, as a link writes them
+BAR_COLOURS = {"mha": "#2e6fb0", "gqa": "#7a5195", "mqa": "#b5651d", "mla": "#1a7f5a", "identity": "#6b6b6b"}
+COMPARED = ("mha", "gqa", "mqa", "mla")
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheRow:
+    """One bar: a variant at some sizes, its formula, and the numbers it keeps per token (in `layers` layers)."""
+
+    name: str
+    variant: str
+    sizes: Sizes
+    layers: int = 1
+
+    @property
+    def per_token(self) -> int:
+        return self.layers * VARIANTS[self.variant].cache_per_token(self.sizes)
+
+    @property
+    def formula(self) -> str:
+        """The variant's formula, and with this row's sizes put in: "g·(d_k + d_v) = 2·(4 + 4) = 16"."""
+        s, variant = self.sizes, VARIANTS[self.variant]
+        filled = {
+            "mha": f"{s.n_heads}·({s.d_k} + {s.d_v})",
+            "gqa": f"{s.kv_heads}·({s.d_k} + {s.d_v})",
+            "mqa": f"{s.d_k} + {s.d_v}",
+            "mla": f"{s.d_c} + {s.d_rope}",
+            "identity": f"{s.d_model}",
+        }[self.variant]
+        per_layer = VARIANTS[self.variant].cache_per_token(s)
+        if self.layers == 1:
+            return f"{variant.formula} = {filled} = {per_layer:,}"
+        general, filled = (f"({text})" if "+" in text and not text.endswith(")") else text
+                           for text in (variant.formula, filled))  # fmt: skip
+        return f"{self.layers} layers × {general} = {self.layers} × {filled} = {self.layers * per_layer:,}"
+
+
+def compared_rows(sizes: Sizes, current: str) -> list[CacheRow]:
+    """MHA, GQA, MQA and MLA at the sizes on screen. The current variant is as it is; another GQA groups the
+    heads as by default (default_kv_heads); another MLA takes DeepSeek-V2's proportions, d_c = 4·d_k and
+    d_h^R = d_k/2 (512 and 64 for its d_k of 128), so that no bar uses sizes nobody chose."""
+    rows = []
+    for key in (*COMPARED, "identity") if current == "identity" else COMPARED:
+        s = sizes
+        if key == "mha":
+            s = dataclasses.replace(sizes, kv_heads=sizes.n_heads)
+        elif key == "mqa":
+            s = dataclasses.replace(sizes, kv_heads=1)
+        elif key == "gqa" and current != "gqa":
+            s = dataclasses.replace(sizes, kv_heads=default_kv_heads(sizes.n_heads))
+        elif key == "mla" and current != "mla":
+            s = dataclasses.replace(sizes, d_c=4 * sizes.d_k, d_rope=2 * (sizes.d_k // 4))
+        rows.append(CacheRow(_name(key, s, current), key, s))
+    return rows
+
+
+def _name(key: str, s: Sizes, current: str) -> str:
+    label = VARIANTS[key].label
+    detail = {"gqa": f" (g = {s.kv_heads})", "mla": f" (d_c {s.d_c}, d_h^R {s.d_rope})"}.get(key, "")
+    return f"{label}{detail}{' · here' if key == current else ''}"
+
+
+def preset_rows() -> list[CacheRow]:
+    return [CacheRow(p.name, p.variant, p.sizes, p.layers) for p in PRESETS]
+
+
+def amount(numbers: float, bytes_per: int) -> str:
+    """numbers × bytes_per, in B, KiB, MiB or GiB."""
+    size = numbers * bytes_per
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:,.1f} {unit}"
+    return f"{size:,.0f} B"
+
+
+def _short(number: int) -> str:
+    """A power of ten as a tick: 1, 10, 100, 1k, 10k, 100k, 1M, ..."""
+    for size, suffix in ((10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if number >= size:
+            return f"{number // size}{suffix}"
+    return str(number)
+
+
+def cache_figure(rows: list[CacheRow], title: str, bytes_name: str, context: int, style: Style = DEFAULT_STYLE,
+                 log: bool = False) -> Figure:  # fmt: skip
+    """Horizontal bars of the numbers kept per token, each labelled with what they come to for `context` tokens
+    in `bytes_name` (BYTES); the hover gives each bar's formula."""
+    per = BYTES[bytes_name]
+    names = [escape(row.name) for row in rows]
+    values = [row.per_token for row in rows]
+    labels = [f"{v:,} → {amount(v * context, per)}" for v in values]
+    bars = dict(type="bar", orientation="h", x=values, y=names, text=labels, textposition="outside",
+                cliponaxis=False, marker={"color": [BAR_COLOURS[row.variant] for row in rows]},
+                hovertext=[escape(row.formula) for row in rows], hoverinfo="text")  # fmt: skip
+    line = 1.3 * style.font_size
+    longest = max(label_width(name, style.font_size - 2) for name in names)
+    widest_label = max(label_width(label, style.font_size - 2) for label in labels)
+    top = max(values)
+    subtitle = f"numbers per token{' (log scale)' if log else ''} → the cache for {context:,} tokens in {bytes_name}"
+    xaxis = {"showgrid": True, "zeroline": False}
+    bar_room = max(80.0, style.width - longest - widest_label - 60)  # pixels the longest bar may take
+    if log:
+        decades = math.log10(top) + 0.3
+        end = decades * (1 + widest_label / bar_room)
+        every = 1 if math.log10(top) < 5 else 2  # 1, 10, 100, ... (or 1, 100, 10k, ...): none past the bars
+        ticks = [10**k for k in range(0, math.floor(math.log10(top)) + 1, every)]
+        xaxis |= {"type": "log", "range": [0, end], "tickvals": ticks, "ticktext": [_short(t) for t in ticks],
+                  "tickangle": 0}  # fmt: skip
+    else:
+        xaxis |= {"range": [0, top * (1 + (widest_label + 10) / bar_room)]}
+    rows_height = len(rows) * 1.7 * line
+    layout = style.layout(
+        title={**style.title(escape(title), escape(subtitle)), "x": 0, "xanchor": "left"},
+        xaxis=xaxis,
+        yaxis={"autorange": "reversed", "automargin": False},
+        showlegend=False,
+        bargap=0.3,
+        height=round(TITLE_PAD + 2.6 * line + 10 + rows_height + 1.6 * line),
+        margin={"l": round(longest + 14), "r": 10, "t": round(TITLE_PAD + 2.6 * line + 10), "b": round(1.6 * line)},
+    )  # fmt: skip
+    return figure([bars], layout)

@@ -196,15 +196,35 @@ class AttentionTrace:
     def d_v(self) -> int:
         return self.v.shape[2]
 
+    @property
+    def averaged_rows(self) -> torch.Tensor:
+        """[n] bool: the query rows a mean over rows takes, those with more than one key to look at (under a
+        causal mask row 1 sees only itself: one-hot whatever the numbers, it would pull every mean towards
+        "peaked"). A text whose every row has one key (one token) keeps its rows."""
+        n = self.n_tokens
+        seen = torch.full((n,), n) if self.mask is None else self.mask.sum(dim=-1).cpu()
+        choice = seen > 1
+        return choice if bool(choice.any()) else torch.ones(n, dtype=torch.bool)
+
+    @property
+    def averaged_rows_text(self) -> str:
+        """Which rows the means take, in words: "all 5 rows", "rows 2–5 (row 1 sees only itself)"."""
+        rows = self.averaged_rows
+        if bool(rows.all()):
+            return f"all {self.n_tokens} row{'s' if self.n_tokens > 1 else ''}"
+        kept = "row 2" if self.n_tokens == 2 else f"rows 2–{self.n_tokens}"
+        return f"{kept} (row 1 sees only itself)"
+
     def head_summary(self) -> list[dict[str, float]]:
-        """Per head, the mean over query rows of each peakiness statistic."""
+        """Per head, the mean over the averaged rows (averaged_rows) of each peakiness statistic."""
+        rows = self.averaged_rows.to(self.entropy.device)
         return [
             {
                 "head": head,
-                "mean_entropy": float(self.entropy[head].mean()),
-                "mean_normalized_entropy": float(self.normalized_entropy[head].mean()),
-                "mean_max_weight": float(self.max_weight[head].mean()),
-                "mean_effective_tokens": float(self.effective_tokens[head].mean()),
+                "mean_entropy": float(self.entropy[head][rows].mean()),
+                "mean_normalized_entropy": float(self.normalized_entropy[head][rows].mean()),
+                "mean_max_weight": float(self.max_weight[head][rows].mean()),
+                "mean_effective_tokens": float(self.effective_tokens[head][rows].mean()),
             }
             for head in range(self.n_heads)
         ]

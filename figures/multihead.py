@@ -127,12 +127,12 @@ def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> Figure:
     line = 1.3 * style.font_size
     layout = style.layout(
         barmode="group",
-        title=style.title("Peakiness per head"),
+        title=style.title("Peakiness per head", f"means over {trace.averaged_rows_text}"),
         yaxis={"range": [0, 1.05], "title": {"text": "mean over the rows"}},
         xaxis={},
-        height=round(320 + 2 * line),
-        # The legend sits under the bars, in the margin kept for it.
-        margin={"l": 70, "r": 10, "t": round(TITLE_PAD + 20 + line), "b": round(30 + 2 * line)},
+        height=round(320 + 3 * line),
+        # The legend sits under the bars, in the margin kept for it; the subtitle's line above them.
+        margin={"l": 70, "r": 10, "t": round(TITLE_PAD + 20 + 2 * line), "b": round(30 + 2 * line)},
         legend={**style.base_layout()["legend"], "orientation": "h", "x": 0, "y": 0, "yref": "container",
                 "yanchor": "bottom"},
     )  # fmt: skip

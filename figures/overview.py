@@ -40,7 +40,7 @@ def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> Figure:
     return heatmap(
         values,
         title="Mean normalized entropy per layer and head",
-        subtitle="0 = each row on one token, 1 = spread evenly",
+        subtitle=f"0 = each row on one token, 1 = spread evenly; means over {model_trace.layers[0].averaged_rows_text}",
         style=style,
         row_labels=layer_labels(model_trace),
         col_labels=head_labels(model_trace),

@@ -339,6 +339,14 @@ def scaling_notes(trace, head: int) -> list[str]:
     """What the scaled-scores stage says about this head's numbers (tests/test_claims.py checks each)."""
     stats = score_variances(trace, head)
     dk, cells = stats.d_k, trace.n_tokens**2
+    if cells == 1:
+        return ["With one token there is one score, and a single number has no variance to measure: the √d_k "
+                "argument needs many scores (*Why √d_k* runs it)."]  # fmt: skip
+    if dk == 1:
+        return [
+            f"With d_k = 1 each score is one product q·k, and √1 = 1: dividing by it changes nothing, so the "
+            f"scores go to the softmax as they are, scaled or not (their variance is {stats.var_scores:.2f} here)."
+        ]
     if stats.scale == 1.0:
         return [
             f"Scaling is switched off: the scores go to the softmax as they are (their variance is "
@@ -362,13 +370,14 @@ def scaling_notes(trace, head: int) -> list[str]:
         )
     else:
         outcome = (
-            f"the scaled variance happens to be {stats.var_scaled:.2f} anyway"
+            f"the scaled variance happens to be {stats.var_scaled:.2f} anyway, near 1 by this page's rule"
             if near_one
             else f"so the scaled variance, {stats.var_scaled:.2f}, is not near 1"
         )
         notes.append(
             f"Var(q·k) is about d_k = {dk} only when q's and k's entries have variance 1; here they have "
-            f"{stats.var_q:.2f} and {stats.var_k:.2f}, {outcome}. *Why √d_k* runs the fair experiment."
+            f"{stats.var_q:.2f} and {stats.var_k:.2f}, {outcome} (near 1: from {NEAR_ONE[0]} to {NEAR_ONE[1]:g}). "
+            "*Why √d_k* runs the fair experiment."
         )
     return notes
 
@@ -376,7 +385,7 @@ def scaling_notes(trace, head: int) -> list[str]:
 def _build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scaled_scores[head])
     n, dk = trace.n_tokens, trace.d_k
-    if trace.scale == 1.0:
+    if trace.scale == 1.0 and dk != 1:  # at d_k = 1 scaled and not are the same numbers
         title = f"scaled scores: NOT scaled (scale off)  {shape_text(n, n)}"
     else:
         title = f"scaled scores = scores / √{dk} = scores / {1 / trace.scale:.3g}  {shape_text(n, n)}"
@@ -470,8 +479,11 @@ def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
     )
     figure = heatmaps([part[0]], beside)
     top = as_numpy(trace.max_weight[head])
-    choices = np.ones(n, bool) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1) > 1
+    seen = np.full(n, n) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1)  # keys each row sees
+    choices = seen > 1
     notes = []
+    if not choices.any():
+        notes.append("Every row here has one token to look at, so its weight on it is 1 whatever the scores.")
     if choices.any():  # a row that may see only itself is one-hot whatever the numbers
         peaked = int(np.flatnonzero(choices)[np.argmax(top[choices])])
         token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown

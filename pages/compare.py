@@ -6,13 +6,15 @@ from attention_core import MAX_DIM
 from attention_core.config import VARIANT_CHOICES
 from attention_core.variants import VARIANTS, default_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
-from ui.controls import current_settings
+from ui.controls import check_choice, check_whole, current_settings
 from ui.show import friendly_errors, show_figure, style_for, trace_for
 
 
 def _two_d_ks(config):
     """Both d_k chosen by the reader (bound to the URL); by default the sidebar's and eight times it."""
     left, right = st.columns(2)
+    check_whole("cmp_dk_left", "d_k, left", 1, MAX_DIM)
+    check_whole("cmp_dk_right", "d_k, right", 1, MAX_DIM)
     small = left.number_input("d_k, left", 1, MAX_DIM, value=config.d_k, key="cmp_dk_left", bind="query-params")
     large = right.number_input(
         "d_k, right", 1, MAX_DIM, value=min(MAX_DIM, config.d_k * 8), key="cmp_dk_right", bind="query-params"
@@ -27,6 +29,9 @@ def _two_d_ks(config):
     return {"d_k": small}, {"d_k": large}, held
 
 
+COMPARISONS = ("causal vs not", "scaled vs not", "two seeds", "two d_k", "two variants")
+
+
 def _variant_changes(variant: str, config) -> dict:
     """A variant with sizes it can take: GQA keeps the sidebar's key/value heads where they divide the heads."""
     changes = {"variant": variant}
@@ -38,6 +43,8 @@ def _variant_changes(variant: str, config) -> dict:
 def _two_variants(config):
     """The sidebar's variant and another (bound to the URL); by default MLA, or MHA when the sidebar has MLA."""
     left, right = st.columns(2)
+    check_choice("cmp_variant_left", "variant, left", VARIANT_CHOICES)
+    check_choice("cmp_variant_right", "variant, right", VARIANT_CHOICES)
     first = left.selectbox("variant, left", VARIANT_CHOICES, index=VARIANT_CHOICES.index(config.variant),
                            key="cmp_variant_left", bind="query-params")  # fmt: skip
     other = "mha" if config.variant == "mla" else "mla"
@@ -77,10 +84,12 @@ with friendly_errors():
     settings = current_settings()
     style = style_for(settings, columns=2)
     st.title("Compare two settings")
+    check_choice("cmp_what", "compare", COMPARISONS)
+    check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
     what = (
         st.segmented_control(
             "compare",
-            ("causal vs not", "scaled vs not", "two seeds", "two d_k", "two variants"),
+            COMPARISONS,
             default="causal vs not",
             key="cmp_what",
             bind="query-params",
@@ -106,6 +115,7 @@ with friendly_errors():
             summary = trace.head_summary()[0]
             st.metric("mean normalized entropy (head 1)", f"{summary['mean_normalized_entropy']:.3f}")
             st.metric("mean max weight (head 1)", f"{summary['mean_max_weight']:.3f}")
+            st.caption(f"Means over {trace.averaged_rows_text}.")
             if what == "two variants":
                 kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
                 st.metric("KV cache per token and layer", f"{kept:,} numbers")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from figures.multihead import head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES
-from ui.controls import current_settings
+from ui.controls import check_choice, current_settings
 from ui.show import (
     friendly_errors,
     show_figure,
@@ -49,6 +49,8 @@ with friendly_errors():
     if h == 1:
         st.info("One head: raise **heads** in the sidebar to see several side by side.")
     choices = [stage.key for stage in GRID_STAGES]
+    check_choice("mh_stage", "map", [BY_KEY[k].title for k in choices])
+    check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
     stage = st.segmented_control(
         "map", choices, format_func=lambda k: BY_KEY[k].title, default="weights", key="mh_stage", bind="query-params"
     )
@@ -67,6 +69,7 @@ with friendly_errors():
         ],
         hide_index=True,
     )
+    st.caption(f"Means over {trace.averaged_rows_text}.")
     show_stage(trace, "output", 0, style, prefix="mh-")
     for key in VARIANT_STAGES:  # what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
         if BY_KEY[key].applies(trace):

@@ -7,7 +7,7 @@ from attention_core.models import WORD_START, available_models
 from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
 from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
-from ui.controls import current_settings
+from ui.controls import check_choice, current_settings
 from ui.memo import remember
 from ui.real import model_for, model_trace_for
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, style_for
@@ -95,6 +95,7 @@ with friendly_errors():
         "goes through a real model, and every layer's attention is captured from its own forward pass."
     )
     sources = available_models()
+    check_choice("rm_model", "model", [source.title for source in sources.values()])
     key = st.selectbox(
         "model", tuple(sources), format_func=lambda k: sources[k].title, key="rm_model", bind="query-params"
     )
@@ -127,6 +128,8 @@ with friendly_errors():
 
     st.header("One head, stage by stage")
     left, right = st.columns(2)
+    check_choice("rm_layer", "layer", [f"layer {i + 1}" for i in range(info.n_layers)])
+    check_choice("rm_head", "head", head_labels(model_trace))
     layer = left.selectbox(
         "layer", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_layer", bind="query-params"
     )

@@ -24,7 +24,7 @@ from figures.heatmap import heatmap
 from figures.style import markdown_literal
 from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
 from ui.chart import show_figure
-from ui.controls import TRAINING_RUN, current_settings, settings_from
+from ui.controls import TRAINING_RUN, check_choice, current_settings, settings_from
 from ui.numbers import use_weights
 from ui.show import friendly_errors, show_figures, show_stage, style_for
 from ui.training import (
@@ -204,6 +204,7 @@ def _scrubber(run, settings, style) -> None:
             back, _, forward = st.columns([1.5, 6, 1.5])
             back.button("← earlier", on_click=_step, args=(steps, -1), shortcut="Left", width="stretch")
             forward.button("later →", on_click=_step, args=(steps, 1), shortcut="Right", width="stretch")
+        check_choice("t_step", "training step", [str(step) for step in steps])
         st.select_slider("training step", options=steps, key="t_step", bind="query-params")
         checkpoint = run.checkpoint_at(st.session_state["t_step"])
         words, why = _words(settings, run)

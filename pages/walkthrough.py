@@ -4,7 +4,7 @@ import streamlit as st
 
 from attention_core.variants import VARIANTS
 from figures.stages import BY_KEY, stages_for
-from ui.controls import current_settings
+from ui.controls import check_choice, current_settings
 from ui.numbers import lecture_panel, numbers_editor
 from ui.show import (
     SIDE_BY_SIDE_MAX,
@@ -51,6 +51,7 @@ def _step(keys: list[str], delta: int) -> None:
 def _head_picker(place, n_heads: int) -> int:
     if n_heads == 1:
         return 0
+    check_choice("head", "head", [f"head {i + 1}" for i in range(n_heads)])
     head = place.segmented_control(
         "head",
         list(range(n_heads)),
@@ -74,6 +75,7 @@ with friendly_errors():
         back, stages, forward = st.columns([1.5, 6, 1.5], vertical_alignment="bottom")
         back.button("← previous", on_click=_step, args=(keys, -1), shortcut="Left", width="stretch")
         forward.button("next →", on_click=_step, args=(keys, 1), shortcut="Right", width="stretch")
+        check_choice("stage", "stage", [BY_KEY[key].label for key in keys])
         label = stages.segmented_control(
             "stage",
             [BY_KEY[key].label for key in keys],

@@ -13,7 +13,7 @@ from figures.scaling import (
     sentence_claims,
     variance_figure,
 )
-from ui.controls import current_settings
+from ui.controls import check_choice, check_whole, current_settings
 from ui.show import cached_scaling, cached_sentence_scaling, friendly_errors, show_figure, style_for
 
 D_KS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -33,6 +33,8 @@ with friendly_errors():
 
     st.header("1 · Random vectors")
     left, right = st.columns(2)
+    check_whole("sq_keys", "keys per softmax row", 2, 256)
+    check_whole("sq_samples", "samples", 200, 5000, step=100)
     n_keys = left.slider("keys per softmax row", 2, 256, 16, key="sq_keys", bind="query-params")
     samples = right.slider("samples", 200, 5000, 2000, step=100, key="sq_samples", bind="query-params")
     result = cached_scaling(D_KS, n_keys, samples, settings.config.seed)
@@ -60,6 +62,7 @@ with friendly_errors():
         f"too few numbers to measure a variance, so it is repeated with {sentence.draws} draws. The sidebar's "
         "d_model, positional encoding and seed apply; its weight init does not (see below why)."
     )
+    check_choice("sq_query", "query token", [f"{style.index(i)}: {t}" for i, t in enumerate(tokens)])
     query = st.selectbox(
         "query token",
         range(len(tokens)),

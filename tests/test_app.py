@@ -255,6 +255,19 @@ def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused
     assert any(refused in shown(w) for w in at.warning), [w.value for w in at.warning]
 
 
+@pytest.mark.parametrize("raw", ["2.5", "1e1", "0x10", "9999"])
+def test_a_refused_link_value_shows_what_the_message_says(raw):
+    """Streamlit reads d_k=2.5 as 2 and 1e1 as 10; the page says "Showing 4 instead", and shows 4."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"d_k": raw, "heads": "2"})
+    at.run()
+    no_problems(at)
+    assert any(f"= '{raw}', which is not used" in shown(w) and "Showing 4 instead" in shown(w) for w in at.warning)
+    assert at.slider(key="d_k").value == 4 and at.slider(key="heads").value == 2  # the other values still taken
+    trace = trace_sentence(DEFAULT_TEXT, default_config(n_heads=2))
+    np.testing.assert_allclose(panel(at, "Q = X·W_Q").z, trace.q[0].numpy(), rtol=1e-6)  # d_k 4
+
+
 def test_what_the_page_quotes_is_shown_as_typed_never_as_markdown():
     """A link value or a typed cell is quoted in a message: markdown in it (emphasis, a link, LaTeX) must
     show as the characters typed, not format the page."""

@@ -133,3 +133,15 @@ def test_a_session_gives_its_model_trace_back_when_it_leaves_the_page():
     assert MODEL_TRACE not in at.session_state
     at.switch_page("pages/real_model.py").run()  # back again: from the shared cache, as it was
     assert [trace.info.key for trace in at.session_state[MODEL_TRACE].values()] == ["smollm2"]
+
+
+def test_a_link_to_a_model_or_layer_the_page_does_not_have_is_named(models):
+    """Issue 25: rm_model=gpt2 and rm_layer=layer 99 were dropped without a word."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"rm_model": "gpt2", "rm_layer": "layer 99"})
+    at.switch_page("pages/real_model.py").run()
+    no_problems(at)
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("model = 'gpt2', which is not used: it must be one of all-MiniLM-L6-v2" in w for w in said), said
+    assert any("layer = 'layer 99', which is not used: it must be one of layer 1, layer 2" in w for w in said), said
+    assert at.selectbox(key="rm_layer").value == 0

@@ -244,3 +244,10 @@ def test_a_run_that_did_not_learn_it_is_told_so_with_its_numbers():
     assert bool([w for w in at.warning if w.value.startswith("This run did not learn it")]) == (not learned)
     at.select_slider(key="t_step").set_value(200).run()  # only the run's end is judged
     assert not [w for w in at.warning if w.value.startswith("This run did not learn it")]
+
+
+def test_a_link_to_a_step_the_run_does_not_keep_is_named():
+    at = opened({"t_step": "99999"})
+    no_problems(at)
+    assert any("training step = '99999', which is not used: it must be one of 0, 10, 20" in w.value for w in at.warning)
+    assert at.select_slider(key="t_step").value == TrainingConfig().steps  # the last step, as with no link

@@ -189,6 +189,8 @@ def test_exports_download_the_exact_numbers(server, page):
     the chart's HTML carries plotly.js inside it."""
     page.goto(f"{server}/?text={quote('the cat saw the <b>dog</b>')}&causal=true")
     wait_for_chart(page, "attention weights", lambda s: s["masked"] is not None)
+    buttons = page.evaluate("() => [...document.querySelectorAll('.modebar-btn')].map(b => b.dataset.title)")
+    assert "Download plot as a PNG" in buttons and not [b for b in buttons if "Share" in b or "cloud" in b.lower()]
     shown = stages_for(trace_sentence("the cat saw the <b>dog</b>", AttentionConfig(causal=True)))
     page.get_by_role("button", name="⬇ export").nth([s.key for s in shown].index("weights")).click()
     with page.expect_download() as csv_download:
@@ -198,6 +200,7 @@ def test_exports_download_the_exact_numbers(server, page):
         page.get_by_role("button", name=re.compile(r"^attention weights.* \(HTML\)$")).click()
     standalone = Path(html_download.value.path()).read_text(encoding="utf-8")
     assert "<script src=" not in standalone and "Plotly.newPlot" in standalone  # plotly.js inside: opens offline
+    assert '"showSendToCloud": false' in standalone  # no "Share chart..." (an upload to Plotly's cloud) there either
     page.keyboard.press("Escape")
     with page.expect_download() as npz_download:
         page.get_by_role("button", name="⬇ whole trace (.npz)").click()
@@ -303,6 +306,18 @@ def test_a_link_value_the_controls_cannot_take_is_named_and_gpt2_sizes_are_taken
     no_traceback(page)
     page.get_by_role("button", name="Dismiss").click()
     page.get_by_text("The link asked for heads").wait_for(state="detached")
+
+
+def test_a_link_value_a_page_cannot_take_is_named_and_the_view_is_what_the_message_says(server, page):
+    """Issue 25: page choices (cmp_what=bogus) were dropped without a word, and d_k=2.5 said "Showing 4
+    instead" while Streamlit showed 2."""
+    page.goto(f"{server}/compare?cmp_what=bogus&d_k=2.5")
+    page.get_by_text("The link asked for compare = 'bogus', which is not used").first.wait_for()
+    page.get_by_text("d_k (query/key width per head) = '2.5', which is not used").first.wait_for()
+    wait_for_chart(page, "attention weights")
+    assert page.get_by_role("slider", name="d_k (query/key width per head)").input_value() == "4"
+    assert page.get_by_text("Held fixed: everything but the mask").count() == 1  # the default comparison
+    no_traceback(page)
 
 
 def test_a_copied_address_restores_the_stage_head_and_page_choices(server, page, browser):

@@ -85,6 +85,33 @@ def test_the_scaled_stage_never_promises_about_1_when_the_numbers_say_otherwise(
     assert stats.var_scaled > NEAR_ONE[1] and "is not near 1" in text and "brings it back" not in text
 
 
+@pytest.mark.parametrize("scaled", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_edges_one_token_and_d_k_1_say_only_what_holds(scaled, causal):
+    """Issue 25: /?d_k=1 said "Scaling is switched off" with scaling on; /?text=Hi named a most peaked row "of
+    the rows with more than one token to look at" (there were none) and judged the variance of one score."""
+    one_key = trace_sentence("The next day", AttentionConfig(d_k=1, scaled=scaled, causal=causal))
+    assert torch.equal(one_key.scaled_scores, one_key.scores)  # √1 = 1: scaled or not, the same numbers
+    view = stage_view(one_key, "scaled_scores")
+    assert "NOT scaled" not in view.figures[0].to_json() and "switched off" not in view.explanation
+    assert "√1 = 1: dividing by it changes nothing" in view.explanation
+    hi = trace_sentence("Hi", AttentionConfig(scaled=scaled, causal=causal))
+    scaled_text = stage_view(hi, "scaled_scores").explanation
+    assert "one score, and a single number has no variance" in scaled_text and "near 1" not in scaled_text
+    weights_text = stage_view(hi, "weights").explanation
+    assert "most peaked" not in weights_text and "Every row here has one token to look at" in weights_text
+    assert float(hi.weights[0, 0, 0]) == 1.0
+    two = trace_sentence("Hi there", AttentionConfig(scaled=scaled, causal=causal))
+    assert "the most peaked is" in stage_view(two, "weights").explanation  # row 2 sees two tokens either way
+
+
+def test_near_1_is_one_rule_and_the_sentence_states_it(traces):
+    for trace in traces:
+        text = " ".join(scaling_notes(trace, 0))
+        if "happens to be" in text or "is not near 1" in text:
+            assert f"(near 1: from {NEAR_ONE[0]} to {NEAR_ONE[1]:g})" in text
+
+
 def test_mask_claims_count_the_hidden_cells(traces):
     for trace in traces:
         text = stage_view(trace, "mask").explanation
@@ -331,3 +358,19 @@ def test_cache_claims_equal_the_bytes_of_what_the_variant_keeps(variant_traces):
         per_token = int(here.group(1).replace(",", ""))
         assert per_token * 4 * trace.n_tokens == cached_bytes(trace.parts, VARIANTS[trace.variant])  # float32
         assert "DeepSeek-V2's MLA keeps 34,560 per token" in text and "MHA would keep 1,966,080: 56.9× more" in text
+
+
+@pytest.mark.parametrize("text", ["Hi", "Hi there", "The next day is bright"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_means_over_rows_leave_out_a_row_that_sees_only_itself_and_say_so(text, causal):
+    """Issue 25: a causal mean counted row 1, one-hot whatever the numbers (Compare: 0.437, 0.543 without)."""
+    trace = trace_sentence(text, AttentionConfig(n_heads=2, causal=causal))
+    n, summary = trace.n_tokens, trace.head_summary()
+    first = 1 if causal and n > 1 else 0
+    for head in range(2):
+        expected = float(trace.normalized_entropy[head, first:].mean())
+        assert summary[head]["mean_normalized_entropy"] == pytest.approx(expected, rel=1e-6)
+        assert summary[head]["mean_max_weight"] == pytest.approx(float(trace.max_weight[head, first:].mean()))
+    said = trace.averaged_rows_text
+    kept = "row 2" if n == 2 else f"rows 2–{n}"
+    assert said == (f"{kept} (row 1 sees only itself)" if first else f"all {n} row{'s' if n > 1 else ''}")

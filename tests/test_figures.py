@@ -403,7 +403,9 @@ def test_overview_labels_show_shared_key_value_heads():
     assert head_labels(grouped) == ["head 1 (kv 1)", "head 2 (kv 1)", "head 3 (kv 2)", "head 4 (kv 2)"]
     assert head_labels(_model_trace(kv_head_of=(0, 1, 2, 3)))[0] == "head 1"
     figure = entropy_grid_figure(grouped)
-    expected = np.stack([layer.normalized_entropy.mean(-1).numpy() for layer in grouped.layers])
+    # A causal model's row 1 sees only itself: the means leave it out, and the subtitle says so.
+    assert grouped.layers[0].mask is not None and "means over rows 2\\u2013" in figure.to_json()  # 2–n
+    expected = np.stack([layer.normalized_entropy[:, 1:].mean(-1).numpy() for layer in grouped.layers])
     np.testing.assert_allclose(figure.data[0].z, expected, rtol=1e-6)
     assert list(figure.layout.yaxis.ticktext) == ["layer 1", "layer 2"]
     assert figure.data[0].texttemplate == "%{z:.2f}"  # 4 heads across the page: the numbers fit their cells

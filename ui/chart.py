@@ -35,6 +35,9 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PLOTLY_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
+    # Nothing leaves the machine: by default Plotly's toolbar offers "Share chart...", an upload to Plotly's
+    # cloud (plotlyServerURL, which the app's charts also clear). Not here, nor in an exported HTML file.
+    "showSendToCloud": False,
 }
 
 
@@ -75,6 +78,6 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
     the camera button's PNG is called (by default the key)."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
-    config = {**PLOTLY_CONFIG, "toImageButtonOptions": png}
+    config = {**PLOTLY_CONFIG, "toImageButtonOptions": png, "plotlyServerURL": ""}  # no cloud to send to
     spec = remember(figure, "json", figure.to_json)  # once per figure
     _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js"}, key=key, height="content")

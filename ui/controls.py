@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from attention_core import (
     INIT_CHOICES,
@@ -253,10 +254,16 @@ LINK_VALUES = (TRAINING_RUN,)
 STAGE_OPTIONS = tuple(option for stage in STAGES for option in stage.options)  # e.g. the KV cache's context length
 
 
-def url_refusals(params: Mapping[str, str]) -> list[str]:
-    """One message per link value that a control or page cannot take (see Control.refusal, LinkValue)."""
+def refused_values(params: Mapping[str, str]) -> dict[str, str]:
+    """The link values that a control or page cannot take, by key, each with its message (see Control.refusal,
+    LinkValue, Option)."""
     by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES, *STAGE_OPTIONS)}
-    return [problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))]
+    return {key: problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))}
+
+
+def url_refusals(params: Mapping[str, str]) -> list[str]:
+    """One message per link value that a control or page cannot take."""
+    return list(refused_values(params).values())
 
 
 # Links made before a control changed kind: their values are carried over to what replaced them.
@@ -272,14 +279,66 @@ def check_link() -> None:
     """On a session's first run, before any bound widget reads the URL: carry older links' values over to the
     controls that replaced them (LEGACY), and note the values that are refused."""
     if "link_refusals" not in st.session_state:
+        carried = False
         for (key, old), (new_key, new) in LEGACY.items():
             if st.query_params.get(key, "").lower() == old:
                 del st.query_params[key]
-                st.session_state[new_key] = new  # a bound widget read the address as the session began
-        refusals = url_refusals(st.query_params.to_dict())
-        for refusal in refusals:  # the reason, with at most 40 characters of the value (a sentence: its length)
+                st.session_state[new_key] = new
+                carried = True
+        refused = refused_values(st.query_params.to_dict())
+        defaults = {**DEFAULTS, **{option.key: option.default for option in STAGE_OPTIONS}}
+        for key, refusal in refused.items():  # the reason, with at most 40 characters of the value
             log.info("refused a link value: %s", refusal)
-        st.session_state["link_refusals"] = refusals
+            if key in defaults:  # what the message says is shown ("Showing 4 instead"), not Streamlit's own
+                del st.query_params[key]  # reading of it (d_k=2.5 would be 2)
+                st.session_state[key] = defaults[key]
+        if carried or refused:
+            _forget_initial_link_values()
+        st.session_state["link_refusals"] = list(refused.values())
+        st.session_state["link_choices"] = {k: v for k, v in st.query_params.to_dict().items() if k not in refused}
+
+
+def _forget_initial_link_values() -> None:
+    """A bound widget takes its first value from the address as the session began, not from st.query_params:
+    make that snapshot the address as it is now, without the refused values. (Streamlit does the same after a
+    page change; it has no public call for it, and the pinned version is tested: tests/test_app.py.)"""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        with ctx.session_state.query_params() as params:
+            params.set_initial_query_params_from_current()
+
+
+def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
+    """A page's own choice, bound to the URL (a stage, a layer, a head): before its widget is drawn, a value the
+    session's first link gave it that is none of `shown` (the choices as the address writes them) is named
+    here, as the sidebar's are, and left out, instead of Streamlit dropping it without a word."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)  # once: the first link only
+    if raw is None or raw in shown:
+        return
+    listed = ", ".join(map(str, shown[:8])) + (f", … ({len(shown)} in all)" if len(shown) > 8 else "")
+    _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {listed}.")
+
+
+def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> None:
+    """As check_choice, for a page's own number: a whole number from low to high (a multiple of step)."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)
+    try:
+        if raw is None or (low <= int(raw) <= high and int(raw) % step == 0):
+            return
+    except ValueError:
+        pass
+    every = "a whole number" if step == 1 else f"a multiple of {step}"
+    _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be {every} from "
+                        f"{low:,} to {high:,}.")  # fmt: skip
+
+
+def _refuse_choice(key: str, message: str) -> None:
+    log.info("refused a link value: %s", message)
+    st.session_state["link_refusals"] = [*st.session_state.get("link_refusals", []), message]
+    st.warning(markdown_literal(message), icon="🔗")  # here now; above the page, with the others, from the next run
+    if key in st.query_params:
+        del st.query_params[key]
+        _forget_initial_link_values()  # its widget takes its default, not Streamlit's reading of the value
 
 
 def show_link_refusals() -> None:

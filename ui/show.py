@@ -26,8 +26,8 @@ from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
 from figures.stages import BY_KEY, StageView, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
-from ui.chart import show_figure
-from ui.controls import Settings
+from ui.chart import PLOTLY_CONFIG, show_figure
+from ui.controls import Settings, check_choice
 from ui.memo import remember
 from ui.pages import PAGES
 
@@ -229,7 +229,7 @@ def export_buttons(view: StageView, key: str) -> None:
         for i, figure in enumerate(view.figures):
             st.download_button(
                 f"{title_text(figure) or 'figure'} (HTML)",
-                data=lambda figure=figure: figure.to_html(include_plotlyjs=True, full_html=True),
+                data=lambda figure=figure: figure.to_html(include_plotlyjs=True, full_html=True, config=PLOTLY_CONFIG),
                 file_name=f"{key}-{i}.html",
                 mime="text/html",
                 key=f"dl-{key}-{i}-html",
@@ -301,6 +301,9 @@ def show_stage(
         sentences = st.empty()  # filled once the view is built: its sentences depend on the numbers
         query = None
         if stage.per_query:
+            check_choice(
+                query_key, "one token in detail", [f"{style.index(i)}: {t}" for i, t in enumerate(trace.tokens)]
+            )
             query = st.selectbox(
                 "one token in detail",
                 range(trace.n_tokens),

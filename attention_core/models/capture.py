@@ -87,8 +87,10 @@ class ModelTrace:
         return self.total_tokens > len(self.tokens)
 
     def mean_normalized_entropy(self) -> torch.Tensor:
-        """[layers, heads]: the mean over query rows of each head's normalized entropy (low = peaked)."""
-        return torch.stack([layer.normalized_entropy.mean(dim=-1) for layer in self.layers])
+        """[layers, heads]: the mean over query rows of each head's normalized entropy (low = peaked), over the
+        rows with more than one key to look at (AttentionTrace.averaged_rows: a decoder's row 1 is left out)."""
+        rows = self.layers[0].averaged_rows.to(self.layers[0].normalized_entropy.device)
+        return torch.stack([layer.normalized_entropy[:, rows].mean(dim=-1) for layer in self.layers])
 
     @property
     def kv_head_of(self) -> tuple[int, ...]:

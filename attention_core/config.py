@@ -224,11 +224,6 @@ class AttentionConfig:
         return DTYPE_CHOICES[self.dtype]
 
     @property
-    def projections(self) -> bool:
-        """Whether q, k and v are projected at all (every variant but Q = K = V = X)."""
-        return self.variant != "identity"
-
-    @property
     def sizes(self) -> Sizes:
         """The widths the variant's shapes are made of."""
         mla = self.variant == "mla"

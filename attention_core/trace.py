@@ -184,6 +184,11 @@ class AttentionTrace:
         """The query heads that read key/value head `kv_head`."""
         return [head for head, kv in enumerate(self.kv_head_of) if kv == kv_head]
 
+    def copy_for(self, head: int, copies: int) -> int:
+        """Which of `copies` per-head tensors (one per query head, or one per key/value head) query head `head`
+        uses: its own, or its key/value head's."""
+        return head if copies == self.n_heads else self.kv_head_of[head]
+
     @property
     def n_tokens(self) -> int:
         return self.q.shape[1]

@@ -4,8 +4,9 @@ A variant is one `Variant` record in VARIANTS, the way transformers picks an att
 ALL_ATTENTION_FUNCTIONS. It says
 - which weight matrices it has (`WeightSpec`: name, true shape, what it does);
 - how it makes every head's q, k and v from X (`project`), keeping what it makes on the way (`parts`);
-- what a KV cache keeps for each token (`cached`, with its formula), so that decoding need not recompute it;
-- which extra stages of the stage registry (figures/stages.py) show it.
+- what a KV cache keeps for each token (`cached`, with its formula in the sizes' names), so that decoding need
+  not recompute it;
+- which extra stages of the stage registry (figures/stages.py) show it (`stages`).
 After projecting, every variant meets the same stages (engine.attend): scores = q·kᵀ, scale, mask, softmax,
 context. Adding a variant is one record here, its tests, and for new pictures a stage in figures/stages.py.
 
@@ -24,6 +25,7 @@ where they meet the queries (`expand_kv`, also used for real models' grouped hea
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 
 import torch
@@ -107,8 +109,8 @@ class Variant:
     project: Callable[[torch.Tensor, Mapping[str, torch.Tensor], object], Projected]  # (x, weights, config)
     parts: Callable[[Sizes], dict[str, int]]  # per token, the elements of each part the trace keeps
     cached: tuple[str, ...]  # the parts a KV cache keeps for every token
-    formula: str  # the cache per token and layer, in the sizes' names
-    stages: tuple[str, ...] = ()  # extra stages of figures/stages.py that show this variant
+    formula: str  # the cache per token and layer, in the sizes' names (SYMBOLS)
+    stages: tuple[str, ...] = ()  # extra stages of figures/stages.py that show this variant (their `applies`)
 
     def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
         return tuple(spec for spec in self.weights if spec.present(sizes))
@@ -120,6 +122,16 @@ class Variant:
         """Elements a KV cache keeps per token, in one layer (an MLA without a rotary part keeps c_KV alone)."""
         widths = self.parts(sizes)
         return sum(widths.get(name, 0) for name in self.cached)
+
+    def formula_at(self, sizes: Sizes) -> str:
+        """The cache formula with these sizes put in: "g·(d_k + d_v)" -> "2·(4 + 4)"."""
+        return re.sub(SYMBOL_PATTERN, lambda found: str(getattr(sizes, SYMBOLS[found[0]])), self.formula)
+
+
+# The names the formulas use, and the Sizes field each stands for.
+SYMBOLS = {"d_h^R": "d_rope", "d_model": "d_model", "d_k": "d_k", "d_v": "d_v", "d_c": "d_c", "h": "n_heads",
+           "g": "kv_heads"}  # fmt: skip
+SYMBOL_PATTERN = r"d_h\^R|d_model|d_k|d_v|d_c|\b[hg]\b"
 
 
 # What each part is, for the pages: its name on screen and what it holds.
@@ -221,39 +233,27 @@ def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
     )
 
 
-MHA = Variant(
-    "mha",
-    "MHA",
-    "Multi-head attention",
+def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formula: str) -> Variant:
+    """MHA, GQA and MQA differ only in how many key/value heads there are: W_K and W_V come in kv_copies."""
+    return Variant(key, label, title, idea, weights=_grouped_weights(kv_copies), project=_project_grouped,
+                   parts=_grouped_parts, cached=("k_kv", "v_kv"), formula=formula)  # fmt: skip
+
+
+MHA = _grouped(
+    "mha", "MHA", "Multi-head attention",
     "Every query head has a key and value head of its own: h of each (the original Transformer, GPT-2, BERT).",
-    weights=_grouped_weights("heads"),
-    project=_project_grouped,
-    parts=_grouped_parts,
-    cached=("k_kv", "v_kv"),
-    formula="h·(d_k + d_v)",
-)
-GQA = Variant(
-    "gqa",
-    "GQA",
-    "Grouped-query attention",
+    "heads", "h·(d_k + d_v)",
+)  # fmt: skip
+GQA = _grouped(
+    "gqa", "GQA", "Grouped-query attention",
     "g key/value heads, each read by a group of h/g query heads (Llama, SmolLM2): the cache keeps g heads, not h.",
-    weights=_grouped_weights("kv_heads"),
-    project=_project_grouped,
-    parts=_grouped_parts,
-    cached=("k_kv", "v_kv"),
-    formula="g·(d_k + d_v)",
-)
-MQA = Variant(
-    "mqa",
-    "MQA",
-    "Multi-query attention",
+    "kv_heads", "g·(d_k + d_v)",
+)  # fmt: skip
+MQA = _grouped(
+    "mqa", "MQA", "Multi-query attention",
     "One key and value head, read by every query head (Shazeer 2019): the smallest cache of the grouped kind.",
-    weights=_grouped_weights("kv_heads"),
-    project=_project_grouped,
-    parts=_grouped_parts,
-    cached=("k_kv", "v_kv"),
-    formula="d_k + d_v",
-)
+    "kv_heads", "d_k + d_v",
+)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------

@@ -38,14 +38,8 @@ class CacheRow:
     def formula(self) -> str:
         """The variant's formula, and with this row's sizes put in: "g·(d_k + d_v) = 2·(4 + 4) = 16"."""
         s, variant = self.sizes, VARIANTS[self.variant]
-        filled = {
-            "mha": f"{s.n_heads}·({s.d_k} + {s.d_v})",
-            "gqa": f"{s.kv_heads}·({s.d_k} + {s.d_v})",
-            "mqa": f"{s.d_k} + {s.d_v}",
-            "mla": f"{s.d_c} + {s.d_rope}",
-            "identity": f"{s.d_model}",
-        }[self.variant]
-        per_layer = VARIANTS[self.variant].cache_per_token(s)
+        filled = variant.formula_at(s)
+        per_layer = variant.cache_per_token(s)
         if self.layers == 1:
             return f"{variant.formula} = {filled} = {per_layer:,}"
         general, filled = (f"({text})" if "+" in text and not text.endswith(")") else text

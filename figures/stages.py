@@ -227,7 +227,7 @@ def _copy_of(trace, name: str, head: int) -> tuple[int, str]:
     copies = trace.params[name].shape[0]
     if copies == trace.n_heads:
         return head, _head(trace, head)
-    kv = trace.kv_head_of[head]
+    kv = trace.copy_for(head, copies)
     readers = ", ".join(str(h + 1) for h in trace.heads_sharing(kv))
     return kv, f"key/value head {kv + 1} of {copies}, read by head{'s' if ',' in readers else ''} {readers}"
 
@@ -581,9 +581,7 @@ def _build_rope(trace, head: int, style: Style, query: int | None) -> Built:
     p, n = trace.parts, trace.n_tokens
 
     def head_of(t):  # [h or g, n, w] or [n, w] -> this head's [n, w]
-        if t.dim() == 2:
-            return t
-        return t[head] if t.shape[0] == trace.n_heads else t[trace.kv_head_of[head]]
+        return t if t.dim() == 2 else t[trace.copy_for(head, t.shape[0])]
 
     q0, q1, k0, k1 = (head_of(p[name]) for name in ("q_unrotated", "q_rotated", "k_unrotated", "k_rotated"))
     width, base = q0.shape[-1], trace.rope_base
@@ -674,8 +672,9 @@ def _build_cache(trace, head: int, style: Style, query: int | None, kv_bytes: st
     return Built(figures, matrices, notes, stacked=True)
 
 
-def is_mla(trace) -> bool:
-    return trace.variant == "mla" and "c_kv" in trace.parts
+def brought_by_variant(key: str) -> Callable[[object], bool]:
+    """A stage's `applies` for a stage a variant lists as its own (Variant.stages: MLA's latent, absorption)."""
+    return lambda trace: from_scratch(trace) and key in VARIANTS[trace.variant].stages
 
 
 # ------------------------------------------------------------------------------------------------
@@ -719,7 +718,7 @@ STAGES: tuple[Stage, ...] = (
         r"v_h = c^{KV} W^{UV}_h \end{aligned}",
         f"DeepSeek's multi-head latent attention ({link('MLA')}) squeezes each token into one small latent c_KV; "
         "every head makes its keys and values from it.",
-        is_mla,
+        brought_by_variant("latent"),
         _build_latent,
     ),
     Stage(
@@ -815,7 +814,7 @@ STAGES: tuple[Stage, ...] = (
         r"q^C_h (c^{KV} W^{UK}_h)^{\top} = (q^C_h W^{UK\top}_h)\, c^{KV\top}",
         "Matrix products regroup: with W_UK folded into the query, the content scores come out the same, so a "
         "decoder compares each new query with the cached latents c_KV and never forms the keys.",
-        is_mla,
+        brought_by_variant("absorb"),
         _build_absorb,
     ),
     Stage(

@@ -19,11 +19,6 @@ from figures.style import markdown_literal
 from ui.controls import Settings, current_example
 
 
-def _copy(trace, name: str, head: int) -> int:
-    """Which copy of a per-head matrix query head `head` uses: its own, or (a GQA's W_K, W_V) its key/value head's."""
-    return head if trace.params[name].shape[0] == trace.n_heads else trace.kv_head_of[head]
-
-
 def _copies(trace, name: str) -> list[np.ndarray]:
     """Every copy of a per-head matrix (none for a single one), as the tables write them back."""
     weight = trace.params[name]
@@ -37,7 +32,9 @@ def _matrices(trace, head: int) -> dict[str, np.ndarray]:
     for name in TYPED_NAMES:
         weight = trace.params.get(name)
         if weight is not None:
-            matrices[name] = (weight[_copy(trace, name, head)] if weight.dim() == 3 else weight).cpu().double().numpy()
+            matrices[name] = (
+                (weight[trace.copy_for(head, weight.shape[0])] if weight.dim() == 3 else weight).cpu().double().numpy()
+            )
     return matrices
 
 
@@ -119,7 +116,7 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
             fingerprint = hashlib.blake2b(start.tobytes(), digest_size=6).hexdigest()
             key = f"edit-{name}-{head}-{fingerprint}"  # a new table whenever the numbers it starts from change
             others = _copies(trace, name) if name != "x" else []
-            copy = _copy(trace, name, head) if others else 0
+            copy = trace.copy_for(head, len(others)) if others else 0
             with place:
                 suffix = ""
                 if others and len(others) > 1:

@@ -9,6 +9,7 @@ computation is in attention_core/, all figures in figures/.
 import streamlit as st
 
 from ui.controls import check_link, run_through_app_py, show_link_refusals, sidebar
+from ui.decks import add_view, go_to_view
 from ui.pages import BY_TITLE, PAGES, forget_other_pages
 from ui.show import CHART_TEXT_CSS, presentation_bar
 
@@ -18,7 +19,15 @@ check_link()  # before any bound widget reads the URL: Streamlit drops the value
 st.html(CHART_TEXT_CSS)  # style only: takes no room on the page
 page = st.navigation([spec.page() for spec in PAGES])
 forget_other_pages(page.title)
+go_to_view()  # a deck's next view, asked for by → past a slide's end (ui/decks.py)
 sidebar(BY_TITLE[page.title].reads)
-presentation_bar()
+st.sidebar.button(
+    "+ add this view to the deck",
+    key="deck_add",
+    on_click=add_view,
+    args=(page.title,),
+    help="Adds this page, its settings and the slide shown to the open deck (the Decks page).",
+)
+presentation_bar(page.title)
 show_link_refusals()
 page.run()

@@ -36,7 +36,9 @@ def _d_k_axis(d_ks) -> dict:
 
 
 def _layout(style: Style, title: str, xaxis: dict, yaxis: dict, height: int = 480, legend_rows: int = 2) -> dict:
-    """Title on top, the legend under the x axis (its rows get their own room, so nothing overlaps)."""
+    """Title on top, the legend under the x axis (its rows get their own room, so nothing overlaps). No taller
+    than a map may be (presentation mode: a slide fits the screen)."""
+    height = min(height, style.max_map_pixels - 80)
     line = 1.3 * style.font_size
     axis = 2 * line + 10  # tick labels and the axis title
     legend = {**style.base_layout()["legend"], "orientation": "h", "x": 0, "y": 0, "yref": "container"}

@@ -7,7 +7,9 @@ from attention_core.config import VARIANT_CHOICES
 from attention_core.variants import VARIANTS, default_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
 from ui.controls import check_choice, check_whole, current_settings
+from ui.pages import BY_TITLE
 from ui.show import friendly_errors, show_figure, style_for, trace_for
+from ui.slides import Slides
 
 
 def _two_d_ks(config):
@@ -83,39 +85,48 @@ def _label(changes, config):
 with friendly_errors():
     settings = current_settings()
     style = style_for(settings, columns=2)
-    st.title("Compare two settings")
-    check_choice("cmp_what", "compare", COMPARISONS)
-    check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
-    what = (
-        st.segmented_control(
-            "compare",
-            COMPARISONS,
-            default="causal vs not",
-            key="cmp_what",
+    spec = BY_TITLE["Compare"]
+    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+    slides.steer()
+    if slides.shows("compare"):
+        if not settings.presentation:
+            st.title("Compare two settings")
+        what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
+        check_choice("cmp_what", "compare", COMPARISONS)
+        check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
+        what = (
+            what_place.segmented_control(
+                "compare",
+                COMPARISONS,
+                default="causal vs not",
+                label_visibility="collapsed" if settings.presentation else "visible",
+                key="cmp_what",
+                bind="query-params",
+            )
+            or "causal vs not"
+        )
+        stage = stage_place.segmented_control(
+            "stage",
+            [s.key for s in GRID_STAGES],
+            format_func=lambda k: BY_KEY[k].title,
+            label_visibility="collapsed" if settings.presentation else "visible",
+            default="weights",
+            key="cmp_stage",
             bind="query-params",
         )
-        or "causal vs not"
-    )
-    stage = st.segmented_control(
-        "stage",
-        [s.key for s in GRID_STAGES],
-        format_func=lambda k: BY_KEY[k].title,
-        default="weights",
-        key="cmp_stage",
-        bind="query-params",
-    )
-    left_changes, right_changes, held = _pair(what, settings.config)
-    st.caption(held)
-    for column, changes, side in zip(st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True):
-        with column:
-            trace = trace_for(settings, **changes)
-            st.markdown(f"**{_label(changes, settings.config)}**")
-            view = stage_view(trace, stage or "weights", 0, style)
-            show_figure(view.figures[0], f"cmp-{side}")
-            summary = trace.head_summary()[0]
-            st.metric("mean normalized entropy (head 1)", f"{summary['mean_normalized_entropy']:.3f}")
-            st.metric("mean max weight (head 1)", f"{summary['mean_max_weight']:.3f}")
-            st.caption(f"Means over {trace.averaged_rows_text}.")
-            if what == "two variants":
-                kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
-                st.metric("KV cache per token and layer", f"{kept:,} numbers")
+        left_changes, right_changes, held = _pair(what, settings.config)
+        st.caption(held)
+        for column, changes, side in zip(st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True):
+            with column:
+                trace = trace_for(settings, **changes)
+                st.markdown(f"**{_label(changes, settings.config)}**")
+                view = stage_view(trace, stage or "weights", 0, style)
+                show_figure(view.figures[0], f"cmp-{side}")
+                summary = trace.head_summary()[0]
+                entropy, peak = st.columns(2) if settings.presentation else (st, st)  # a slide: side by side
+                entropy.metric("mean normalized entropy (head 1)", f"{summary['mean_normalized_entropy']:.3f}")
+                peak.metric("mean max weight (head 1)", f"{summary['mean_max_weight']:.3f}")
+                st.caption(f"Means over {trace.averaged_rows_text}.")
+                if what == "two variants":
+                    kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                    st.metric("KV cache per token and layer", f"{kept:,} numbers")

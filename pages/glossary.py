@@ -4,12 +4,20 @@ import streamlit as st
 
 from figures.glossary import TERMS, anchor
 from ui.controls import current_settings
+from ui.pages import BY_TITLE
 from ui.show import friendly_errors
+from ui.slides import Slides
 
 with friendly_errors():
     settings = current_settings()
-    st.title("Glossary")
-    st.caption("Every term links here from where it first appears on the other pages.")
+    spec = BY_TITLE["Glossary"]
+    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)  # a slide per term
+    slides.steer()
+    if not settings.presentation:
+        st.title("Glossary")
+        st.caption("Every term links here from where it first appears on the other pages.")
     for term, definition in TERMS.items():
-        st.subheader(term, anchor=anchor(term))
+        if not slides.shows(anchor(term)):
+            continue
+        st.subheader(term, anchor=anchor(term))  # the anchor the other pages link to, and Leave returns to
         st.markdown(definition)

@@ -2,17 +2,26 @@
 
 import streamlit as st
 
+from attention_core.config import APP_MAX_HEADS
 from figures.multihead import head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES
 from ui.controls import check_choice, current_settings
+from ui.pages import BY_TITLE
 from ui.show import (
     friendly_errors,
     show_figure,
     show_stage,
     show_typed_refusals,
+    slide_columns,
     style_for,
     trace_for,
 )
+from ui.slides import Slides
+
+
+def _set_heads() -> None:
+    """The slide's heads slider is the sidebar's "heads" (hidden in presentation mode), as a second widget."""
+    st.session_state["heads"] = st.session_state["heads_slide"]
 
 
 def own_weights(trace) -> str:
@@ -34,43 +43,60 @@ with friendly_errors():
     trace = trace_for(settings)
     style = style_for(settings)
     h = trace.n_heads
-    st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
-    show_typed_refusals(settings)
-    here = (
-        "the weights here are random, so how the heads differ is chance"
-        if not trace.given
-        else "some weights here are typed, the others random"
-    )
-    st.markdown(
-        f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). "
-        f"In a trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
-        "vectors are concatenated and W_O maps them back to d_model."
-    )
-    if h == 1:
-        st.info("One head: raise **heads** in the sidebar to see several side by side.")
-    choices = [stage.key for stage in GRID_STAGES]
-    check_choice("mh_stage", "map", [BY_KEY[k].title for k in choices])
-    check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
-    stage = st.segmented_control(
-        "map", choices, format_func=lambda k: BY_KEY[k].title, default="weights", key="mh_stage", bind="query-params"
-    )
-    shared = st.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
-    show_figure(multihead_grid(trace, stage or "weights", shared, style), "multihead-grid")
-    show_figure(head_summary_figure(trace, style), "head-summary")
-    st.dataframe(
-        [
-            {
-                "head": s["head"] + 1,
-                "mean normalized entropy": round(s["mean_normalized_entropy"], 3),
-                "mean max weight": round(s["mean_max_weight"], 3),
-                "mean effective tokens": round(s["mean_effective_tokens"], 2),
-            }
-            for s in trace.head_summary()
-        ],
-        hide_index=True,
-    )
-    st.caption(f"Means over {trace.averaged_rows_text}.")
-    show_stage(trace, "output", 0, style, prefix="mh-")
-    for key in VARIANT_STAGES:  # what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
-        if BY_KEY[key].applies(trace):
-            show_stage(trace, key, 0, style, prefix="mh-")
+    # Presentation mode: a slide for the heads, one for how peaked they are, one per stage after them.
+    stages = ["output", *(key for key in VARIANT_STAGES if BY_KEY[key].applies(trace))]
+    spec = BY_TITLE["Multi-head"]
+    slides = Slides(spec.title, spec.slide_key, {**dict(spec.slides), **{key: BY_KEY[key].label for key in stages}},
+                    settings.presentation)  # fmt: skip
+    slides.steer()
+    if slides.shows("heads"):
+        if not settings.presentation:  # on a slide the bar names it
+            st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
+        show_typed_refusals(settings)
+        here = (
+            "the weights here are random, so how the heads differ is chance"
+            if not trace.given
+            else "some weights here are typed, the others random"
+        )
+        st.markdown(
+            f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). In a "
+            f"trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
+            "vectors are concatenated and W_O maps them back to d_model."
+        )
+        if h == 1 and not settings.presentation:
+            st.info("One head: raise **heads** in the sidebar to see several side by side.")
+        choices = [stage.key for stage in GRID_STAGES]
+        check_choice("mh_stage", "map", [BY_KEY[k].title for k in choices])
+        check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
+        left, middle, right = st.columns([3, 1, 1], vertical_alignment="bottom")
+        if settings.presentation:  # the slide is about the heads: their number is on it (the sidebar is hidden)
+            st.session_state["heads_slide"] = h
+            middle.slider("heads", 1, APP_MAX_HEADS, key="heads_slide", on_change=_set_heads)
+        stage = left.segmented_control("map", choices, format_func=lambda k: BY_KEY[k].title, default="weights",
+                                       key="mh_stage", bind="query-params")  # fmt: skip
+        shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
+        show_figure(multihead_grid(trace, stage or "weights", shared, style), "multihead-grid")
+    if slides.shows("peaked"):
+        if settings.presentation:
+            st.subheader("How peaked each head is")
+        show_figure(head_summary_figure(trace, style), "head-summary")
+        st.dataframe(
+            [
+                {
+                    "head": s["head"] + 1,
+                    "mean normalized entropy": round(s["mean_normalized_entropy"], 3),
+                    "mean max weight": round(s["mean_max_weight"], 3),
+                    "mean effective tokens": round(s["mean_effective_tokens"], 2),
+                }
+                for s in trace.head_summary()
+            ],
+            hide_index=True,
+        )
+        st.caption(f"Means over {trace.averaged_rows_text}.")
+    for key in stages:  # concat·W_O, then what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
+        if slides.shows(key):
+            if settings.presentation:
+                slide = style_for(settings, side_by_side=True, slide=True)
+                show_stage(trace, key, 0, slide, prefix="mh-", places=slide_columns())
+            else:
+                show_stage(trace, key, 0, style, prefix="mh-")

@@ -9,8 +9,10 @@ from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
 from ui.controls import check_choice, current_settings
 from ui.memo import remember
+from ui.pages import BY_TITLE
 from ui.real import model_for, model_trace_for
-from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, style_for
+from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, style_for
+from ui.slides import Slides
 
 SINK_SHARE = 0.5  # a head that puts at least this share of rows 2..n on token 1 gets the attention-sink note
 
@@ -89,11 +91,12 @@ def _what_if_causal(layer_trace, head: int, style) -> None:
 with friendly_errors():
     settings = current_settings()
     style = style_for(settings)
-    st.title("A real trained transformer")
-    st.markdown(
-        "Random weights show the mechanism; trained weights show what it learns. The sentence from the sidebar "
-        "goes through a real model, and every layer's attention is captured from its own forward pass."
-    )
+    if not settings.presentation:
+        st.title("A real trained transformer")
+        st.markdown(
+            "Random weights show the mechanism; trained weights show what it learns. The sentence from the sidebar "
+            "goes through a real model, and every layer's attention is captured from its own forward pass."
+        )
     sources = available_models()
     check_choice("rm_model", "model", [source.title for source in sources.values()])
     key = st.selectbox(
@@ -104,50 +107,73 @@ with friendly_errors():
     model_trace = model_trace_for(key, device, settings.text)
     info = model_trace.info
 
+    spec = BY_TITLE["Real model"]
+    heads_stages = stages_for(model_trace.layers[0])  # every layer has the same stages
+    slides = Slides(spec.title, spec.slide_key,
+                    {**dict(spec.slides), **{stage.key: stage.label for stage in heads_stages}},
+                    settings.presentation)  # fmt: skip
+    slides.steer()
     if model_trace.truncated:
         st.warning(
             f"The sentence has {model_trace.total_tokens} tokens for this model; only the first "
             f"{len(model_trace.tokens)} are shown (at most {MAX_MODEL_TOKENS}, so that 30 layers of maps stay fast)."
         )
-    st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
-    st.code("  ".join(f"{style.index(i)}:{t}" for i, t in enumerate(model_trace.tokens)), language=None,
-            wrap_lines=True)  # fmt: skip
-    st.caption(
-        f"{WORD_START} marks a token that starts a new word (the tokenizer's leading space); special tokens "
-        "([CLS], [SEP]) are shown; '##ing' continues the word before it; ↵ is a newline, ␣ a space, ⟨f0 9f⟩ the "
-        "bytes of part of a character."
-    )
-    _fixed_by_architecture(info)
+    if slides.shows("tokens"):
+        st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
+        st.code("  ".join(f"{style.index(i)}:{t}" for i, t in enumerate(model_trace.tokens)), language=None,
+                wrap_lines=True)  # fmt: skip
+        st.caption(
+            f"{WORD_START} marks a token that starts a new word (the tokenizer's leading space); special tokens "
+            "([CLS], [SEP]) are shown; '##ing' continues the word before it; ↵ is a newline, ␣ a space, ⟨f0 9f⟩ "
+            "the bytes of part of a character."
+        )
+        _fixed_by_architecture(info)
 
-    st.header("Every layer and head")
-    # Built once per trace and style, shared by every session reading the same sentence (ui.memo).
-    show_figure(
-        remember(model_trace, ("entropy", style), lambda: entropy_grid_figure(model_trace, style)), "rm-entropy"
-    )
-    show_figure(remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs")
+    if slides.shows("grid"):
+        st.header("Every layer and head")
+        # Built once per trace and style, shared by every session reading the same sentence (ui.memo).
+        show_figure(
+            remember(model_trace, ("entropy", style), lambda: entropy_grid_figure(model_trace, style)), "rm-entropy"
+        )
+    if slides.shows("thumbs"):
+        if settings.presentation:
+            st.header("Every layer and head")
+        show_figure(
+            remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs"
+        )
 
-    st.header("One head, stage by stage")
-    left, right = st.columns(2)
-    check_choice("rm_layer", "layer", [f"layer {i + 1}" for i in range(info.n_layers)])
-    check_choice("rm_head", "head", head_labels(model_trace))
-    layer = left.selectbox(
-        "layer", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_layer", bind="query-params"
-    )
-    labels = head_labels(model_trace)
-    head = right.selectbox(
-        "head", range(info.n_heads), format_func=lambda i: labels[i], key="rm_head", bind="query-params"
-    )
-    layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
-    layer_trace = model_trace.layers[layer]
-    st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
-    beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
-    special = model_trace.special[0]
-    for stage in stages_for(layer_trace):
-        show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
-        if stage.key == "weights":
-            note = sink_note(layer_trace, head, special)
-            if note:
-                st.info(note, icon="⚓")
-            if not info.causal:
-                _what_if_causal(layer_trace, head, style)
-        st.divider()
+    if not settings.presentation or slides.shown in {stage.key for stage in heads_stages}:
+        if not settings.presentation:
+            st.header("One head, stage by stage")
+        left, right = st.columns(2)  # on every stage's slide: the layer and head it shows
+        check_choice("rm_layer", "layer", [f"layer {i + 1}" for i in range(info.n_layers)])
+        check_choice("rm_head", "head", head_labels(model_trace))
+        layer = left.selectbox(
+            "layer", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_layer", bind="query-params"
+        )
+        labels = head_labels(model_trace)
+        head = right.selectbox(
+            "head", range(info.n_heads), format_func=lambda i: labels[i], key="rm_head", bind="query-params"
+        )
+        layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
+        layer_trace = model_trace.layers[layer]
+        st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
+        beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
+        special = model_trace.special[0]
+        for stage in stages_for(layer_trace):
+            if not slides.shows(stage.key):
+                continue
+            if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
+                slide = style_for(settings, side_by_side=True, slide=True)
+                show_stage(layer_trace, stage.key, head, slide, prefix="rm-", query_key="rm_query",
+                           places=slide_columns())  # fmt: skip
+            else:
+                show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
+            if stage.key == "weights":
+                note = sink_note(layer_trace, head, special)
+                if note:
+                    st.info(note, icon="⚓")
+                if not info.causal:
+                    _what_if_causal(layer_trace, head, style)
+            if not settings.presentation:
+                st.divider()

@@ -26,7 +26,9 @@ from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_d
 from ui.chart import show_figure
 from ui.controls import TRAINING_RUN, check_choice, current_settings, settings_from
 from ui.numbers import use_weights
-from ui.show import friendly_errors, show_figures, show_stage, style_for
+from ui.pages import BY_TITLE
+from ui.show import friendly_errors, show_figures, show_stage, slide_columns, style_for
+from ui.slides import Slides
 from ui.training import (
     GRAMMAR,
     HELD_OUT,
@@ -105,8 +107,9 @@ def _default(measured) -> str:
             "default).")  # fmt: skip
 
 
-def _measured(run, checkpoint, style) -> None:
-    """What the layer does at this step over the held-out sentences, in numbers and one map."""
+def _measured(run, checkpoint, style, map_place=None) -> None:
+    """What the layer does at this step over the held-out sentences, in numbers and one map (in `map_place`, a
+    column beside the loss on a slide)."""
     measured = measured_at(run, checkpoint)
     by_position, groups = measured.by_position.numpy(), measured.by_group  # [heads, 4, 4], per subject group
     chance = 1 / 3 if run.config.causal else 1 / 4
@@ -128,13 +131,25 @@ def _measured(run, checkpoint, style) -> None:
                      "over the held-out sentences", row_labels=POSITION_NAMES, col_labels=POSITION_NAMES,
                      y_title="query", x_title="key", diverging=False, zrange=(0.0, 1.0), style=style,
                      allowed=np.tril(np.ones((4, 4), bool)) if run.config.causal else None)  # fmt: skip
-    show_figure(figure, "train-mean")
+    with map_place or st.container():
+        show_figure(figure, "train-mean")
 
 
-def _layer_at(run, checkpoint, words, why, settings, style) -> None:
-    """The layer at a checkpoint on the sentence: the stages' own views (weights with peakiness, W_Q/W_K/W_V)."""
-    show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), run.config.steps, style), "train-loss")
-    _measured(run, checkpoint, style)
+def _layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
+    """The run at a checkpoint: its loss and what it measured ("train" in parts), and the layer on the sentence,
+    the stages' own views (weights with peakiness, W_Q/W_K/W_V) ("layer" in parts)."""
+    if "train" in parts and settings.presentation:  # on a slide the loss and the map side by side
+        half = style_for(settings, columns=2)
+        left, right = st.columns(2)
+        with left:
+            show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), run.config.steps, half),
+                        "train-loss")  # fmt: skip
+        _measured(run, checkpoint, half, map_place=right)
+    elif "train" in parts:
+        show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), run.config.steps, style), "train-loss")
+        _measured(run, checkpoint, style)
+    if not parts & {"layer", "projections"}:
+        return
     if why:
         st.caption(markdown_literal(why))
     trace = trace_at(run, checkpoint, words)
@@ -142,13 +157,20 @@ def _layer_at(run, checkpoint, words, why, settings, style) -> None:
     if trace.n_heads > 1:
         head = st.segmented_control("head", list(range(trace.n_heads)), format_func=lambda i: f"head {i + 1}",
                                     default=0, key="t_head") or 0  # fmt: skip
-    st.markdown(
-        "**Training vs inference.** Training changed W_Q, W_K, W_V, W_O and the word embeddings, step by step. "
-        "After it they are frozen: typing another sentence in the sidebar only runs the arithmetic below with "
-        "these numbers; nothing is learned from it."
-    )
-    for key in ("weights", "projections"):
-        show_stage(trace, key, head, style, prefix="train-", query_key="t_query")
+    if not settings.presentation:
+        st.markdown(
+            "**Training vs inference.** Training changed W_Q, W_K, W_V, W_O and the word embeddings, step by step. "
+            "After it they are frozen: typing another sentence in the sidebar only runs the arithmetic below with "
+            "these numbers; nothing is learned from it."
+        )
+    for key, part in (("weights", "layer"), ("projections", "projections")):
+        if part not in parts:
+            continue
+        if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
+            slide = style_for(settings, side_by_side=True, slide=True)
+            show_stage(trace, key, head, slide, prefix="train-", query_key="t_query", places=slide_columns())
+        else:
+            show_stage(trace, key, head, style, prefix="train-", query_key="t_query")
 
 
 def _link_run(config) -> None:
@@ -180,7 +202,7 @@ def _recomputed(run) -> None:
     st.query_params["t_run"] = ours
 
 
-def _scrubber(run, settings, style) -> None:
+def _scrubber(run, settings, style, parts) -> None:
     steps = [c.step for c in run.checkpoints]
     wanted = st.session_state.get("t_step", st.query_params.get("t_step"))  # a link's step, on a first run
     try:
@@ -202,14 +224,15 @@ def _scrubber(run, settings, style) -> None:
             _step(steps, 1)
         if settings.presentation:  # in the fragment: a step reruns only it, not the sidebar and the page
             back, _, forward = st.columns([1.5, 6, 1.5])
-            back.button("← earlier", on_click=_step, args=(steps, -1), shortcut="Left", width="stretch")
-            forward.button("later →", on_click=_step, args=(steps, 1), shortcut="Right", width="stretch")
+            back.button("← earlier", on_click=_step, args=(steps, -1), width="stretch")
+            forward.button("later →", on_click=_step, args=(steps, 1), width="stretch")
         check_choice("t_step", "training step", [str(step) for step in steps])
         st.select_slider("training step", options=steps, key="t_step", bind="query-params")
         checkpoint = run.checkpoint_at(st.session_state["t_step"])
         words, why = _words(settings, run)
-        _layer_at(run, checkpoint, words, why, settings, style)
-        _exports(run, checkpoint, words)
+        _layer_at(run, checkpoint, words, why, settings, style, parts)
+        if parts & {"layer", "projections"}:
+            _exports(run, checkpoint, words)
 
     view()
 
@@ -316,48 +339,62 @@ with friendly_errors():
     config = training_config(settings)
     style = style_for(settings)
     _link_run(config)
-    st.title("Watch attention learn")
-    st.caption(
-        f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
-        f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
-        f"seed {config.seed} · {config.steps} steps of AdamW · a word embedding, ONE attention layer (this app's "
-        "own), an unembedding. The same seed trains the same numbers, bit for bit, on this machine; a CPU with "
-        "other kernels rounds differently, and its run of this seed ends with other numbers."
-    )
-    if not config.causal:
-        st.warning("Without the causal mask each word sees the next one, the word it must predict: the subject "
-                   "and the modal learn to look at it and copy it, and the loss falls to almost 0. (The verb's next "
-                   "word, the object, is never an input, so the verb still has to find its subject.)",
-                   icon="👀")  # fmt: skip
-    _grammar(config)
-    training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
-    if training is None and "t_step" in st.query_params:
-        training = start(config)  # a shared link: train from the seed (the same weights), then show its step
-    start_col, stop_col, state_col = st.columns([2, 2, 5], vertical_alignment="center")
-    start_col.button("▶ Train" if training is None else "▶ Train again", key="t_start", on_click=_train,
-                     disabled=training is not None and training.running, type="primary")  # fmt: skip
-    stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
-    if st.session_state.get("t_refusal"):
-        st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
-    if training is not None and not training.running and not training.run.checkpoints:
-        training = None  # stopped before its first step: nothing to show but step 0
-    if training is None or training.state != "done":
-        st.query_params.pop("t_run", None)  # the address names a run only once it has run its whole budget
-    if training is None:
-        state_col.caption("Step 0: W_Q, W_K, W_V drawn at random. Press Train.")
-        run = untrained(config)
-        checkpoint = run.checkpoints[0]
-        words, why = _words(settings, run)
-        _layer_at(run, checkpoint, words, why, settings, style)
-    elif training.running:
-        _live(training, style)
-    else:
-        state_col.caption(
-            {"done": "Trained", "stopped": "Stopped", "time cap": "Stopped at the time cap"}[training.state]
-            + f": {len(training.run.loss) - 1} steps in {training.seconds:.1f} s."
+    spec = BY_TITLE["Training"]
+    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+    slides.steer()
+    parts = {part for part in ("train", "layer", "projections") if slides.shows(part)}
+    if "train" in parts:
+        sizes = (
+            f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
+            f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
+            f"seed {config.seed} · {config.steps} steps of AdamW"
         )
-        if training.state == "done":  # a stopped run is not what a link recomputes
-            _recomputed(training.run)
-        _scrubber(training.run, settings, style)
-    st.divider()
-    _sqrt_dk(settings, config, style)
+        if settings.presentation:  # the bar names the slide; the sizes in one line
+            st.caption(sizes)
+        else:
+            st.title("Watch attention learn")
+            st.caption(
+                f"{sizes} · a word embedding, ONE attention layer (this app's own), an unembedding. The same seed "
+                "trains the same numbers, bit for bit, on this machine; a CPU with other kernels rounds differently, "
+                "and its run of this seed ends with other numbers."
+            )
+        if not config.causal:
+            st.warning("Without the causal mask each word sees the next one, the word it must predict: the "
+                       "subject and the modal learn to look at it and copy it, and the loss falls to almost 0. (The "
+                       "verb's next word, the object, is never an input, so the verb still has to find its subject.)",
+                       icon="👀")  # fmt: skip
+        _grammar(config)
+    if parts:
+        training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
+        if training is None and "t_step" in st.query_params:
+            training = start(config)  # a shared link: train from the seed (the same weights), then show its step
+        start_col, stop_col, state_col = st.columns([2, 2, 5], vertical_alignment="center")
+        start_col.button("▶ Train" if training is None else "▶ Train again", key="t_start", on_click=_train,
+                         disabled=training is not None and training.running, type="primary")  # fmt: skip
+        stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
+        if st.session_state.get("t_refusal"):
+            st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
+        if training is not None and not training.running and not training.run.checkpoints:
+            training = None  # stopped before its first step: nothing to show but step 0
+        if training is None or training.state != "done":
+            st.query_params.pop("t_run", None)  # the address names a run only once it has run its whole budget
+        if training is None:
+            state_col.caption("Step 0: W_Q, W_K, W_V drawn at random. Press Train.")
+            run = untrained(config)
+            checkpoint = run.checkpoints[0]
+            words, why = _words(settings, run)
+            _layer_at(run, checkpoint, words, why, settings, style, parts)
+        elif training.running:
+            _live(training, style)
+        else:
+            state_col.caption(
+                {"done": "Trained", "stopped": "Stopped", "time cap": "Stopped at the time cap"}[training.state]
+                + f": {len(training.run.loss) - 1} steps in {training.seconds:.1f} s."
+            )
+            if training.state == "done":  # a stopped run is not what a link recomputes
+                _recomputed(training.run)
+            _scrubber(training.run, settings, style, parts)
+    if slides.shows("sqrt"):
+        if not settings.presentation:
+            st.divider()
+        _sqrt_dk(settings, config, style)

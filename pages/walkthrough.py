@@ -16,6 +16,7 @@ from ui.show import (
     trace_for,
     trace_npz,
 )
+from ui.slides import Slides
 
 
 def settings_line(trace, config) -> list[str]:
@@ -41,11 +42,9 @@ def settings_line(trace, config) -> list[str]:
     ]
 
 
-def _step(keys: list[str], delta: int) -> None:
-    current = st.session_state.get("stage", BY_KEY[keys[0]].label)
-    labels = [BY_KEY[key].label for key in keys]
-    index = labels.index(current) if current in labels else 0
-    st.session_state["stage"] = labels[(index + delta) % len(labels)]
+def _switch_mask() -> None:
+    """The mask slide's switch is the sidebar's "causal mask" (hidden in presentation mode), as a second widget."""
+    st.session_state["causal"] = st.session_state["causal_slide"]
 
 
 def _head_picker(place, n_heads: int) -> int:
@@ -72,21 +71,13 @@ with friendly_errors():
         # One row to steer by, then the stage as a slide: words left, figures right, on one screen.
         style = style_for(settings, side_by_side=True, slide=True)
         show_typed_refusals(settings)
-        back, stages, forward = st.columns([1.5, 6, 1.5], vertical_alignment="bottom")
-        back.button("← previous", on_click=_step, args=(keys, -1), shortcut="Left", width="stretch")
-        forward.button("next →", on_click=_step, args=(keys, 1), shortcut="Right", width="stretch")
-        check_choice("stage", "stage", [BY_KEY[key].label for key in keys])
-        label = stages.segmented_control(
-            "stage",
-            [BY_KEY[key].label for key in keys],
-            default=BY_KEY[keys[0]].label,
-            key="stage",
-            bind="query-params",
-            label_visibility="collapsed",
-        )
-        key = next((key for key in keys if BY_KEY[key].label == label), keys[0])
+        slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=True)
+        key = slides.steer()
         places = slide_columns()
         head = _head_picker(places[0], trace.n_heads)
+        if key == "mask":  # the slide tells the room to switch the mask: the switch is on the slide
+            st.session_state["causal_slide"] = config.causal
+            places[0].toggle("causal mask", key="causal_slide", on_change=_switch_mask)
         show_stage(trace, key, head, style, places=places)
     else:
         # A stage's figures share a row where the maps stay wide enough to read.
@@ -97,7 +88,9 @@ with friendly_errors():
         lecture_panel(trace)
         head = _head_picker(st, trace.n_heads)
         numbers_editor(trace, settings, head)
+        slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
         for key in keys:
+            slides.shows(key)  # the place presentation mode's "Leave" returns to, for this stage's slide
             show_stage(trace, key, head, style)
             st.divider()
         st.download_button(

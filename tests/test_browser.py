@@ -41,6 +41,7 @@ from tests.browser import (
     worst_contrast,
 )
 from tests.browser import overlaps as overlapping
+from ui import decks
 from ui.controls import DEFAULTS
 from ui.pages import PAGES
 
@@ -382,10 +383,14 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
         for title in PAGE_TITLES[1:]:
             page.get_by_test_id("stPageLink").get_by_text(title, exact=True).click()
             page.wait_for_url(re.compile(f"/{ADDRESS[title]}"))
-            page.get_by_role("button", name="✕ Leave presentation").wait_for()
+            page.get_by_role("button", name="✕ Leave (Esc)").wait_for()
             settled(page, quiet=1.0)
             no_traceback(page)
             assert not page.locator("section[data-testid='stSidebar']").is_visible()
+            if title == "Why √d_k":  # its first slide is words and a formula: its charts are on the next
+                page.keyboard.press("ArrowRight")
+                wait_for_chart(page, "Random q")
+                settled(page, quiet=1.0)
             if title in ("Multi-head", "Why √d_k", "Training"):
                 measured = sizes(page)
                 assert measured["tick"] >= 18 and measured["button"] >= 19, (title, measured)
@@ -548,7 +553,8 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     screenshot(page, "training-trained")
     # The address names the run shown: the same run as one trained here, this CPU's kernels.
     assert f"t_run={train(config)[1].fingerprint()}-{cpu_kernels()}" in page.url
-    # Presentation mode: ← and → step through the checkpoints; ▶ play runs on to the last one.
+    # Presentation mode: "← earlier" and "later →" step through the checkpoints (the arrow keys step the slides);
+    # ▶ play runs on to the last one.
     # A link to the last step in presentation mode: the class's run is the one just trained (shared, not retrained).
     page.goto(f"{server}/training?present=true&t_step={last}&text={quote('Bob will eat salad')}")
     page.get_by_role("button", name="← earlier").wait_for()
@@ -556,15 +562,15 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     page.get_by_role("button", name="← earlier").click()
     page.get_by_text(f"Step {last - every}", exact=True).wait_for(timeout=15_000)
     for step in (last - 2 * every, last - 3 * every):
-        page.keyboard.press("ArrowLeft")
+        page.get_by_role("button", name="← earlier").click()
         page.get_by_text(f"Step {step}", exact=True).wait_for(timeout=15_000)
     screenshot(page, f"training-presentation-step-{last - 3 * every}")
     page.get_by_text("▶ play").click()
     page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=20_000)
     page.wait_for_function("() => !document.querySelector('.stToggle input[aria-label=\"▶ play\"]')?.checked",
                            timeout=15_000)  # it stops itself at the end  # fmt: skip
-    page.get_by_role("button", name="✕ Leave presentation").click()
-    page.get_by_role("button", name="✕ Leave presentation").wait_for(state="detached")
+    page.get_by_role("button", name="✕ Leave (Esc)").click()
+    page.get_by_role("button", name="✕ Leave (Esc)").wait_for(state="detached")
     settled(page)
     # Export the layer and load it into the Walkthrough: the same numbers, every stage.
     with page.expect_download() as download:
@@ -578,3 +584,122 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     assert "w_q=" in page.url and "causal=true" in page.url  # the trained weights and their mask, in the link
     no_traceback(page)
     screenshot(page, "training-weights-in-walkthrough")
+
+
+# ------------------------------------------------------------------------------------------------
+# A lecture on the projector (issue 25): the keys never trap, Esc closes only what is open, leaving returns to
+# the slide, every page is slides that fit, and a lecture's deck is given with the arrow keys alone.
+
+SLIDE_HEADING = "h3"  # a stage's heading on a Walkthrough slide
+SLIDE_PAGES = ("Multi-head", "Why √d_k", "Compare", "Training", "Glossary")  # the Real model: see the README
+
+
+def _slide_shown(page) -> str:
+    return page.locator(SLIDE_HEADING).first.text_content()
+
+
+def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_returns_to_the_slide(server, page):
+    page.goto(f"{server}/?present=true")
+    page.get_by_role("heading", name="1 · Input embeddings X").wait_for()
+    page.locator(".st-key-stage").get_by_text("QKᵀ", exact=True).click()  # a pill keeps the focus after a click
+    page.get_by_role("heading", name="4 · Attention scores QKᵀ").wait_for(timeout=15000)
+    page.keyboard.press("ArrowRight")
+    page.get_by_role("heading", name="5 · Scale by √d_k").wait_for(timeout=15000)
+    page.keyboard.press("ArrowRight")
+    page.get_by_role("heading", name="6 · Causal mask").wait_for(timeout=15000)
+    page.keyboard.press("ArrowRight")
+    page.get_by_role("heading", name="7 · Softmax → attention weights").wait_for(timeout=15000)
+    page.keyboard.press("ArrowRight")
+    page.get_by_role("heading", name="8 · Context vectors").wait_for(timeout=15000)
+    settled(page, quiet=0.7)
+    page.get_by_role("combobox", name="one token in detail").click()  # a menu open: Esc closes it, only it
+    page.get_by_role("listbox").wait_for()
+    page.keyboard.press("Escape")
+    page.get_by_role("listbox").wait_for(state="detached")
+    page.get_by_role("button", name="⬇ export").click()  # a popover open: the same
+    page.get_by_test_id("stPopoverBody").wait_for()
+    page.keyboard.press("Escape")
+    page.get_by_test_id("stPopoverBody").wait_for(state="detached")
+    time.sleep(1.0)
+    assert page.get_by_role("button", name="✕ Leave (Esc)").is_visible()
+    assert _slide_shown(page) == "8 · Context vectors"
+    page.keyboard.press("ArrowRight")  # the keys still work after the menu and the popover
+    page.get_by_role("heading", name="9 · Concatenate the heads, project with W_O").wait_for(timeout=15000)
+    page.keyboard.press("Escape")  # nothing open: Esc leaves, to the slide that was shown
+    page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+    page.wait_for_function(
+        "() => { const h = [...document.querySelectorAll('h3')].find(e => e.textContent.startsWith('9 ·'));"
+        " if (!h) return false; const top = h.getBoundingClientRect().top; return top >= 0 && top < 200; }",
+        timeout=15000,
+    )
+    no_traceback(page)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width, height", [(1400, 900), (1920, 1080)])
+def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(server, browser, width, height, scheme):
+    """Presentation mode on Multi-head, Why √d_k, Compare, Training and the Glossary (its first three terms): each
+    slide, reached with → alone, fits the screen without scrolling and nothing on it is cut or overlaps."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        for title in SLIDE_PAGES:
+            spec = next(spec for spec in PAGES if spec.title == title)
+            page.goto(f"{server}{spec.address}?present=true&heads=2")
+            page.get_by_role("button", name="next →").wait_for(timeout=30000)
+            for index, (key, _) in enumerate(spec.slides[:3] if title == "Glossary" else spec.slides):
+                page.wait_for_function(
+                    f"() => document.querySelector('.st-key-{spec.slide_key} [aria-checked=true], "
+                    f".st-key-{spec.slide_key} [data-testid*=Active]')?.textContent === {spec.slides[index][1]!r}"
+                    if len(spec.slides) > 1
+                    else "() => true",
+                    timeout=30000,
+                )
+                settled(page, quiet=0.8)
+                no_traceback(page)
+                assert page.evaluate(OVERFLOW) <= 2, f"{title}: the slide {key} needs scrolling at {width}x{height}"
+                assert clipped(page) == [] and overlapping(page) == [], (title, key)
+                screenshot(page, f"slide-{spec.slide_key}-{key}-{width}-{scheme}")
+                page.keyboard.press("ArrowRight")
+    finally:
+        context.close()
+
+
+# The views whose slide still needs scrolling: GPT-2 small's W_Q, W_K, W_V (768 x 64 each, 12 heads) are drawn one
+# under the other at full width (issue 25: long inputs are not yet banded or paged on a slide).
+LONG_INPUTS = {("002", 7)}
+# Training after a run (the scrubber, play and exports above the maps) is not yet fitted to a slide: when an earlier
+# test's run is still kept for all sessions, the Training view shows it (issue 25, still open).
+TRAINED_NOT_FITTED = {("002", 8)}
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+@pytest.mark.parametrize("lecture", ["000", "002", "004"])
+def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):
+    """Lectures 000, 002 and 004 from their shipped decks: opened on the Decks page, then → alone, view after view.
+    Every view says where it is in the deck, shows its slide, fits the screen, and nothing leaves the machine."""
+    deck = decks.shipped()[f"lecture-{lecture}"]
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    asked = outside_requests(page)
+    try:
+        page.goto(f"{server}/decks")
+        page.locator(f".st-key-deck_shipped_lecture-{lecture} button").click()
+        page.get_by_role("button", name="▶ Present from view 1").click()
+        for index, view in enumerate(deck.views, start=1):
+            page.get_by_text(f"view {index} of {len(deck.views)}").wait_for(timeout=60000)
+            page.wait_for_url(re.compile(f"{re.escape(server)}{re.escape(view.page.address)}(\\?|$)"))
+            settled(page, quiet=0.8)
+            no_traceback(page)
+            assert page.locator("[data-testid='stAlert']").count() == 0, (index, view)
+            if (lecture, index) in LONG_INPUTS:  # issue 25's long inputs, still open: kept true, so that a fix shows
+                assert page.evaluate(OVERFLOW) > 2, f"lecture {lecture}, view {index} fits now: update LONG_INPUTS"
+            elif (lecture, index) not in TRAINED_NOT_FITTED:
+                assert page.evaluate(OVERFLOW) <= 2, f"lecture {lecture}, view {index} scrolls at {width}x{height}"
+            screenshot(page, f"deck-{lecture}-{index:02}-{width}-{scheme}")
+            page.keyboard.press("ArrowRight")
+        time.sleep(2)  # → at the last view: the deck stays there
+        assert page.get_by_text(f"view {len(deck.views)} of {len(deck.views)}").is_visible()
+        assert offline(asked) == []
+    finally:
+        context.close()

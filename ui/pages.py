@@ -13,6 +13,10 @@ import dataclasses
 
 import streamlit as st
 
+from figures.glossary import TERMS
+from figures.glossary import anchor as term_anchor
+from figures.stages import STAGES
+
 # The sidebar's controls (ui.controls.CONTROLS) by what they set.
 SENTENCE = frozenset({"text", "example"})
 SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
@@ -31,14 +35,49 @@ class PageSpec:
     reads: frozenset[str]  # the sidebar controls this page uses; the others are shown as inactive
     default: bool = False
     keeps: tuple[str, ...] = ()  # what a session keeps (session-state keys) only while it shows this page
+    # Presentation mode (ui/slides.py): the page's slides, (key, title) in order, and where the address keeps the
+    # one shown. The Walkthrough's and Multi-head's slides include the registry's stages (figures/stages.py).
+    slides: tuple[tuple[str, str], ...] = ()
+    slide_key: str = ""
+    own: frozenset[str] = frozenset()  # the page's own choices in its address (a stage, a head, a layer, ...)
+
+    @property
+    def address(self) -> str:
+        """Where the page is: "/" for the first, else its file name ("/why_sqrt_dk")."""
+        return "/" if self.default else "/" + self.path.removeprefix("pages/").removesuffix(".py")
+
+    @property
+    def slide_keys(self) -> frozenset[str]:
+        return frozenset(key for key, _ in self.slides) | (STAGE_KEYS if self.slide_key in STAGE_SLIDES else set())
 
     def page(self) -> st.Page:
         return st.Page(self.path, title=self.title, icon=self.icon, default=self.default)
 
 
+# Stage options (the KV cache's bytes and context) are in the address of the pages that show stages.
+STAGE_CHOICES = frozenset({"query", "kv_bytes", "kv_context"})
+STAGE_SLIDES = frozenset({"stage", "mh_slide", "rm_slide"})  # the pages whose slides include the registry's stages
+STAGE_KEYS = frozenset(stage.key for stage in STAGES)
+
 PAGES = (
-    PageSpec("pages/walkthrough.py", "Walkthrough", ":material/arrow_forward:", EVERYTHING, default=True),
-    PageSpec("pages/multihead.py", "Multi-head", ":material/view_module:", EVERYTHING),
+    PageSpec(
+        "pages/walkthrough.py",
+        "Walkthrough",
+        ":material/arrow_forward:",
+        EVERYTHING,
+        default=True,
+        slide_key="stage",
+        own=STAGE_CHOICES | {"head"},
+    ),
+    PageSpec(
+        "pages/multihead.py",
+        "Multi-head",
+        ":material/view_module:",
+        EVERYTHING,
+        slides=(("heads", "Every head"), ("peaked", "How peaked each head is")),
+        slide_key="mh_slide",
+        own=STAGE_CHOICES | {"mh_stage", "mh_shared"},
+    ),
     # The fair √d_k experiment draws its own W_Q, W_K (unit variance): only the sentence, d_model, d_k
     # (the row shown) and the seed come from the sidebar.
     PageSpec(
@@ -46,18 +85,66 @@ PAGES = (
         "Why √d_k",
         ":material/functions:",
         SENTENCE | DISPLAY | {"d_model", "d_k", "positional", "seed"},
+        slides=(
+            ("idea", "Why?"),
+            ("dice", "Random vectors"),
+            ("sentence", "Your sentence"),
+            ("row", "One row at your d_k"),
+            ("init", "Why not the sidebar's weights"),
+        ),
+        slide_key="sq_slide",
+        own=frozenset({"sq_keys", "sq_samples", "sq_query"}),
     ),
-    PageSpec("pages/compare.py", "Compare", ":material/compare:", EVERYTHING),
+    PageSpec(
+        "pages/compare.py",
+        "Compare",
+        ":material/compare:",
+        EVERYTHING,
+        slides=(("compare", "Two settings side by side"),),
+        slide_key="cmp_slide",
+        own=frozenset(
+            {"cmp_what", "cmp_stage", "cmp_dk_left", "cmp_dk_right", "cmp_variant_left", "cmp_variant_right"}
+        ),
+    ),
     # Training reads the layer's sizes, scaling and seed from the sidebar, and its own causal and steps.
     PageSpec(
         "pages/training.py",
         "Training",
         ":material/school:",
         SENTENCE | DISPLAY | {"d_model", "d_k", "heads", "scaled", "seed", "train_causal", "train_steps"},
+        slides=(
+            ("train", "Train and watch"),
+            ("layer", "Its weights on a sentence"),
+            ("projections", "Its W_Q, W_K, W_V"),
+            ("sqrt", "√d_k in training"),
+        ),
+        slide_key="t_slide",
+        own=frozenset({"t_step", "t_run", "t_query"}),
     ),
     # A model trace is up to ~70 MB (SmolLM2 at the token cap): a class that has moved on does not keep 30 of them.
-    PageSpec("pages/real_model.py", "Real model", ":material/psychology:", SENTENCE | DISPLAY, keeps=(MODEL_TRACE,)),
-    PageSpec("pages/glossary.py", "Glossary", ":material/menu_book:", DISPLAY),
+    PageSpec(
+        "pages/real_model.py",
+        "Real model",
+        ":material/psychology:",
+        SENTENCE | DISPLAY,
+        keeps=(MODEL_TRACE,),
+        slides=(
+            ("tokens", "Its tokens and shapes"),
+            ("grid", "How peaked every head is"),
+            ("thumbs", "Every layer and head"),
+        ),
+        slide_key="rm_slide",
+        own=frozenset({"rm_model", "rm_layer", "rm_head", "rm_query", "rm_whatif", "kv_bytes", "kv_context"}),
+    ),
+    PageSpec(
+        "pages/glossary.py",
+        "Glossary",
+        ":material/menu_book:",
+        DISPLAY,
+        slides=tuple((term_anchor(term), term) for term in TERMS),
+        slide_key="g_slide",
+    ),
+    PageSpec("pages/decks.py", "Decks", ":material/slideshow:", DISPLAY, own=frozenset({"deck"})),
 )
 BY_TITLE = {spec.title: spec for spec in PAGES}
 

@@ -26,6 +26,7 @@ from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
 from figures.stages import BY_KEY, StageView, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
+from ui import decks, slides
 from ui.chart import PLOTLY_CONFIG, show_figure
 from ui.controls import Settings, check_choice
 from ui.memo import remember
@@ -192,24 +193,32 @@ def friendly_errors():
         st.error(f"⚠️ {markdown_literal(error)}")  # it quotes the input: shown as typed, never as markdown
 
 
-def presentation_bar() -> None:
+def presentation_bar(page: str) -> None:
     """Presentation mode: large type, no sidebar, and on every page a way to every other page and a way out.
-    Drawn by app.py above every page, so that a page switch keeps it (and the sidebar stays hidden)."""
+    Drawn by app.py above every page, so that a page switch keeps it (and the sidebar stays hidden). With a
+    deck open (ui.decks), the bar says which of its views this is, and the view's note."""
     if not st.session_state.get("present"):
+        slides.keys(False)  # once after leaving: back to the slide that was shown
         return
     st.html(PRESENTATION_CSS)
     # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
     row = st.container(horizontal=True, vertical_alignment="center", gap="small")
-    for spec in PAGES:
-        row.page_link(spec.path, label=spec.title, icon=spec.icon)
+    with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide
+        slides.keys(True)
+    for spec in PAGES:  # their names only: with the icons the row would need two lines at 1400 pixels
+        row.page_link(spec.path, label=spec.title)
+    where, note = decks.where()
+    if where:  # in the row, so that a slide keeps its height; the note in its tooltip (and on the Decks page)
+        row.caption(where, help=note or None)
     row.space("stretch")  # the way out, at the right edge
     row.button(
-        "✕ Leave presentation",  # Streamlit writes the shortcut (Esc) beside it
-        on_click=st.session_state.update,
-        kwargs={"present": False},
-        shortcut="Esc",
-        key="leave_presentation",
+        "+ view",
+        key="deck_add_bar",
+        on_click=decks.add_view,
+        args=(page,),
+        help="Add this view (page, settings, slide) to the deck: the Decks page.",
     )
+    row.button("✕ Leave (Esc)", on_click=slides.leave, key="leave_presentation", help="Leave presentation mode")
 
 
 def title_text(figure) -> str:

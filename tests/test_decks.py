@@ -1,0 +1,197 @@
+"""Decks (ui/decks.py): a lecture as a list of views. The shipped decks load and open every view without a
+message; a deck survives its file and its link unchanged; a bad deck is named and nothing of it is loaded; the
+arrow keys walk a presented deck view by view; a deck is built from the views on screen."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import AttentionConfig, trace_sentence
+from figures.stages import stages_for
+from ui import decks
+from ui.controls import DEFAULTS, settings_from
+from ui.pages import BY_TITLE
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = decks.shipped()
+LECTURES = ("000", "001", "002", "003", "004")  # the lectures of ../shared/seeds, one deck each
+
+
+def _walkthrough_stages(view: decks.View) -> list[str]:
+    """The stages the Walkthrough shows for a view's settings: the slides its stage must be one of."""
+    settings = settings_from({key: decks._value(control, view.params[key]) for control in decks.CONTROLS
+                              if (key := control.key) in view.params})  # fmt: skip
+    return [stage.key for stage in stages_for(trace_sentence(settings.text, settings.config))]
+
+
+def test_one_deck_ships_per_lecture_in_its_own_order():
+    assert sorted(SHIPPED) == [f"lecture-{number}" for number in LECTURES]
+    for name, deck in SHIPPED.items():
+        assert deck.title.startswith(name.removeprefix("lecture-")), deck.title
+        assert all(view.note for view in deck.views), name  # every view says what it is for
+    first = SHIPPED["lecture-003"].views[0]
+    assert first.params["variant"] == "identity"  # 003 starts at its first attempt, Q = K = V = X
+    assert SHIPPED["lecture-004"].views[-1].page.title == "Training"  # 004 ends on √d_k in training
+    assert SHIPPED["lecture-004"].views[-1].stage == "sqrt"
+    pages_of_002 = [view.page.title for view in SHIPPED["lecture-002"].views]
+    assert pages_of_002.index("Training") < len(pages_of_002) - 1 and pages_of_002[-1] == "Walkthrough"
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_every_shipped_view_names_a_slide_its_page_shows(name):
+    for view in SHIPPED[name].views:
+        if view.page.title == "Walkthrough":
+            assert view.stage in _walkthrough_stages(view), (name, view)
+        else:
+            assert not view.stage or view.stage in view.page.slide_keys, (name, view)
+
+
+def test_a_deck_survives_its_file_and_its_link():
+    deck = SHIPPED["lecture-002"]
+    assert decks.deck_from_text(deck.to_json()) == deck
+    assert decks.deck_from_text(deck.to_token()) == deck
+    assert decks.deck_from_text(f"http://localhost:8501/decks?deck={deck.to_token()}") == deck
+    assert len(deck.to_token()) < 2000  # a link that any browser and chat program keeps whole
+
+
+GOOD_VIEW = {"address": "/?d_k=8", "stage": "weights", "note": "scaled"}
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ("not json {", "neither a deck's JSON nor a deck link"),
+        ('{"title": "x", "views": [', "not JSON"),
+        ({"views": [GOOD_VIEW]}, '"title"'),
+        ({"title": "x", "views": []}, "1 to 60 views"),
+        ({"title": "x", "views": [GOOD_VIEW] * 61}, "this one has 61"),
+        ({"title": "x", "views": [GOOD_VIEW, {"address": "/nowhere"}]}, "view 2: the address '/nowhere' names no page"),
+        ({"title": "x", "views": [{"address": "https://example.com/?d_k=8"}]}, "a deck never leaves the app"),
+        (
+            {"title": "x", "views": [{"address": "/?d_k=2.5"}]},
+            "its address asks for d_k (query/key width per head) = '2.5', which is not used: it must be a whole number",
+        ),
+        ({"title": "x", "views": [{"address": "/multihead?rm_layer=2"}]}, "Multi-head has no setting 'rm_layer'"),
+        ({"title": "x", "views": [{"address": "/why_sqrt_dk", "stage": "softmax"}]}, "'softmax' is not a slide of"),
+        ({"title": "x", "views": [{"address": "/", "slide": "x"}]}, "which a view does not have"),
+        ({"title": "x", "views": [{"address": "/", "note": "n" * 601}]}, "at most 600 characters"),
+    ],
+)
+def test_a_bad_deck_is_named_and_not_loaded(data, named):
+    text = data if isinstance(data, str) else json.dumps(data)
+    with pytest.raises(ValueError) as refused:
+        decks.deck_from_text(text)
+    assert named in str(refused.value)
+
+
+def test_a_view_keeps_its_settings_and_leaves_the_mode_to_the_deck():
+    view = decks.deck_from({"title": "t", "views": [{"address": "/?present=true&d_k=8&causal=true"}]}).views[0]
+    assert view.params == {"d_k": "8", "causal": "true"} and view.page.title == "Walkthrough"
+
+
+# ------------------------------------------------------------------------------------------------
+# In the app (AppTest): every view opens, the arrows walk the deck, views are added from the screen.
+
+
+def _app():
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+
+
+def _present(at, name: str, index: int = 0):
+    at.switch_page("pages/decks.py").run()
+    at.button(key=f"deck_shipped_{name}").click().run()
+    version = at.session_state[decks.VERSION]
+    at.button(key=f"deck_open_{version}_{index}").click().run()
+    return at
+
+
+def _quiet(at, where):
+    assert not at.exception, (where, [e.value for e in at.exception])
+    assert not at.error, (where, [e.value for e in at.error])
+    assert not at.warning, (where, [w.value for w in at.warning])  # a refused link value is a warning
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_every_view_of_every_shipped_deck_opens_without_a_message(name):
+    deck = SHIPPED[name]
+    for index, view in enumerate(deck.views):
+        at = _present(_app(), name, index)
+        _quiet(at, (name, index))
+        assert at.session_state["present"] is True
+        assert at.session_state["slide_at"] == (view.page.title, view.stage or at.session_state["slide_at"][1])
+        for key, raw in view.params.items():  # the sidebar holds the view's settings
+            if key in DEFAULTS:
+                assert str(at.session_state[key]).lower() == raw.lower(), (name, index, key)
+        assert f"view {index + 1} of {len(deck.views)}" in " ".join(c.value for c in at.caption)
+
+
+def test_the_arrows_walk_a_deck_view_by_view_and_stay_at_its_ends():
+    deck = SHIPPED["lecture-000"]
+    at = _present(_app(), "lecture-000")
+    for index, view in enumerate(deck.views):
+        assert at.session_state["slide_at"] == (view.page.title, view.stage), index
+        assert at.session_state["deck_view"] == index
+        assert not at.exception and not at.error
+        if index < len(deck.views) - 1:
+            at.button(key="slide_next").click().run()
+    at.button(key="slide_prev").click().run()
+    assert at.session_state["slide_at"] == (deck.views[-2].page.title, deck.views[-2].stage)
+    at.button(key="slide_next").click().run()
+    at.button(key="leave_presentation").click().run()
+    assert at.session_state["present"] is False and "deck_view" not in at.session_state
+    # (→ at the last view stays there: AppTest reruns the page it last switched to itself, not the app's own
+    # st.switch_page target, so that end is checked in the browser test.)
+
+
+def test_a_deck_is_built_from_the_views_on_screen_reordered_noted_and_deleted():
+    at = _app()
+    at.slider(key="d_k").set_value(8).run()
+    at.toggle(key="present").set_value(True).run()
+    at.button(key="slide_next").click().run()  # the projections
+    at.button(key="deck_add_bar").click().run()
+    at.switch_page("pages/why_sqrt_dk.py").run()
+    at.button(key="deck_add_bar").click().run()
+    deck = at.session_state[decks.DECK]
+    assert [(view.page.title, view.stage) for view in deck.views] == [("Walkthrough", "projections"),
+                                                                       ("Why √d_k", "idea")]  # fmt: skip
+    assert deck.views[0].params["d_k"] == "8"
+    at.button(key="leave_presentation").click().run()
+    at.switch_page("pages/decks.py").run()
+    version = at.session_state[decks.VERSION]
+    at.button(key=f"deck_down_{version}_0").click().run()
+    version = at.session_state[decks.VERSION]
+    at.text_input(key=f"deck_note_{version}_0").input("the variance").run()
+    deck = at.session_state[decks.DECK]
+    assert [view.page.title for view in deck.views] == ["Why √d_k", "Walkthrough"]
+    assert deck.views[0].note == "the variance"
+    assert decks.deck_from_text(deck.to_json()) == deck  # what is built exports and loads back
+    at.button(key=f"deck_del_{version}_1").click().run()
+    assert [view.page.title for view in at.session_state[decks.DECK].views] == ["Why √d_k"]
+
+
+def test_a_deck_link_loads_the_deck_and_a_bad_one_loads_nothing():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["deck"] = SHIPPED["lecture-004"].to_token()
+    at.switch_page("pages/decks.py").run()
+    assert at.session_state[decks.DECK] == SHIPPED["lecture-004"]
+    assert "deck" not in at.query_params
+    bad = decks.Deck("broken", (decks.View("/?d_k=9999"),))
+    at.text_area(key="deck_paste").input(bad.to_token()).run()
+    at.button(key="deck_load_text").click().run()
+    shown = [e.value.replace("\\", "") for e in at.error]  # the page escapes what it quotes
+    assert any("view 1: its address asks for d_k" in line and "'9999'" in line for line in shown), shown
+    assert at.session_state[decks.DECK] == SHIPPED["lecture-004"]  # the open deck is untouched
+
+
+def test_the_mask_slide_switches_the_mask():
+    at = _app()
+    at.toggle(key="present").set_value(True).run()
+    trace = trace_sentence(DEFAULTS["text"], AttentionConfig())
+    labels = {stage.key: stage.label for stage in stages_for(trace)}
+    at.session_state["stage"] = labels["mask"]
+    at.run()
+    at.toggle(key="causal_slide").set_value(True).run()
+    assert at.session_state["causal"] is True and not at.exception
+    assert BY_TITLE["Walkthrough"].slide_key == "stage"

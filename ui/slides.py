@@ -1,0 +1,107 @@
+"""Presentation mode on every page: a page is a sequence of slides, one idea per screen, stepped with ← and →.
+
+A page lists its slides (key, title) and asks `slides.shows(key)` before drawing each part: read normally,
+every part is drawn, one after the other; in presentation mode only the slide chosen in the bar. The bar
+(← previous, a pill per slide, next →) is the same on every page, and ui/keys.js makes the arrow keys press its
+buttons wherever the focus is. The slide shown is in the address (the Walkthrough's `stage`, the other pages'
+own key), so a link restores it; when a deck is open (ui/decks.py), → past the last slide opens its next view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import streamlit as st
+import streamlit.components.v2
+
+from ui.controls import check_choice
+
+WANTED = "slide_wanted"  # a slide to open on the next run: a key, "first" or "last" (a deck's next view)
+AT = "slide_at"  # (page title, slide key) of the slide shown: where "Leave presentation" returns to
+VIEW_AT = "deck_view"  # the index of the view of the open deck that is presented (ui/decks.py)
+SCROLL_TO = "scroll_to"  # the anchor to scroll to once, after leaving presentation mode
+
+_keys = st.components.v2.component(
+    "slide_keys", js=Path(__file__).with_name("keys.js").read_text(), isolate_styles=False
+)
+
+
+def anchor(key: str) -> str:
+    """The id of a slide's place on the page read normally (prefixed: a stage key alone, "output", could be taken)."""
+    return f"slide-{key}"
+
+
+def keys(presentation: bool) -> None:
+    """The arrow keys and Esc in presentation mode, and, once after leaving it, a scroll back to its slide."""
+    scroll_to = st.session_state.pop(SCROLL_TO, None)
+    if presentation or scroll_to:
+        _keys(data={"scroll_to": scroll_to}, key="slide_keys", height=0)
+
+
+def leave() -> None:
+    """Leave presentation mode, to the place of the slide that was shown."""
+    st.session_state["present"] = False
+    st.session_state.pop(VIEW_AT, None)  # a deck is presented until presentation mode ends
+    at = st.session_state.get(AT)
+    if at:
+        st.session_state[SCROLL_TO] = anchor(at[1])
+
+
+@dataclasses.dataclass
+class Slides:
+    """A page's slides: `key` names the one shown in the address and session; `titles` maps each slide's key to
+    its title, in order."""
+
+    page: str
+    key: str
+    titles: dict[str, str]
+    presentation: bool
+    shown: str = ""
+    middle: object = None  # presentation mode, a page of one slide: the bar's free middle, for the slide's choices
+
+    def steer(self) -> str:
+        """Presentation mode: the bar to step by (← previous, a pill per slide, next →); the key of the slide it
+        shows. Read normally, nothing is drawn and every slide shows."""
+        keys = list(self.titles)
+        labels = [self.titles[k] for k in keys]
+        if not self.presentation:
+            return ""
+        wanted = st.session_state.pop(WANTED, None)
+        if wanted in self.titles or wanted in ("first", "last"):
+            at = {"first": keys[0], "last": keys[-1]}.get(wanted, wanted)
+            st.session_state[self.key] = self.titles[at]
+        back, pills, forward = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
+        back.button("← previous", on_click=step, args=(self.key, labels, -1), width="stretch", key="slide_prev")
+        forward.button("next →", on_click=step, args=(self.key, labels, 1), width="stretch", key="slide_next")
+        if len(labels) == 1:  # nothing to choose; the buttons stay, for a deck's next and previous views
+            self.middle = pills
+            st.session_state[AT] = (self.page, keys[0])
+            self.shown = keys[0]
+            return self.shown
+        check_choice(self.key, "slide", labels)
+        label = pills.segmented_control(
+            "slide", labels, default=labels[0], key=self.key, bind="query-params", label_visibility="collapsed"
+        )
+        self.shown = keys[labels.index(label)] if label in labels else keys[0]
+        st.session_state[AT] = (self.page, self.shown)
+        return self.shown
+
+    def shows(self, key: str) -> bool:
+        """Whether to draw this slide's part of the page now; read normally, a mark to return to as well."""
+        if not self.presentation:
+            st.html(f'<span id="{anchor(key)}"></span>')
+            return True
+        return key == self.shown
+
+
+def step(key: str, labels: list[str], delta: int) -> None:
+    """← / →: the previous or next slide, round to the other end; while a deck is presented, its next or
+    previous view where ui.decks.step_view takes the step."""
+    from ui.decks import step_view  # the decks use the slides; the slides only hand over at their ends
+
+    current = st.session_state.get(key, labels[0])
+    index = labels.index(current) if current in labels else 0
+    if step_view(delta, past_the_end=not 0 <= index + delta < len(labels)):
+        return
+    st.session_state[key] = labels[(index + delta) % len(labels)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 import re
 import zlib
@@ -144,6 +145,7 @@ def deck_from_text(text: str) -> Deck:
     return deck_from(data)
 
 
+@functools.cache  # read and checked once per server: the folder ships with the app and does not change
 def shipped() -> dict[str, Deck]:
     """The decks that come with the app (decks/*.json), by file name: one per lecture."""
     return {path.stem: deck_from(json.loads(path.read_text())) for path in sorted(SHIPPED_FOLDER.glob("*.json"))}

@@ -35,4 +35,6 @@ bench: install-dev
 	$(BIN)/python bench/bench_isolation.py
 	$(BIN)/python bench/bench_training.py
 	$(BIN)/python bench/bench_scrub.py
+	$(BIN)/python bench/bench_variants.py
+	$(BIN)/python bench/bench_decoding.py
 	$(BIN)/python bench/load.py --per-page --sessions 10,15,20,30 --waves 2

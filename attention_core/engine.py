@@ -139,6 +139,23 @@ def _as_input_matrix(x, config: AttentionConfig) -> torch.Tensor:
     return x
 
 
+def prepared(x, config: AttentionConfig, weights: Mapping | None, tokens, memory_budget: int | None = None):
+    """X checked and on the config's device and dtype, the variant's weights (the typed ones, the rest drawn from
+    config.seed) and the token labels (default "#0", "#1", ...): what compute_attention and decoding start from."""
+    x = _as_input_matrix(x, config)
+    n = x.shape[0]
+    check_request(n, config, memory_budget)
+    if tokens is None:
+        tokens = [f"#{i}" for i in range(n)]
+    if len(tokens) != n:
+        raise ValueError(f"tokens has {len(tokens)} entries but x has {n} rows: one token per row")
+    device = resolve_device(config.device)
+    dtype = config.torch_dtype
+    typed = check_given_weights(weights or {}, config)
+    params = {name: w.to(device=device, dtype=dtype) for name, w in {**init_weights(config), **typed}.items()}
+    return x.to(device=device, dtype=dtype), params, list(tokens)
+
+
 def compute_attention(
     x,
     config: AttentionConfig,
@@ -154,21 +171,9 @@ def compute_attention(
     memory_budget: bytes; defaults to ATTENTION_MEMORY_BUDGET_MB (see config.py).
     Raises ValueError, naming the field and the allowed values, for any bad input.
     """
-    x = _as_input_matrix(x, config)
-    n = x.shape[0]
-    check_request(n, config, memory_budget)
-    if tokens is None:
-        tokens = [f"#{i}" for i in range(n)]
-    if len(tokens) != n:
-        raise ValueError(f"tokens has {len(tokens)} entries but x has {n} rows: one token per row")
-
-    device = resolve_device(config.device)
-    dtype = config.torch_dtype
-    typed = check_given_weights(weights or {}, config)
-    params = {name: w.to(device=device, dtype=dtype) for name, w in {**init_weights(config), **typed}.items()}
-    x = x.to(device=device, dtype=dtype)
-
-    projected = VARIANTS[config.variant].project(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
+    x, params, tokens = prepared(x, config, weights, tokens, memory_budget)
+    n, device = x.shape[0], x.device
+    projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
     mask = causal_mask(n, device) if config.causal else None
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask)
@@ -184,7 +189,7 @@ def compute_attention(
         mask=mask,
         output=output,
         device=str(device),
-        given=tuple(name for name in params if name in typed),
+        given=tuple(name for name in params if name in (weights or {})),
         drawn=f"{config.init} init, seed {config.seed}" if params else "",
         variant=config.variant,
         params=params,

@@ -12,7 +12,8 @@ nothing is added to X. This is the "rotate half" layout of Llama and of transfor
 (tests/test_variants.py checks ours against it); DeepSeek's released weights pair neighbouring dimensions
 instead ("interleaved"), which is the same rotation with W_QR's and W_KR's columns reordered.
 
-Shapes: t [..., n, w], the rows in position order 0 … n−1.
+Shapes: t [..., n, w], the rows in position order start … start+n−1 (a decoder turns one new row at a time:
+start = its position).
 """
 
 from __future__ import annotations
@@ -22,26 +23,27 @@ import torch
 BASE = 10_000.0  # the base of the angles, as in the RoPE paper and Llama 2
 
 
-def angles(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu") -> torch.Tensor:
-    """θ [n, width/2]: the angle each position turns each pair by."""
+def angles(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu", start: int = 0) -> torch.Tensor:
+    """θ [n, width/2]: the angle each of the positions start … start+n−1 turns each pair by."""
     if width % 2:
         raise ValueError(f"rotary positions turn pairs of dimensions: the rotary width must be even; got {width}")
     frequency = base ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)  # [w/2], 1 down to ~1/base
-    positions = torch.arange(n, dtype=torch.float64)
+    positions = torch.arange(start, start + n, dtype=torch.float64)
     return torch.outer(positions, frequency).to(dtype=dtype, device=device)
 
 
-def cos_sin(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu") -> tuple[torch.Tensor, ...]:
+def cos_sin(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu",
+            start: int = 0) -> tuple[torch.Tensor, ...]:  # fmt: skip
     """cos θ and sin θ, each [n, width] with the half-width angles written twice (transformers' layout)."""
-    theta = angles(n, width, base, dtype, device)
+    theta = angles(n, width, base, dtype, device, start)
     doubled = torch.cat([theta, theta], dim=-1)
     return doubled.cos(), doubled.sin()
 
 
-def rotate(t: torch.Tensor, base: float = BASE) -> torch.Tensor:
-    """t [..., n, w] with each row turned by its position's angles (see the module docstring)."""
+def rotate(t: torch.Tensor, base: float = BASE, start: int = 0) -> torch.Tensor:
+    """t [..., n, w] with each row turned by its position's angles, the first row at position `start`."""
     n, width = t.shape[-2:]
-    cos, sin = cos_sin(n, width, base, t.dtype, t.device)
+    cos, sin = cos_sin(n, width, base, t.dtype, t.device, start)
     half = width // 2
     first, second = t[..., :half], t[..., half:]
     turned_half = torch.cat([-second, first], dim=-1)  # (−x_{i+w/2}, x_i): the pair a quarter turn on

@@ -435,6 +435,36 @@ def checkpoint_trace(checkpoint: Checkpoint, run: Run, words):
                              weights=checkpoint.weights, tokens=list(words))  # fmt: skip
 
 
+@dataclasses.dataclass(frozen=True)
+class Continued:
+    """A prompt continued greedily by the trained model: every word, and after each word that predicts another
+    (all but a sentence's last) the probabilities of the next word [vocabulary]."""
+
+    words: tuple[str, ...]
+    prompt: int  # how many of the words were the prompt
+    next_word: tuple[torch.Tensor, ...]
+
+
+def continue_greedily(checkpoint: Checkpoint, run: Run, prompt) -> Continued:
+    """Decode the prompt one word at a time with a KV cache (attention_core/decoding.py), the layer as the
+    checkpoint has it, and after the prompt append the most probable next word until the sentence has
+    POSITIONS words. A step's next-word logits are the model's: (x_t + attention output_t)·unembed."""
+    from attention_core.decoding import decode_step  # decoding imports the engine, as this module does
+
+    words, config = list(prompt), run.config.attention()
+    cache, next_word = {}, []
+    for t in range(POSITIONS - 1):
+        if t >= len(words):
+            break
+        x_t = sentence_x(checkpoint, run.vocabulary, words[: t + 1])[t : t + 1]  # [1, d]: word + position
+        step, cache = decode_step(x_t, t, words[t], cache, checkpoint.weights, config)
+        probabilities = torch.softmax((x_t[0] + step.output) @ checkpoint.unembed, dim=-1)  # [vocabulary]
+        next_word.append(probabilities)
+        if t == len(words) - 1:
+            words.append(run.vocabulary[int(probabilities.argmax())])
+    return Continued(tuple(words), len(prompt), tuple(next_word))
+
+
 def checkpoint_npz(checkpoint: Checkpoint, run: Run, words) -> bytes:
     """The layer at a checkpoint as an .npz: X of the sentence and W_Q, W_K, W_V, W_O as compute_attention takes
     them (the Walkthrough loads these), the embeddings, the vocabulary and tokens (JSON) and the settings."""

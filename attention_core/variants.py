@@ -2,8 +2,13 @@
 
 A variant is one `Variant` record in VARIANTS, the way transformers picks an attention kernel by name from
 ALL_ATTENTION_FUNCTIONS. It says
-- which weight matrices it has (`WeightSpec`: name, true shape, what it does);
-- how it makes every head's q, k and v from X (`project`), keeping what it makes on the way (`parts`);
+- which weight matrices it has (`WeightSpec`: name, true shape, what it does, and whether a decoder applies it
+  to the new token only or to every cached one);
+- how it makes every head's q, k and v from X, in two halves, as a decoder needs them: `project` makes what each
+  token has of its own (its query, and what a KV cache keeps for it), row by row, so a decoder runs it on the new
+  token alone; `unpack` makes the keys and values from what is kept, for every token so far. The full forward
+  pass is unpack(project(X)) (`Variant.projection`); attention_core/decoding.py runs the same two one token at
+  a time. What is made on the way is kept (`parts`);
 - what a KV cache keeps for each token (`cached`, with its formula in the sizes' names), so that decoding need
   not recompute it;
 - which extra stages of the stage registry (figures/stages.py) show it (`stages`).
@@ -68,7 +73,9 @@ def always(sizes: Sizes) -> bool:
 class WeightSpec:
     """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head) or "" (one);
     rows and cols are width names (Sizes.of). kind "gain": an RMSNorm's per-dimension scale, a vector of cols
-    (drawn as ones, as a freshly built model has it)."""
+    (drawn as ones, as a freshly built model has it). applies: "token" if a decoder multiplies it with the new
+    token's row only (projections, W_O), "cached" if with every cached token's, at every step (MLA's
+    up-projections W_UK and W_UV read the whole cache of latents)."""
 
     name: str
     label: str
@@ -78,6 +85,7 @@ class WeightSpec:
     role: str
     kind: str = "matrix"
     present: Callable[[Sizes], bool] = always
+    applies: str = "token"
 
     def shape(self, sizes: Sizes) -> tuple[int, ...]:
         if self.kind == "gain":
@@ -85,12 +93,20 @@ class WeightSpec:
         copies = {"heads": (sizes.n_heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
         return (*copies, sizes.of(self.rows), sizes.of(self.cols))
 
+    def flops_per_row(self, sizes: Sizes) -> int:
+        """Floating-point operations of multiplying one row by this matrix (every copy): 2·rows·cols each, a
+        multiply and an add per entry. A gain is elementwise, not a matrix product: 0 (not counted)."""
+        if self.kind == "gain":
+            return 0
+        copies = {"heads": sizes.n_heads, "kv_heads": sizes.kv_heads, "": 1}[self.copies]
+        return 2 * copies * sizes.of(self.rows) * sizes.of(self.cols)
+
 
 @dataclasses.dataclass(frozen=True)
 class Projected:
-    """What a variant's projection makes. q, k [h, n, d_qk] and v [h, n, d_v] as they meet in the scores (k and
-    v expanded to one per query head); kv_head_of: the key/value head each query head reads; parts: every
-    intermediate at its true shape, by name (see PARTS)."""
+    """What a variant's projection makes. q [h, n_q, d_qk], k [h, n, d_qk] and v [h, n, d_v] as they meet in the
+    scores (k and v expanded to one per query head; a decoder's step has one query, n_q = 1); kv_head_of: the
+    key/value head each query head reads; parts: every intermediate at its true shape, by name (see PARTS)."""
 
     q: torch.Tensor
     k: torch.Tensor
@@ -106,7 +122,10 @@ class Variant:
     title: str
     idea: str  # one sentence, true whatever the sizes
     weights: tuple[WeightSpec, ...]
-    project: Callable[[torch.Tensor, Mapping[str, torch.Tensor], object], Projected]  # (x, weights, config)
+    # (x [n, d], weights, config, start) -> each token's own parts, "q" among them; `start`: x's first position
+    project: Callable[[torch.Tensor, Mapping[str, torch.Tensor], object, int], dict[str, torch.Tensor]]
+    # (parts: q of the queries, the cached parts of every token so far; weights; config) -> q, k, v
+    unpack: Callable[[Mapping[str, torch.Tensor], Mapping[str, torch.Tensor], object], Projected]
     parts: Callable[[Sizes], dict[str, int]]  # per token, the elements of each part the trace keeps
     cached: tuple[str, ...]  # the parts a KV cache keeps for every token
     formula: str  # the cache per token and layer, in the sizes' names (SYMBOLS)
@@ -114,6 +133,10 @@ class Variant:
 
     def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
         return tuple(spec for spec in self.weights if spec.present(sizes))
+
+    def projection(self, x: torch.Tensor, weights: Mapping[str, torch.Tensor], config) -> Projected:
+        """Every token's q, k and v at once (the full forward pass): unpack what project makes of X."""
+        return self.unpack(self.project(x, weights, config, 0), weights, config)
 
     def weight_shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
         return {spec.name: spec.shape(sizes) for spec in self.weight_specs(sizes)}
@@ -164,11 +187,12 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = NORM_EPS) -> torc
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gain
 
 
-def _rope(q: torch.Tensor, k: torch.Tensor, config, parts: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """q and k turned by RoPE where the positional encoding is rotary (else as they are), both sides kept in parts."""
+def _rope(q: torch.Tensor, k: torch.Tensor, config, parts: dict, start: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """q and k turned by RoPE where the positional encoding is rotary (else as they are), both sides kept in parts;
+    their first row is at position `start`."""
     if config.positional != "rotary":
         return q, k
-    turned = rotary.rotate(q, config.rope_base), rotary.rotate(k, config.rope_base)
+    turned = rotary.rotate(q, config.rope_base, start), rotary.rotate(k, config.rope_base, start)
     parts |= {"q_unrotated": q, "k_unrotated": k, "q_rotated": turned[0], "k_rotated": turned[1]}
     return turned
 
@@ -182,11 +206,20 @@ def _rotary_parts(s: Sizes, q: int, k: int) -> dict[str, int]:
 # Q = K = V = X (lecture 003's first attempt)
 
 
-def _project_identity(x, w, config) -> Projected:
-    kv = x.unsqueeze(0)  # [1, n, d]: every token compares its own vector with the others'
-    parts = {"kv": x}
-    q, k = _rope(kv, kv, config, parts)
-    return Projected(q, k, kv, (0,), parts)
+def _project_identity(x, w, config, start) -> dict[str, torch.Tensor]:
+    parts = {"kv": x}  # every token compares its own vector with the others'
+    q, _ = _rope(x.unsqueeze(0), x.unsqueeze(0), config, parts, start)  # [1, n, d]
+    return parts | {"q": q}
+
+
+def _unpack_identity(parts, w, config) -> Projected:
+    kv = parts["kv"].unsqueeze(0)  # [1, n, d]: the keys are X (turned by RoPE, where it is on), the values X
+    k = rotary.rotate(kv, config.rope_base) if config.positional == "rotary" else kv
+    return Projected(parts["q"], k, kv, (0,), _without_q(parts))
+
+
+def _without_q(parts: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: part for name, part in parts.items() if name != "q"}
 
 
 IDENTITY = Variant(
@@ -196,6 +229,7 @@ IDENTITY = Variant(
     "Each token's query, key and value are its own row of X: lecture 003's first attempt, with nothing learned.",
     weights=(),
     project=_project_identity,
+    unpack=_unpack_identity,
     parts=lambda s: {"kv": s.d_model} | _rotary_parts(s, s.d_model, s.d_model),
     cached=("kv",),
     formula="d_model",
@@ -206,16 +240,19 @@ IDENTITY = Variant(
 # MHA, GQA, MQA: one projection, with g key/value heads
 
 
-def _project_grouped(x, w, config) -> Projected:
-    h, g = config.n_heads, config.kv_heads
+def _project_grouped(x, w, config, start) -> dict[str, torch.Tensor]:
     q = x @ w["w_q"]  # [n, d] @ [h, d, d_k] -> [h, n, d_k]
     k_kv, v_kv = x @ w["w_k"], x @ w["w_v"]  # [g, n, d_k], [g, n, d_v]
     parts = {}
-    q, k_kv = _rope(q, k_kv, config, parts)
-    parts |= {"k_kv": k_kv, "v_kv": v_kv}  # the cache keeps keys as they meet the queries: rotated
-    groups = h // g
-    kv_head_of = tuple(head // groups for head in range(h))
-    return Projected(q, expand_kv(k_kv, groups), expand_kv(v_kv, groups), kv_head_of, parts)
+    q, k_kv = _rope(q, k_kv, config, parts, start)
+    return parts | {"q": q, "k_kv": k_kv, "v_kv": v_kv}  # the cache keeps keys as they meet the queries: rotated
+
+
+def _unpack_grouped(parts, w, config) -> Projected:
+    groups = config.n_heads // config.kv_heads
+    kv_head_of = tuple(head // groups for head in range(config.n_heads))
+    k, v = expand_kv(parts["k_kv"], groups), expand_kv(parts["v_kv"], groups)  # one per query head
+    return Projected(parts["q"], k, v, kv_head_of, _without_q(parts))
 
 
 def _grouped_parts(s: Sizes) -> dict[str, int]:
@@ -236,7 +273,7 @@ def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
 def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formula: str) -> Variant:
     """MHA, GQA and MQA differ only in how many key/value heads there are: W_K and W_V come in kv_copies."""
     return Variant(key, label, title, idea, weights=_grouped_weights(kv_copies), project=_project_grouped,
-                   parts=_grouped_parts, cached=("k_kv", "v_kv"), formula=formula)  # fmt: skip
+                   unpack=_unpack_grouped, parts=_grouped_parts, cached=("k_kv", "v_kv"), formula=formula)  # fmt: skip
 
 
 MHA = _grouped(
@@ -260,8 +297,7 @@ MQA = _grouped(
 # MLA: DeepSeek-V2's multi-head latent attention
 
 
-def _project_mla(x, w, config) -> Projected:
-    h = config.n_heads
+def _project_mla(x, w, config, start) -> dict[str, torch.Tensor]:
     parts = {}
     if config.d_cq:
         c_q = rms_norm(x @ w["w_dq"], w["g_q"])  # [n, d_cq]
@@ -272,16 +308,23 @@ def _project_mla(x, w, config) -> Projected:
         q_c = x @ w["w_q"]  # [h, n, d_k]
         source = x
     c_kv = rms_norm(x @ w["w_dkv"], w["g_kv"])  # [n, d_c]: all that this token's keys and values are made from
-    k_c = c_kv @ w["w_uk"]  # [h, n, d_k]
-    v_c = c_kv @ w["w_uv"]  # [h, n, d_v]
-    parts |= {"q_c": q_c, "c_kv": c_kv, "k_c": k_c, "v_c": v_c}
-    q, k = q_c, k_c
+    parts |= {"q_c": q_c, "c_kv": c_kv, "q": q_c}
     if config.d_rope:
-        q_r, k_r = _rope(source @ w["w_qr"], x @ w["w_kr"], config, parts)  # [h, n, d_r], [n, d_r]: k^R for all
-        parts |= {"q_r": q_r, "k_r": k_r}
-        q = torch.cat([q_c, q_r], dim=-1)  # [h, n, d_k + d_r]
-        k = torch.cat([k_c, k_r.expand(h, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
-    return Projected(q, k, v_c, tuple(range(h)), parts)
+        q_r, k_r = _rope(source @ w["w_qr"], x @ w["w_kr"], config, parts, start)  # [h, n, d_r], [n, d_r]
+        parts |= {"q_r": q_r, "k_r": k_r, "q": torch.cat([q_c, q_r], dim=-1)}  # q: [h, n, d_k + d_r]
+    return parts
+
+
+def _unpack_mla(parts, w, config) -> Projected:
+    """Keys and values up-projected from the latents (the way the trace shows them; a decoder can instead fold
+    W_UK into the query: absorbed_scores)."""
+    k_c = parts["c_kv"] @ w["w_uk"]  # [h, n, d_k]
+    v_c = parts["c_kv"] @ w["w_uv"]  # [h, n, d_v]
+    k = k_c
+    if config.d_rope:
+        k_r = parts["k_r"]  # [n, d_r]: one rotary key for all heads
+        k = torch.cat([k_c, k_r.expand(config.n_heads, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
+    return Projected(parts["q"], k, v_c, tuple(range(config.n_heads)), _without_q(parts) | {"k_c": k_c, "v_c": v_c})
 
 
 def _mla_parts(s: Sizes) -> dict[str, int]:
@@ -348,12 +391,13 @@ MLA = Variant(
         ),
         WeightSpec("w_dkv", "W_DKV", "", "d_model", "d_c", "down to the key-value latent c_KV"),
         WeightSpec("g_kv", "g_KV", "", "d_c", "d_c", "RMSNorm's gain on c_KV", kind="gain"),
-        WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV"),
-        WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV"),
+        WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV", applies="cached"),
+        WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV", applies="cached"),
         WeightSpec("w_kr", "W_KR", "", "d_model", "d_rope", "the rotary key shared by every head", present=_with_rope),
         WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
     ),  # fmt: skip
     project=_project_mla,
+    unpack=_unpack_mla,
     parts=_mla_parts,
     cached=("c_kv", "k_r"),
     formula="d_c + d_h^R",

@@ -57,8 +57,8 @@ NAMES = (  # noqa: SIM905  (names read better as words)
 ).split()
 FOODS = "pizza pasta soup bread rice salad cake fruit".split()  # noqa: SIM905
 TIMEOUT = 120.0  # seconds one action may take before it counts as failed
-PAGE_TITLES = {"": "Walkthrough", "multihead": "Multi-head", "why_sqrt_dk": "Why √d_k", "compare": "Compare",
-               "real_model": "Real model", "glossary": "Glossary"}  # fmt: skip
+PAGE_TITLES = {"": "Walkthrough", "multihead": "Multi-head", "decoding": "Decoding", "why_sqrt_dk": "Why √d_k",
+               "compare": "Compare", "real_model": "Real model", "glossary": "Glossary"}  # fmt: skip
 FINISHED, EARLY_FOR_RERUN = 0, 2  # ForwardMsg.script_finished statuses (streamlit/proto/ForwardMsg.proto)
 
 
@@ -241,6 +241,8 @@ async def student(url: str, k: int, think: float, rng: random.Random) -> list[Ac
         await then(session.set("heads", 2))
         await then(session.set("causal", True))
         await then(session.goto("multihead"))
+        await then(session.goto("decoding"))  # issue 27: a decode step, its cache and rows
+        await then(session.set("dec_step", 3))
         await then(session.goto("real_model"))
         models = session.widgets["rm_model"][1].selectbox.options
         for option in models[1:]:

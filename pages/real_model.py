@@ -4,13 +4,15 @@ import streamlit as st
 
 from attention_core import MAX_MODEL_TOKENS, causal_mask, rerun_head, resolve_device
 from attention_core.models import WORD_START, available_models
+from attention_core.models.generation import MAX_NEW_TOKENS
+from figures.decoding import generated_row_figure, step_entropy_figure
 from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
 from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
-from ui.controls import check_choice, current_settings
+from ui.controls import check_choice, check_whole, current_settings
 from ui.memo import remember
 from ui.pages import BY_TITLE
-from ui.real import model_for, model_trace_for
+from ui.real import GENERATION, generate, model_for, model_trace_for
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, style_for
 from ui.slides import Slides
 
@@ -88,6 +90,67 @@ def _what_if_causal(layer_trace, head: int, style) -> None:
         show_figure(stage_view(what_if, "weights", 0, style).figures[0], "rm-whatif")
 
 
+def _ask_to_generate() -> None:
+    st.session_state["rm_go"] = True
+
+
+def _generation(key: str, device: str, text: str, info, model_trace, style) -> None:
+    """A causal model writes after the sidebar's sentence, greedily, with its own KV cache; a scrubber over
+    the prompt and every token written shows each one's attention row, the heads' peakiness, the next-token
+    probabilities and the cache's size at that point."""
+    st.header("Writing, one token at a time")
+    if not info.causal:
+        st.info(f"{info.title} is an encoder: it reads a sentence whole and writes no next token. Choose a causal "
+                "decoder (SmolLM2) to watch one write.")  # fmt: skip
+        return
+    check_whole("rm_new", "new tokens", 1, MAX_NEW_TOKENS)
+    count_place, go, stop = st.columns([2, 1, 1], vertical_alignment="bottom")
+    count = count_place.number_input("new tokens", 1, MAX_NEW_TOKENS, value=8, key="rm_new", bind="query-params")
+    kept = st.session_state.get(GENERATION, {}).get((key, device, text, count))
+    go.button("▶ Generate", key="rm_generate", type="primary", width="stretch", on_click=_ask_to_generate)
+    if st.session_state.pop("rm_go", False):
+        stop.button("■ Stop", key="rm_stop", width="stretch")  # a click reruns the page: the loop ends, the tokens stay
+        kept = generate(key, device, text, count)
+    if kept is None:
+        st.caption(f"Greedy: each new token is the most probable one, written after the sidebar's sentence with "
+                   f"the model's own KV cache (transformers' DynamicCache), every layer's attention captured at "
+                   f"each step. Up to {MAX_NEW_TOKENS} new tokens.")  # fmt: skip
+        return
+    written = len(kept.positions) - kept.prompt
+    ending = ("it wrote its end-of-text token" if kept.ended else f"all {count} asked for" if kept.done
+              else f"stopped after {written} of {count}")  # fmt: skip
+    text_written = "".join(p.token for p in kept.positions[kept.prompt :]).replace(WORD_START, " ")
+    st.markdown(f"**Written** ({written} token{'s' if written != 1 else ''}, {ending}): "
+                f"{markdown_literal(text_written)}")  # fmt: skip
+    tokens = [p.token for p in kept.positions]
+    at = st.select_slider("position", options=range(len(tokens)), value=len(tokens) - 1, key="rm_gstep",
+                          format_func=lambda i: f"{style.index(i)}: {tokens[i]}" + (" (new)" if i >= kept.prompt
+                                                                                      else ""))  # fmt: skip
+    position = kept.positions[at]
+    left, right = st.columns(2)
+    layer = left.selectbox("layer ", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_glayer")
+    labels = head_labels(model_trace)
+    head = right.selectbox("head ", range(info.n_heads), format_func=lambda i: labels[i], key="rm_ghead")
+    made = "written at this step, from the cache" if position.generated else "in the prompt, read in one pass"
+    bytes_now = kept.cache_bytes_per_position * position.cached
+    st.markdown(
+        f"“{markdown_literal(position.token)}” ({made}). The cache now holds {position.cached} positions: "
+        f"{info.n_layers} layers × {info.n_kv_heads} key/value heads × {position.cached} positions × "
+        f"{info.d_k} × 2 (K and V) × 4 bytes = **{bytes_now:,} bytes**."
+    )
+    show_figure(generated_row_figure(tokens[: at + 1], position.rows[layer, head].numpy(),
+                                     f"layer {layer + 1} · {labels[head]}", style), "rm-gen-row")  # fmt: skip
+    grid, top = st.columns([3, 2])
+    with grid:
+        if position.rows.shape[-1] > 1:
+            show_figure(step_entropy_figure(position.rows.numpy(), labels, style.beside(2)), "rm-gen-grid")
+        else:
+            st.caption("The first token has one key, itself: every head's weight on it is 1.")
+    with top:
+        st.markdown("**Next token, most probable first**")
+        st.dataframe([{"token": token, "probability": round(p, 4)} for token, p in position.top], hide_index=True)
+
+
 with friendly_errors():
     settings = current_settings()
     style = style_for(settings)
@@ -141,6 +204,9 @@ with friendly_errors():
         show_figure(
             remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs"
         )
+
+    if slides.shows("generate"):
+        _generation(key, device, settings.text, info, model_trace, style)
 
     if not settings.presentation or slides.shown in {stage.key for stage in heads_stages}:
         if not settings.presentation:

@@ -78,6 +78,16 @@ PAGES = (
         slide_key="mh_slide",
         own=STAGE_CHOICES | {"mh_stage", "mh_shared"},
     ),
+    # Decoding is causal whatever the sidebar's mask says: each step's query sees the tokens so far.
+    PageSpec(
+        "pages/decoding.py",
+        "Decoding",
+        ":material/keyboard_double_arrow_right:",
+        EVERYTHING - {"causal"},
+        slides=(("step", "One step"), ("cost", "What a step costs")),
+        slide_key="dec_slide",
+        own=frozenset({"dec_source", "dec_step", "dec_head"}),
+    ),
     # The fair √d_k experiment draws its own W_Q, W_K (unit variance): only the sentence, d_model, d_k
     # (the row shown) and the seed come from the sidebar.
     PageSpec(
@@ -132,9 +142,10 @@ PAGES = (
             ("tokens", "Its tokens and shapes"),
             ("grid", "How peaked every head is"),
             ("thumbs", "Every layer and head"),
+            ("generate", "Writing, token by token"),
         ),
         slide_key="rm_slide",
-        own=frozenset({"rm_model", "rm_layer", "rm_head", "rm_query", "rm_whatif", "kv_bytes", "kv_context"}),
+        own=frozenset({"rm_model", "rm_layer", "rm_head", "rm_query", "rm_whatif", "kv_bytes", "kv_context", "rm_new"}),
     ),
     PageSpec(
         "pages/glossary.py",

@@ -5,10 +5,14 @@ Imported only by the Real model page, so that the other pages start without impo
 
 from __future__ import annotations
 
+import threading
+import uuid
+
 import streamlit as st
 
 from attention_core.models import ModelTrace, available_models
-from attention_core.models.worker import Loaded, ModelWorker
+from attention_core.models.generation import Generation, GenerationLost
+from attention_core.models.worker import Loaded, ModelWorker, WorkerDied
 from ui.pages import MODEL_TRACE
 
 
@@ -53,3 +57,40 @@ def model_trace_for(key: str, device: str, text: str) -> ModelTrace:
         kept.clear()
         kept[key, device, text] = trace
     return kept[key, device, text]
+
+
+GENERATION = "generation"  # the session's last generation: (model key, device, prompt, count) -> Generation
+GENERATING = threading.BoundedSemaphore(2)  # generations under way at once on the server; others wait their turn
+
+
+def generate(key: str, device: str, text: str, count: int) -> Generation:
+    """Greedy generation in the model worker, one request per step, with a progress bar. Each step lands in the
+    session as it comes, so a reader's ■ Stop (a rerun, which ends this script at its next Streamlit call) keeps
+    the tokens written so far. A worker that dies mid-way is started again and the generation redone once, from
+    the prompt (greedy: the same tokens); a second time, the error is shown."""
+    kept = st.session_state.setdefault(GENERATION, {})
+    kept.clear()
+    worker = model_worker()
+    progress = st.progress(0.0, text="Waiting for a free slot (two generations run at once on this server)…")
+    with GENERATING:
+        for attempt in (1, 2):
+            gen_id = uuid.uuid4().hex
+            try:
+                generation = worker.generation_start(key, device, gen_id, text, count)
+                try:
+                    while not generation.done:
+                        written = len(generation.positions) - generation.prompt
+                        progress.progress(written / count, text=f"Writing token {written + 1} of {count}…")
+                        kept[key, device, text, count] = generation
+                        generation = generation.plus(*worker.generation_step(key, device, gen_id))
+                finally:
+                    worker.generation_end(gen_id)
+                break
+            except (WorkerDied, GenerationLost):
+                if attempt == 2:
+                    raise
+                st.info("The model worker stopped during the generation and was started again: generating again "
+                        "from the prompt (greedy, so the same tokens).")  # fmt: skip
+    progress.empty()
+    kept[key, device, text, count] = generation
+    return generation

@@ -44,6 +44,7 @@ section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"] {
 .block-container { padding-top: 3.6rem; padding-bottom: 1rem; max-width: 100%; }
 .stMarkdown p, .stMarkdown li, [data-testid="stCaptionContainer"] p { font-size: 1.35rem !important; }
 [data-testid="stPageLink"] p { font-size: 1.1rem !important; }
+[data-testid="stPageLink"] a { padding-left: 0.3rem; padding-right: 0.3rem; }
 .stButton button p, div[data-testid="stButtonGroup"] button p,
 .stSelectbox div[data-baseweb="select"] div, .stCode code { font-size: 1.25rem !important; }
 .katex { font-size: 1.6em !important; }
@@ -202,7 +203,7 @@ def presentation_bar(page: str) -> None:
         return
     st.html(PRESENTATION_CSS)
     # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
-    row = st.container(horizontal=True, vertical_alignment="center", gap="small")
+    row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide
         slides.keys(True)
     for spec in PAGES:  # their names only: with the icons the row would need two lines at 1400 pixels

@@ -51,12 +51,14 @@ def leave() -> None:
 @dataclasses.dataclass
 class Slides:
     """A page's slides: `key` names the one shown in the address and session; `titles` maps each slide's key to
-    its title, in order."""
+    its title, in order. `inner`: a slide with steps of its own (Decoding's tokens), by key: (the session key
+    of its step, 1-based, and how many there are); ← and → step through them before leaving the slide."""
 
     page: str
     key: str
     titles: dict[str, str]
     presentation: bool
+    inner: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
     shown: str = ""
     middle: object = None  # presentation mode, a page of one slide: the bar's free middle, for the slide's choices
 
@@ -72,8 +74,10 @@ class Slides:
             at = {"first": keys[0], "last": keys[-1]}.get(wanted, wanted)
             st.session_state[self.key] = self.titles[at]
         back, pills, forward = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
-        back.button("← previous", on_click=step, args=(self.key, labels, -1), width="stretch", key="slide_prev")
-        forward.button("next →", on_click=step, args=(self.key, labels, 1), width="stretch", key="slide_next")
+        inner = {self.titles[k]: within for k, within in self.inner.items()}  # by label, as the state holds slides
+        back.button("← previous", on_click=step, args=(self.key, labels, -1, inner), width="stretch",
+                    key="slide_prev")  # fmt: skip
+        forward.button("next →", on_click=step, args=(self.key, labels, 1, inner), width="stretch", key="slide_next")
         if len(labels) == 1:  # nothing to choose; the buttons stay, for a deck's next and previous views
             self.middle = pills
             st.session_state[AT] = (self.page, keys[0])
@@ -95,13 +99,24 @@ class Slides:
         return key == self.shown
 
 
-def step(key: str, labels: list[str], delta: int) -> None:
-    """← / →: the previous or next slide, round to the other end; while a deck is presented, its next or
-    previous view where ui.decks.step_view takes the step."""
+def step(key: str, labels: list[str], delta: int, inner: dict[str, tuple[str, int]] | None = None) -> None:
+    """← / →: the next step within the slide where it has steps (`inner`), else the previous or next slide,
+    round to the other end; while a deck is presented, its next or previous view where ui.decks.step_view
+    takes the step. A slide with steps is entered at its first step going forward, at its last going back."""
     from ui.decks import step_view  # the decks use the slides; the slides only hand over at their ends
 
+    inner = inner or {}
     current = st.session_state.get(key, labels[0])
+    if current in inner:
+        step_key, count = inner[current]
+        at = st.session_state.get(step_key, 1)
+        if 1 <= at + delta <= count:
+            st.session_state[step_key] = at + delta
+            return
     index = labels.index(current) if current in labels else 0
     if step_view(delta, past_the_end=not 0 <= index + delta < len(labels)):
         return
     st.session_state[key] = labels[(index + delta) % len(labels)]
+    if st.session_state[key] in inner:
+        step_key, count = inner[st.session_state[key]]
+        st.session_state[step_key] = 1 if delta > 0 else count

@@ -70,6 +70,7 @@ class LoadedModel:
     tokenizer: object
     device: str
     load_seconds: float
+    lm: torch.nn.Module | None = None  # a causal model with its language-model head, for generation (generation.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,24 +186,24 @@ def load_model(key: str, device: str = "auto", progress: Progress = _no_progress
     location = source.locate(progress)
     progress(f"Loading {source.title}…")
     tokenizer = transformers.AutoTokenizer.from_pretrained(location, trust_remote_code=False)
-    model = transformers.AutoModel.from_pretrained(
-        location,
-        attn_implementation=CAPTURE,
-        dtype=torch.float32,
-        use_safetensors=True,
-        trust_remote_code=False,
-    )
+    options = dict(attn_implementation=CAPTURE, dtype=torch.float32, use_safetensors=True, trust_remote_code=False)
+    model = transformers.AutoModel.from_pretrained(location, **options)
     torch_device = resolve_device(device)
     model = model.to(torch_device).eval()
     config = model.config
     probe_ids = torch.tensor([tokenizer("a b c")["input_ids"][:3] or [0, 1, 2]])
     probe, kv_head_of = capture(model, probe_ids, tuple(str(i) for i in range(probe_ids.shape[1])))
+    causal = probe[0].mask is not None and not bool(probe[0].mask.triu(1).any())
+    lm = None
+    if causal:  # loaded again with its head, which writes the next token; the capture runs the decoder under it
+        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **options).to(torch_device).eval()
+        model = lm.base_model  # one copy of the weights
     n_heads = config.num_attention_heads
     info = ModelInfo(
         key=key,
         title=source.title,
         family=config.model_type,
-        causal=probe[0].mask is not None and not bool(probe[0].mask.triu(1).any()),
+        causal=causal,
         n_layers=config.num_hidden_layers,
         n_heads=n_heads,
         n_kv_heads=max(kv_head_of) + 1,
@@ -211,4 +212,4 @@ def load_model(key: str, device: str = "auto", progress: Progress = _no_progress
         max_positions=int(getattr(config, "max_position_embeddings", MAX_MODEL_TOKENS)),
         positions=_positions(config),
     )
-    return LoadedModel(info, model, tokenizer, str(torch_device), time.perf_counter() - started)
+    return LoadedModel(info, model, tokenizer, str(torch_device), time.perf_counter() - started, lm)

@@ -77,6 +77,18 @@ class ModelWorker:
         """Every layer's attention for the text, computed in the worker (see capture.trace_text)."""
         return self._ask("trace", key, device, text)
 
+    def generation_start(self, key: str, device: str, gen_id: str, text: str, new_tokens: int):
+        """Prefill a generation in the worker (generation.py): the prompt's positions; the worker keeps its cache."""
+        return self._ask("gen_start", key, device, gen_id, text, new_tokens)
+
+    def generation_step(self, key: str, device: str, gen_id: str):
+        """One greedy step of a generation the worker holds: the new Position. GenerationLost if it holds none
+        (a worker started again has lost every cache)."""
+        return self._ask("gen_step", key, device, gen_id)
+
+    def generation_end(self, gen_id: str) -> None:
+        self._ask("gen_end", gen_id)
+
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -171,6 +183,25 @@ def _trace(key: str, device: str, text: str):
     return trace_text(_model(key, device), text).to("cpu")
 
 
+@functools.cache
+def _generations():
+    from attention_core.models.generation import Generations
+
+    return Generations()
+
+
+def _generation_start(key: str, device: str, gen_id: str, text: str, new_tokens: int):
+    return _generations().start(_model(key, device), gen_id, text, new_tokens)
+
+
+def _generation_step(key: str, device: str, gen_id: str):
+    return _generations().step(_model(key, device), gen_id)
+
+
+def _generation_end(gen_id: str) -> None:
+    _generations().end(gen_id)
+
+
 class _TensorsAsArrays(pickle.Pickler):
     """Pickles each tensor as the numpy array over its memory: a 30-layer trace (7 MB) pickles in 14 ms and
     unpickles in 7 ms, where torch's own reduction took 45 and 77 ms (the server pays the unpickling)."""
@@ -213,7 +244,8 @@ def serve() -> None:
     torch.set_num_threads(RUN_THREADS)
     if hasattr(os, "nice"):  # not on Windows
         os.nice(NICENESS)
-    functions = {"load": _load, "trace": _trace}
+    functions = {"load": _load, "trace": _trace, "gen_start": _generation_start, "gen_step": _generation_step,
+                 "gen_end": _generation_end}  # fmt: skip
     writing = threading.Lock()  # one answer at a time on the pipe
 
     def answer(request_id: int, function: str, args: tuple) -> None:

@@ -7,7 +7,15 @@ const FALLBACK_FONT = '"Source Sans", sans-serif';
 
 // Shared by every chart of the page: plotly.js once, and the count of charts on screen still drawing
 // for the first time (charts near but not on screen wait for them: the page's main thread is shared).
-const shared = (window.__liveCharts ??= {plotly: null, busy: 0, waiting: new Set()});
+// `turn`: charts draw one at a time, in the order their figures came, and the browser paints after each
+// before the next begins. A rerun sends several figures at once; drawn in one go, the first would show
+// only when the last is done (the Decoding page's step: 140 ms to its first chart, 110 ms without the
+// second chart there).
+const shared = (window.__liveCharts ??= {plotly: null, busy: 0, waiting: new Set(), turn: Promise.resolve()});
+
+function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
+  return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
 
 function loadPlotly(url) {
   shared.plotly ??= new Promise((resolve, reject) => {
@@ -85,7 +93,7 @@ function draw(chart) {
   const {figure, config, spec, font, plotlyUrl} = chart.latest;
   chart.queuedSpec = spec;
   if (first && onScreen) { chart.counted = true; shared.busy++; }
-  chart.drawing = chart.drawing.then(async () => {
+  chart.drawing = shared.turn = shared.turn.then(async () => {
     try {
       const Plotly = await loadPlotly(plotlyUrl);
       await document.fonts.load(`16px ${font}`);  // Plotly measures its labels once: in the right font
@@ -100,6 +108,7 @@ function draw(chart) {
     } finally {
       if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
     }
+    await painted();
   });
 }
 

@@ -1,0 +1,139 @@
+"""The Decoding page and the Real model's generation through Streamlit's AppTest: the numbers on the page are the
+engine's, ← → step the tokens in presentation mode, bad links are named, SmolLM2 writes what generate writes."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attention_core import trace_sentence
+from attention_core.decoding import step_flops
+from tests.test_app import DEFAULT_TEXT, charts, default_config, no_problems, panel, shown
+
+TIMEOUT = 200
+ROOT = Path(__file__).resolve().parents[1]
+SMOLLM2 = "SmolLM2-135M-Instruct (Llama-style decoder)"
+
+
+@pytest.fixture
+def page():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    return at.switch_page("pages/decoding.py").run()
+
+
+def step_line(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Step "))
+
+
+def test_each_step_shows_the_full_causal_rows_numbers_and_the_cache(page):
+    no_problems(page)
+    trace = trace_sentence(DEFAULT_TEXT, default_config(causal=True))
+    n = trace.n_tokens
+    for t in (1, n):
+        page.slider(key="dec_step").set_value(t).run()
+        no_problems(page)
+        assert step_line(page).startswith(f"**Step {t} of {n}**")
+        np.testing.assert_allclose(panel(page, "its weights").z[0], trace.weights[0, t - 1, :t].numpy(), atol=1e-6)
+        scores = trace.scaled_scores[0, t - 1, :t].numpy()
+        np.testing.assert_allclose(panel(page, "its scores").z[0], scores, atol=1e-5, rtol=1e-5)
+        cached = panel(page, "cached K")
+        assert cached.z.shape[0] == t and cached.y_ticks[-1] == trace.tokens[t - 1]
+        rows = panel(page, "every row so far").z
+        np.testing.assert_allclose(np.nan_to_num(rows), np.tril(trace.weights[0, :t, :t].numpy()), atol=1e-6)
+    said = next(m.value for m in page.markdown if m.value.startswith("With the cache"))
+    sizes = default_config().sizes
+    with_cache, without = step_flops("mha", sizes, n, True), step_flops("mha", sizes, n, False)
+    assert f"**{with_cache:,}** FLOPs" in said and f"**{without:,}** ({without / with_cache:.1f}×)" in said
+
+
+@pytest.mark.parametrize("variant", ["gqa", "mqa", "mla", "identity"])
+def test_every_variant_decodes_and_its_cache_holds_what_the_registry_says(page, variant):
+    page.slider(key="heads").set_value(4).run()
+    page.selectbox(key="variant").set_value(variant).run()
+    no_problems(page)
+    names = {"gqa": ["cached K", "cached V"], "mqa": ["cached K", "cached V"], "mla": ["cached c_KV", "cached k^R"],
+             "identity": ["cached X (as K and V)"]}[variant]  # fmt: skip
+    for name in names:
+        panel(page, name)
+    assert any("Cache" in m.value for m in page.markdown)
+
+
+def test_presentation_arrow_steps_the_tokens_then_goes_to_the_cost(page):
+    page.toggle(key="present").set_value(True).run()
+    n = len(DEFAULT_TEXT.split())  # the default sentence: one token per word
+    page.session_state["dec_step"] = n - 1
+    page.run()
+    forward = [b for b in page.button if b.label == "next →"][0]
+    forward.click().run()
+    assert step_line(page).startswith(f"**Step {n} of {n}**")
+    [b for b in page.button if b.label == "next →"][0].click().run()  # past the last token: the cost slide
+    assert any(s.value.startswith(f"What step {n} costs") for s in page.subheader)
+    [b for b in page.button if b.label == "← previous"][0].click().run()  # back onto the steps, at the last
+    assert step_line(page).startswith(f"**Step {n} of {n}**")
+
+
+def test_a_bad_step_in_a_link_is_named_and_the_page_still_shows():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["dec_step"] = "99"
+    at.run()
+    at.switch_page("pages/decoding.py").run()
+    assert not at.exception
+    assert any("step = '99'" in shown(w) and "from 1 to" in shown(w) for w in [*at.warning, *at.error]), [
+        w.value for w in [*at.warning, *at.error]
+    ]
+    assert step_line(at).startswith("**Step ")
+
+
+def test_the_trained_model_continues_the_lecture_prompt_and_says_its_next_word(page):
+    # A seed of its own: the runs are shared by every session of the server (ui/training.py), and the Training
+    # page's tests expect the default seed's run not to exist before they train it.
+    page.session_state["seed"] = 11
+    page.run()
+    page.segmented_control(key="dec_source").set_value("the trained model").run()
+    page.button(key="dec_train").click().run()
+    no_problems(page)
+    assert any("Alice will eat" in shown(i) for i in page.info)  # the default sentence is not the grammar's
+    line = step_line(page)
+    assert line.startswith("**Step 4 of 4**") and "the model's own guess" in line
+    page.slider(key="dec_step").set_value(3).run()  # "eat": its next word is the model's fourth word
+    guess = next(m.value for m in page.markdown if m.value.startswith("**Next word**"))
+    table = page.dataframe[0].value
+    assert table["next word"][0] in guess and table["probability"].is_monotonic_decreasing
+    assert charts(page)
+
+
+def test_smollm2_writes_after_the_sentence_what_generate_writes():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"rm_model": SMOLLM2, "text": "The capital of France is", "rm_new": "4"})
+    at.run()
+    at.switch_page("pages/real_model.py").run()
+    at.button(key="rm_generate").click().run()
+    no_problems(at)
+    written = next(m.value for m in at.markdown if m.value.startswith("**Written**"))
+    assert "4 tokens, all 4 asked for" in written and "Paris" in written
+    cache = next(m.value for m in at.markdown if "The cache now holds" in m.value)
+    assert "30 layers × 3 key/value heads × 9 positions × 64 × 2 (K and V) × 4 bytes = **414,720 bytes**" in cache
+    row = panel(at, "layer 1 · head 1")
+    assert row.z.shape == (1, 9) and abs(row.z.sum() - 1) < 1e-5
+    at.select_slider(key="rm_gstep").set_value(0).run()  # the first prompt token: one key, itself
+    assert any("one key, itself" in c.value for c in at.caption)
+
+
+def test_play_steps_to_the_last_token_and_stops(page):
+    page.session_state["text"] = "one two three"
+    page.run()
+    page.slider(key="dec_step").set_value(1).run()
+    page.button(key="dec_play").click().run()  # ▶ play: a step every PLAY_SECONDS, to the last token
+    no_problems(page)
+    assert step_line(page).startswith("**Step 3 of 3**")
+    assert page.session_state["dec_playing"] is False and page.button(key="dec_play").label == "▶ play"
+
+
+def test_the_page_says_which_weights_are_typed():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"w_q": "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1;1,1,1,1;0,0,0,0;1,0,1,0;0,1,0,1"})
+    at.run()
+    at.switch_page("pages/decoding.py").run()
+    no_problems(at)
+    assert step_line(at).endswith("MHA, some typed, the rest random weights.")

@@ -53,6 +53,7 @@ class Step:
     weights: torch.Tensor
     context: torch.Tensor
     output: torch.Tensor | None
+    kv_head_of: tuple[int, ...]  # the key/value head each query head reads (as the variant unpacks them)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +115,8 @@ def decode_step(
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None)  # one row: nothing to mask
     output = (concat_heads(stages["context"]) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
-    return Step(position, token, projected.q[:, 0], projected.k, projected.v, *rows, output), cache
+    step = Step(position, token, projected.q[:, 0], projected.k, projected.v, *rows, output, projected.kv_head_of)
+    return step, cache
 
 
 def decode_sentence(text: str, config: AttentionConfig, *, x=None, weights: Mapping | None = None) -> Decoding:

@@ -33,8 +33,7 @@ def _kv_index(name: str, decoding: Decoding, head: int) -> tuple[int | None, str
     """Which copy of a cached part the head reads: a key/value head of K and V (GQA shares them), or the one
     latent (MLA's c_KV and k^R, Q = K = V = X's rows) that every head reads."""
     if name in ("k_kv", "v_kv"):
-        config = decoding.config
-        kv = head // (config.n_heads // config.kv_heads)
+        kv = decoding.steps[0].kv_head_of[head]
         return kv, f"kv head {kv + 1}"
     return None, "all heads read it"
 

@@ -31,9 +31,9 @@ def cached_decoding(text: str, config, typed: tuple):
     return decode_sentence(text, config, x=x, weights=given)
 
 
-def _play() -> None:
+def _play(n: int) -> None:
     st.session_state["dec_playing"] = not st.session_state.get("dec_playing", False)
-    if st.session_state["dec_playing"] and st.session_state.get("dec_step", 1) >= st.session_state.get("dec_count", 1):
+    if st.session_state["dec_playing"] and st.session_state.get("dec_step", 1) >= n:
         st.session_state["dec_step"] = 1  # play from the start once at the end
 
 
@@ -100,7 +100,6 @@ with friendly_errors():
         typed, _ = typed_numbers(settings) if settings.typed else ({}, [])
         decoding = cached_decoding(settings.text, settings.config, tuple(sorted(typed.items())))
     n = len(decoding.tokens)
-    st.session_state["dec_count"] = n
     if "dec_next" in st.session_state:  # ▶ play's next step, set on the run before, taken before the slider exists
         st.session_state["dec_step"] = st.session_state.pop("dec_next")
     slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation,
@@ -121,7 +120,7 @@ with friendly_errors():
     if n > 1:
         t = left.slider("step", 1, n, value=n, key="dec_step", bind="query-params",
                         help="Which token is the new one: ← → step in presentation mode") - 1  # fmt: skip
-        middle.button("■ stop" if st.session_state.get("dec_playing") else "▶ play", on_click=_play,
+        middle.button("■ stop" if st.session_state.get("dec_playing") else "▶ play", on_click=_play, args=(n,),
                       key="dec_play", width="stretch")  # fmt: skip
     else:
         t = 0

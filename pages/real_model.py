@@ -116,7 +116,7 @@ def _generation(key: str, device: str, text: str, info, model_trace, style) -> N
                    f"the model's own KV cache (transformers' DynamicCache), every layer's attention captured at "
                    f"each step. Up to {MAX_NEW_TOKENS} new tokens.")  # fmt: skip
         return
-    written = len(kept.positions) - kept.prompt
+    written = kept.written
     ending = ("it wrote its end-of-text token" if kept.ended else f"all {count} asked for" if kept.done
               else f"stopped after {written} of {count}")  # fmt: skip
     text_written = "".join(p.token for p in kept.positions[kept.prompt :]).replace(WORD_START, " ")

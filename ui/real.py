@@ -60,26 +60,29 @@ def model_trace_for(key: str, device: str, text: str) -> ModelTrace:
 
 
 GENERATION = "generation"  # the session's last generation: (model key, device, prompt, count) -> Generation
-GENERATING = threading.BoundedSemaphore(2)  # generations under way at once on the server; others wait their turn
+GENERATING = threading.BoundedSemaphore(2)  # generations under way at once on the server; others wait, and are told
 
 
 def generate(key: str, device: str, text: str, count: int) -> Generation:
     """Greedy generation in the model worker, one request per step, with a progress bar. Each step lands in the
     session as it comes, so a reader's ■ Stop (a rerun, which ends this script at its next Streamlit call) keeps
     the tokens written so far. A worker that dies mid-way is started again and the generation redone once, from
-    the prompt (greedy: the same tokens); a second time, the error is shown."""
+    the prompt (greedy: the same tokens); a second time, the error is raised."""
     kept = st.session_state.setdefault(GENERATION, {})
     kept.clear()
     worker = model_worker()
-    progress = st.progress(0.0, text="Waiting for a free slot (two generations run at once on this server)…")
-    with GENERATING:
+    progress = st.progress(0.0, text="Starting…")
+    if not GENERATING.acquire(blocking=False):
+        progress.progress(0.0, text="Waiting for a free slot (two generations run at once on this server)…")
+        GENERATING.acquire()
+    try:
         for attempt in (1, 2):
             gen_id = uuid.uuid4().hex
             try:
                 generation = worker.generation_start(key, device, gen_id, text, count)
                 try:
                     while not generation.done:
-                        written = len(generation.positions) - generation.prompt
+                        written = generation.written
                         progress.progress(written / count, text=f"Writing token {written + 1} of {count}…")
                         kept[key, device, text, count] = generation
                         generation = generation.plus(*worker.generation_step(key, device, gen_id))
@@ -91,6 +94,8 @@ def generate(key: str, device: str, text: str, count: int) -> Generation:
                     raise
                 st.info("The model worker stopped during the generation and was started again: generating again "
                         "from the prompt (greedy, so the same tokens).")  # fmt: skip
+    finally:
+        GENERATING.release()
     progress.empty()
     kept[key, device, text, count] = generation
     return generation

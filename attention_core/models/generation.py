@@ -55,12 +55,17 @@ class Generation:
     cache_bytes_per_position: int
 
     @property
+    def written(self) -> int:
+        """New tokens written so far."""
+        return len(self.positions) - self.prompt
+
+    @property
     def new_ids(self) -> tuple[int, ...]:
         return tuple(p.token_id for p in self.positions[self.prompt :])
 
     @property
     def done(self) -> bool:
-        return self.ended or len(self.positions) - self.prompt >= self.asked
+        return self.ended or self.written >= self.asked
 
     def plus(self, position: Position, ended: bool) -> Generation:
         """This generation with one more token; ended: the token is the model's end of text."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from attention_core.tokens import tokenize
 from attention_core.trace import AttentionTrace
 
 
@@ -39,6 +40,77 @@ class Check:
         return f"[{body}]" if len(values) > 1 else body
 
 
+def weight_text(value: float) -> str:
+    """An attention weight in two decimals, never one that reads as something it is not: "0" only for exactly 0
+    (a masked key), "< 0.01" for a weight that would round to 0.00, "> 0.99" for one that would round to 1.00."""
+    if value == 0:
+        return "0"
+    if value < 0.005:
+        return "<\u00a00.01"  # no break space: "<" and its number stay on one line
+    if 0.995 <= value < 1:
+        return ">\u00a00.99"
+    return f"{value:.2f}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pattern:
+    """A lecture's point about one row that trained weights make and random ones cannot: the row of the
+    `occurrence`-th token `query` should look at `key` rather than at `instead`; `printed`: the weight the
+    lecture prints for it, if any. `trained`: where the app shows weights that have it: "model" (the Training
+    page's model, trained on sentences shaped like this one) or "real" (a pretrained model, Real model page)."""
+
+    lecture: str
+    point: str  # in words: "the verb finds its subject"
+    query: str
+    key: str
+    instead: str
+    trained: str
+    printed: float | None = None
+    occurrence: int = 1
+
+    def positions(self, tokens) -> tuple[int, int, int] | None:
+        """(query, key, instead) token positions in `tokens` (the first key and instead), None if any is missing."""
+        lowered = [t.lower() for t in tokens]
+        queries = [i for i, t in enumerate(lowered) if t == self.query.lower()]
+        if len(queries) < self.occurrence or self.key.lower() not in lowered or self.instead.lower() not in lowered:
+            return None
+        return queries[self.occurrence - 1], lowered.index(self.key.lower()), lowered.index(self.instead.lower())
+
+    def _name(self) -> str:
+        """The query as the lecture names it: "“eat”", or "the second “it”" where it occurs more than once."""
+        if self.occurrence == 1:
+            return f"“{self.query}”"
+        return f"the {('first', 'second', 'third')[self.occurrence - 1]} “{self.query}”"
+
+    def point_text(self, short: bool = False) -> str:
+        """The lecture's point: "Lecture 002's point: “eat” looks at “Alice” (0.70), the verb finds its subject";
+        `short`: "Lecture 002: “eat” looks at “Alice” (0.70)"."""
+        printed = f" ({self.printed:.2f})" if self.printed is not None else ""
+        if short:
+            return f"Lecture {self.lecture}: {self._name()} looks at “{self.key}”{printed}"
+        return f"Lecture {self.lecture}'s point: {self._name()} looks at “{self.key}”{printed}, {self.point}"
+
+    def here_text(self, trace: AttentionTrace, head: int, most: bool = True) -> str:
+        """What the row does in `trace`: "“eat” puts 0.07 on “Alice” and 0.84 on “pizza”" (and, with `most`, where
+        its most goes if elsewhere); "" when the sentence lacks the pattern's tokens."""
+        where = self.positions(trace.tokens)
+        if where is None:
+            return ""
+        query, key, instead = where
+        row = trace.weights[head, query].tolist()
+        heads = f"in head {head + 1}, " if trace.n_heads > 1 else ""
+
+        def on(j: int, word: str) -> str:
+            masked = trace.mask is not None and not bool(trace.mask[query, j])
+            return f"{weight_text(row[j])} on “{word}”" + (" (after it: masked)" if masked else "")
+
+        here = f"{heads}{self._name()} puts {on(key, self.key)} and {on(instead, self.instead)}"
+        largest = max(range(len(row)), key=row.__getitem__)
+        if most and largest not in (key, instead):
+            here += f"; its most, {weight_text(row[largest])}, on “{trace.tokens[largest]}”"
+        return here
+
+
 @dataclasses.dataclass(frozen=True)
 class LectureExample:
     key: str
@@ -49,6 +121,7 @@ class LectureExample:
     typed: Mapping = dataclasses.field(default_factory=dict)  # x, w_q, ... as nested tuples (one head)
     notes: tuple[str, ...] = ()
     checks: Callable[[AttentionTrace], list[Check]] | None = None
+    pattern: Pattern | None = None  # what trained weights would show here (random ones show chance)
 
 
 def _values(t: torch.Tensor) -> tuple[float, ...]:
@@ -118,6 +191,9 @@ ALICE_W_Q = ((0.3, -0.1), (-0.2, 0.7), (0.4, 0.2))
 ALICE_W_K = ((0.1, 0.4), (0.1, 0.0), (0.3, 0.2))  # chosen so that x_Alice·W_K = [0.21, 0.44], as printed
 PRINTED_SCORES = (8.1, 1.2, 3.0, 6.5)  # "Scores for eat (row 3)"
 PRINTED_WEIGHTS = (0.70, 0.03, 0.07, 0.20)  # "eat after softmax"
+
+
+ALICE_PATTERN = Pattern("002", "the verb finds its subject", "eat", "Alice", "pizza", "model", printed=0.70)
 
 
 def _alice_checks(trace: AttentionTrace) -> list[Check]:
@@ -190,6 +266,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "002 · The classroom story",
         "Alice will eat pizza",
         {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        pattern=ALICE_PATTERN,
     ),
     LectureExample(
         "alice-typed",
@@ -226,6 +303,9 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "000 · The dot product limitation: which “it” is the ball?",
         "The dog chased the ball but it couldn't catch it",
         {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": False, "scaled": True, "variant": "mha"},
+        pattern=Pattern(
+            "000", "which a dot product of embeddings alone cannot tell", "it", "ball", "dog", "real", occurrence=2
+        ),
     ),
     LectureExample(
         "madd",
@@ -233,6 +313,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "003 · Multi-head: one head for grammar, one for what “he” refers to",
         "Vatsal studies a lot, Madd does not. Yet he gets high scores.",
         {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": True, "scaled": True, "variant": "mha"},
+        pattern=Pattern("003", "who “he” refers to in this sentence", "he", "Madd", "Vatsal", "real"),
     ),
     LectureExample(
         "madd-no-projections",
@@ -248,6 +329,16 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "001 · Row-wise softmax: “it” should look at “pizza”, not “oven”; 2 numbers per token for hand calculations",
         "the pizza came out of the oven and it tasted good",
         {"d_model": 2, "d_k": 2, "d_v": 2, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        pattern=Pattern("001", "what “it” refers to", "it", "pizza", "oven", "real"),
     ),
 )
 BY_KEY = {example.key: example for example in EXAMPLES}
+
+
+def pattern_for(tokens) -> Pattern | None:
+    """The lecture pattern of the example whose sentence this is (the same tokens, any case), if it has one."""
+    lowered = [t.lower() for t in tokens]
+    for example in EXAMPLES:
+        if example.pattern and [t.lower() for t in tokenize(example.text)] == lowered:
+            return example.pattern
+    return None

@@ -103,6 +103,7 @@ class AttentionTrace:
     label: str = ""
     given: tuple[str, ...] = ()  # which of x, w_q, w_k, w_v, w_o were typed rather than drawn
     drawn: str = ""  # how the others were drawn, e.g. "xavier init, seed 0" ("" for a real model's)
+    typed_as: str = "typed"  # how the given ones came to be: "typed", or "trained (Training page, ...)"
     variant: str = "mha"  # attention_core/variants.py
     params: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the variant's weights, true shapes
     parts: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # its intermediates (variants.PARTS)

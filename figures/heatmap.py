@@ -490,6 +490,11 @@ def _side_by_side(panels: list[Panel], style: Style) -> list[_Laid] | None:
     return None if narrow and n > 1 else laid
 
 
+def fit_side_by_side(panels: list[Panel], style: Style) -> bool:
+    """Whether these panels can share a row at this style's width (else heatmaps stacks them)."""
+    return _side_by_side(panels, style) is not None
+
+
 def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> Figure:
     """One figure of several maps: side by side, each a share of style.width, or stacked one above the other.
 

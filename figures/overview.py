@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from figures.heatmap import heatmap, pool
-from figures.style import DEFAULT_STYLE, SEQUENTIAL, TITLE_PAD, Figure, Style, figure, title_height
+from figures.style import DEFAULT_STYLE, MAP_PIXELS_MAX, SEQUENTIAL, TITLE_PAD, Figure, Style, figure, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
 MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
@@ -80,7 +80,13 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
     subtitle = f"rows = query, columns = key; each map scaled to its own maximum{pooled}"
     layout = style.layout(
         title=style.title(f"Attention weights of all {n_layers} layers x {n_heads} heads", subtitle),
-        height=int(min(1500, 140 + n_layers * max(48, 3 * t))),
+        # read normally up to 1,500 px; on a slide (smaller maps) no taller than a map and its title
+        height=int(
+            min(
+                1500 if style.max_map_pixels >= MAP_PIXELS_MAX else style.max_map_pixels + 160,
+                140 + n_layers * max(48, 3 * t),
+            )
+        ),  # fmt: skip
         # the title and its subtitle, then the head labels on top of the mosaic
         margin={
             "l": 10,

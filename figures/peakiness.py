@@ -9,6 +9,7 @@ from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, fig
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
 PANEL_GAP = 0.06  # of the width, between the three panels
+TITLE_FONT_MIN = 11  # the panel titles' smallest type, where even their short names are wider than a panel
 
 
 def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
@@ -30,7 +31,8 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     def fits(text: str) -> bool:
         return all(label_width(line, font) <= panel_pixels for line in text.split("<br>"))
 
-    # Panel titles: whole on one line where they fit, else on two lines, else their short names.
+    # Panel titles: whole on one line where they fit, else on two lines, else their short names, in type small
+    # enough that they do not run into each other (a slide's narrow column, many tokens' labels on the left).
     for names in (
         [n for n, *_ in columns],
         [n.replace(" ", "<br>", 1) for n, *_ in columns],
@@ -38,6 +40,8 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     ):
         if all(fits(name) for name in names):
             break
+    widest = max(label_width(name, font) for name in names)
+    title_font = font if widest <= panel_pixels else max(TITLE_FONT_MIN, int(font * panel_pixels / widest))
     panel_lines = max(name.count("<br>") + 1 for name in names)
     for index, ((name, _, values, top), shown) in enumerate(zip(columns, names, strict=True)):
         axis = "x" if index == 0 else f"x{index + 1}"
@@ -74,7 +78,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
                 "yanchor": "bottom",
                 "yshift": 6,
                 "showarrow": False,
-                "font": {"size": font},
+                "font": {"size": title_font},
             }
         )
     which = f"head {head + 1} of {trace.n_heads}" if trace.n_heads > 1 else ""

@@ -34,7 +34,7 @@ from attention_core.variants import (
 from figures.cache import BYTES, CONTEXTS, amount, cache_figure, compared_rows, preset_rows
 from figures.context import context_sum_part, weighted_sum_text
 from figures.glossary import link
-from figures.heatmap import Panel, heatmaps
+from figures.heatmap import Panel, fit_side_by_side, heatmaps
 from figures.peakiness import peakiness_figure
 from figures.style import (
     DEFAULT_STYLE,
@@ -152,9 +152,30 @@ def _allowed(trace) -> np.ndarray | None:
     return None if trace.mask is None else trace.mask.cpu().numpy()
 
 
+def banded(values: np.ndarray, style: Style, rows: bool, cols: bool, subtitle: str = "") -> tuple[np.ndarray, str]:
+    """What a map draws of `values` on a slide: along an axis that counts dimensions (`rows`, `cols`) and has more
+    than style.band of them, the first style.band (a band; band_note says so beside the maps, the title keeps the
+    whole shape). Token axes are never cut; exports keep every number."""
+    band = style.band
+    cut_rows, cut_cols = rows and band and values.shape[0] > band, cols and band and values.shape[1] > band
+    if not (cut_rows or cut_cols):
+        return values, subtitle
+    return values[: band if cut_rows else None, : band if cut_cols else None], subtitle
+
+
+def band_note(parts: list[tuple[Panel, Matrix]], style: Style) -> str:
+    """The sentence that says which of these maps `banded` cut (a panel that draws less than its export), ""
+    if none."""
+    cut = [f"{m.name} {shape_text(*m.values.shape)}" for panel, m in parts if np.shape(panel.matrix) != m.values.shape]
+    if not cut:
+        return ""
+    return f"On this slide: the first {style.band} dimensions of {', '.join(cut)}; the export has every number."
+
+
 def _rows_panel(trace, values, name: str, title: str, style: Style, subtitle: str = "") -> tuple[Panel, Matrix]:
-    """A matrix with one row per token (X, Q, K, V, context, output)."""
-    panel = Panel(values, title, subtitle, row_labels=_tokens(trace), x_title="dimension", y_title="token")
+    """A matrix with one row per token (X, Q, K, V, context, output); on a slide a band of its dimensions."""
+    shown, subtitle = banded(values, style, rows=False, cols=True, subtitle=subtitle)
+    panel = Panel(shown, title, subtitle, row_labels=_tokens(trace), x_title="dimension", y_title="token")
     return panel, Matrix(name, values, _tokens(trace), _dims(values.shape[1], style))
 
 
@@ -178,24 +199,40 @@ def _square_panel(trace, values, name, title, *, diverging, masked, subtitle="",
 
 
 def _matrix_panel(values, name, title, style, row_name, col_name, subtitle="") -> tuple[Panel, Matrix]:
-    """A weight matrix (W_Q, W_K, W_V, W_O): numbered rows and columns."""
+    """A weight matrix (W_Q, W_K, W_V, W_O): numbered rows and columns; on a slide a band of each."""
     rows, cols = values.shape
-    panel = Panel(values, title, subtitle, x_title=col_name, y_title=row_name)
+    shown, subtitle = banded(values, style, rows=True, cols=True, subtitle=subtitle)
+    panel = Panel(shown, title, subtitle, x_title=col_name, y_title=row_name)
     return panel, Matrix(name, values, _dims(rows, style), _dims(cols, style))
 
 
 MOST_IN_A_ROW = 5  # maps side by side in one figure; more go in two rows
 
 
+class Drawn(list):
+    """A stage's figures, as _figure makes them: `rows`, whether they are the rows of one picture (drawn one under
+    the other, never side by side); `band`, the sentence saying which maps draw a band of their numbers."""
+
+    rows: bool = False
+    band: str = ""
+
+
 def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[Figure], list[Matrix]]:
-    """A stage's panels as ONE figure (side by side where the style says so, else stacked), and its exports."""
+    """A stage's panels as ONE figure (side by side where the style says so, else stacked), and its exports. Too
+    many for one row (MLA's weights), or on a slide too narrow to share one (GPT-2's concat, W_O and output): two
+    rows of shorter maps, one screen."""
     panels, matrices = zip(*parts, strict=True)
-    if style.side_by_side and len(panels) > MOST_IN_A_ROW:  # MLA's many weights: two rows of readable maps
+    crowded = style.side_by_side and style.band and len(panels) > 1 and not fit_side_by_side(list(panels), style)
+    if style.side_by_side and (len(panels) > MOST_IN_A_ROW or crowded):
         half = math.ceil(len(panels) / 2)
         rows = [list(panels[:half]), list(panels[half:])]
-        shorter = dataclasses.replace(style, max_map_pixels=style.max_map_pixels * 2 // 5)  # two rows, one screen
-        return [heatmaps(row, shorter) for row in rows], list(matrices)
-    return [heatmaps(list(panels), style, stacked=not style.side_by_side)], list(matrices)
+        shorter = dataclasses.replace(style, max_map_pixels=style.max_map_pixels * 2 // 5)
+        drawn = Drawn(heatmaps(row, shorter) for row in rows)
+        drawn.rows = True
+    else:
+        drawn = Drawn([heatmaps(list(panels), style, stacked=not style.side_by_side)])
+    drawn.band = band_note(parts, style)
+    return drawn, list(matrices)
 
 
 def origin(trace, names: tuple[str, ...]) -> str:
@@ -205,10 +242,20 @@ def origin(trace, names: tuple[str, ...]) -> str:
     label = {"x": "X"} | {spec.name: spec.label for spec in VARIANTS[trace.variant].weights}
     parts = []
     if typed:
-        parts.append(f"{', '.join(label[n] for n in typed)} typed")
+        parts.append(f"{', '.join(label[n] for n in typed)} {trace.typed_as}")
     if drawn and trace.drawn:
         parts.append(f"{', '.join(label[n] for n in drawn)} random ({trace.drawn})")
     return "; ".join(parts)
+
+
+def made(given: set[str], needed: set[str], typed_as: str = "typed") -> str:
+    """How a layer's weights came to be, in a word or three: "random", `typed_as` ("typed", "trained (...)") when
+    every one it needs was given, else "some typed, the rest random". given: the names given; needed: those the
+    layer uses."""
+    given = given & needed
+    if not given:
+        return "random"
+    return typed_as if given == needed else f"some {typed_as.split(' (')[0]}, the rest random"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,7 +265,7 @@ def origin(trace, names: tuple[str, ...]) -> str:
 def _build_x(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.x)
     figures, matrices = _figure([_rows_panel(trace, values, "X", f"X  {shape_text(*values.shape)}", style)], style)
-    notes = ["Here X is typed."] if "x" in trace.given else []
+    notes = [f"Here X is {trace.typed_as}."] if "x" in trace.given else []
     return Built(figures, matrices, notes)
 
 
@@ -514,7 +561,8 @@ def _build_output(trace, head: int, style: Style, query: int | None) -> Built:
         return Built([], [], idea="Without projections there is no W_O: the context vectors are the output.")
     concat = as_numpy(trace.concat)
     heads = {1: "head 1", 2: "head 1, head 2"}.get(h, f"head 1 … head {h}")
-    concat_panel = Panel(concat, f"concat({heads})  {shape_text(n, h * dv)}", row_labels=_tokens(trace),
+    shown, banded_note = banded(concat, style, rows=False, cols=True)
+    concat_panel = Panel(shown, f"concat({heads})  {shape_text(n, h * dv)}", banded_note, row_labels=_tokens(trace),
                          x_title="head · dimension", y_title="token")  # fmt: skip
     parts = [(concat_panel, Matrix("concat", concat, _tokens(trace), _dims(h * dv, style)))]
     if trace.w_o is not None:
@@ -875,9 +923,10 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE, que
             raise ValueError(f"{option.label} must be one of {', '.join(option.choices)}; got {value!r}")
         chosen[option.key] = value
     built = stage.build(trace, head, style, query if stage.per_query else None, **chosen)
-    explanation = " ".join([built.idea or stage.idea_for(trace), *built.notes])
-    return StageView(key, heading(key, trace), stage.formula_for(trace), explanation, built.figures, built.matrices,
-                     built.code, built.stacked)  # fmt: skip
+    drawn = built.figures if isinstance(built.figures, Drawn) else Drawn(built.figures)
+    explanation = " ".join(filter(None, [built.idea or stage.idea_for(trace), *built.notes, drawn.band]))
+    return StageView(key, heading(key, trace), stage.formula_for(trace), explanation, list(built.figures),
+                     built.matrices, built.code, built.stacked or drawn.rows)  # fmt: skip
 
 
 __all__ = [

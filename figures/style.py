@@ -123,7 +123,9 @@ class Style:
     where they fit. width: about how many pixels wide the figure is drawn. side_by_side: a stage's
     figures share one row (each gets a share of `width`). index_base: 1 counts tokens and dimensions
     from 1 as the lectures do (α₂₂), 0 from 0 as Python does. max_map_pixels: the tallest a map may be
-    (presentation mode keeps a stage on one screen). theme: "light" or "dark", the page's colours."""
+    (presentation mode keeps a stage on one screen). theme: "light" or "dark", the page's colours. band: on a
+    slide, the most dimensions a map draws along an axis that counts them (d_model, d_k): the first `band`, the
+    rest summarised (figures.stages.banded); 0 draws them all."""
 
     font_size: int = 16
     show_numbers: bool = True
@@ -132,6 +134,7 @@ class Style:
     index_base: int = 1
     max_map_pixels: int = MAP_PIXELS_MAX
     theme: str = "light"
+    band: int = 0
 
     def beside(self, count: int) -> Style:
         """The style of each of `count` figures that share one row (when side_by_side)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from figures.scaling import LINE_COLOURS, _layout
-from figures.style import DEFAULT_STYLE, Figure, Style, figure
+from figures.style import DEFAULT_STYLE, Figure, Style, escape, figure
 
 LOSS_COLOUR = "#2e6fb0"
 MARK_COLOUR = "#c0392b"
@@ -46,6 +46,29 @@ def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = D
     )
     layout = _layout(style, "next-word loss (nats) of each step's mini-batch", xaxis, yaxis, height=320, legend_rows=1)
     return figure(traces, layout)
+
+
+NEXT_WORDS = 6  # the next-word chart's bars
+
+
+def next_word_figure(probabilities, vocabulary, answer: str, prompt: str, style: Style = DEFAULT_STYLE) -> Figure:
+    """P(next word | prompt) of the NEXT_WORDS most probable words, most probable on top, the right answer in its
+    own colour (and added as a last bar when it is not among them)."""
+    order = sorted(range(len(vocabulary)), key=lambda i: -float(probabilities[i]))
+    shown = order[:NEXT_WORDS]
+    if vocabulary.index(answer) not in shown:
+        shown.append(vocabulary.index(answer))
+    words = [escape(vocabulary[i]) for i in shown]
+    values = [float(probabilities[i]) for i in shown]
+    rows = list(range(len(shown)))  # numbered rows with the words as tick text: every word is written
+    bar = dict(type="bar", orientation="h", x=values, y=rows, customdata=words, name="P(next word)",
+               marker={"color": [MARK_COLOUR if vocabulary[i] == answer else LOSS_COLOUR for i in shown]},
+               text=[f"{v:.3f}" if v >= 0.0005 else "< 0.001" for v in values], textposition="outside",
+               cliponaxis=False, hovertemplate="P(%{customdata} | prompt) = %{x:.4f}<extra></extra>")  # fmt: skip
+    yaxis = {"autorange": "reversed", "tickmode": "array", "tickvals": rows, "ticktext": words}
+    layout = _layout(style, f"P(next word | {prompt})", {"title": {"text": "probability"}, "range": [0, 1.2]},
+                     yaxis, height=60 + 1.6 * style.font_size * len(shown), legend_rows=0)  # fmt: skip
+    return figure([bar], {**layout, "showlegend": False})
 
 
 def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) -> list[Figure]:

@@ -10,6 +10,7 @@ from attention_core.tokens import tokenize
 from attention_core.training import POSITIONS, continue_greedily, sentence_words, sentence_x
 from attention_core.variants import VARIANTS
 from figures.decoding import cache_and_rows_figure, cost_figures, step_figure
+from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import check_choice, check_whole, current_settings
 from ui.pages import BY_TITLE
@@ -133,9 +134,7 @@ with friendly_errors():
 
     if slides.shows("step"):
         step = decoding.steps[t]
-        given = set(typed) & set(decoding.params)  # the typed matrices that fit, as the Walkthrough takes them
-        made = "typed" if given == set(decoding.params) else "some typed, the rest random" if given else "random"
-        weights_are = "trained" if continued else made
+        weights_are = "trained" if continued else made(set(typed), set(decoding.params), settings.typed_as)
         where = ("the model's own guess" if continued and t >= continued.prompt else
                  "from the prompt" if continued else "the sentence's next word (teacher forcing)")  # fmt: skip
         keys = f"{t + 1} key{'s' if t else ''}"

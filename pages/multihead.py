@@ -4,8 +4,9 @@ import streamlit as st
 
 from attention_core.config import APP_MAX_HEADS
 from figures.multihead import head_summary_figure, multihead_grid
-from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES
+from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES, made
 from ui.controls import check_choice, current_settings
+from ui.numbers import pattern_note
 from ui.pages import BY_TITLE
 from ui.show import (
     friendly_errors,
@@ -53,16 +54,18 @@ with friendly_errors():
         if not settings.presentation:  # on a slide the bar names it
             st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
         show_typed_refusals(settings)
+        weights_are = made(set(trace.given), set(trace.params), trace.typed_as)
         here = (
             "the weights here are random, so how the heads differ is chance"
-            if not trace.given
-            else "some weights here are typed, the others random"
+            if weights_are == "random"
+            else f"the weights here are {weights_are}"
         )
         st.markdown(
             f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). In a "
             f"trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
             "vectors are concatenated and W_O maps them back to d_model."
         )
+        pattern_note(trace, range(h), settings.presentation)
         if h == 1 and not settings.presentation:
             st.info("One head: raise **heads** in the sidebar to see several side by side.")
         choices = [stage.key for stage in GRID_STAGES]

@@ -1,5 +1,7 @@
 """Real model: the attention a trained transformer computes, every layer and head, then one head stage by stage."""
 
+import dataclasses
+
 import streamlit as st
 
 from attention_core import MAX_MODEL_TOKENS, causal_mask, rerun_head, resolve_device
@@ -16,6 +18,7 @@ from ui.real import GENERATION, generate, model_for, model_trace_for
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, style_for
 from ui.slides import Slides
 
+GRID_LABELS = 60  # pixels: how much shorter the entropy grid is on a slide than a map (see its slide)
 SINK_SHARE = 0.5  # a head that puts at least this share of rows 2..n on token 1 gets the attention-sink note
 
 
@@ -162,11 +165,13 @@ with friendly_errors():
         )
     sources = available_models()
     check_choice("rm_model", "model", [source.title for source in sources.values()])
-    key = st.selectbox(
-        "model", tuple(sources), format_func=lambda k: sources[k].title, key="rm_model", bind="query-params"
-    )
+    # On a slide one row holds the model, and on a stage's slide the layer and head (their choices name themselves).
+    row = st.columns([2, 1, 1], vertical_alignment="bottom") if settings.presentation else (st, None, None)
+    shown = "collapsed" if settings.presentation else "visible"
+    key = row[0].selectbox("model", tuple(sources), format_func=lambda k: sources[k].title, key="rm_model",
+                           bind="query-params", label_visibility=shown)  # fmt: skip
     device = str(resolve_device(settings.config.device))
-    model_for(key, device)
+    model_for(key, device, box=not settings.presentation)
     model_trace = model_trace_for(key, device, settings.text)
     info = model_trace.info
 
@@ -182,25 +187,30 @@ with friendly_errors():
             f"{len(model_trace.tokens)} are shown (at most {MAX_MODEL_TOKENS}, so that 30 layers of maps stay fast)."
         )
     if slides.shows("tokens"):
-        st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
-        st.code("  ".join(f"{style.index(i)}:{t}" for i, t in enumerate(model_trace.tokens)), language=None,
-                wrap_lines=True)  # fmt: skip
-        st.caption(
-            f"{WORD_START} marks a token that starts a new word (the tokenizer's leading space); special tokens "
-            "([CLS], [SEP]) are shown; '##ing' continues the word before it; ↵ is a newline, ␣ a space, ⟨f0 9f⟩ "
-            "the bytes of part of a character."
-        )
-        _fixed_by_architecture(info)
+        # On a slide the tokens and the architecture side by side, so that both fit one screen.
+        tokens_place, fixed_place = st.columns(2) if settings.presentation else (st.container(), st.container())
+        with tokens_place:
+            st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
+            st.code("  ".join(f"{style.index(i)}:{t}" for i, t in enumerate(model_trace.tokens)), language=None,
+                    wrap_lines=True)  # fmt: skip
+            st.caption(
+                f"{WORD_START} marks a token that starts a new word (the tokenizer's leading space); special tokens "
+                "([CLS], [SEP]) are shown; '##ing' continues the word before it; ↵ is a newline, ␣ a space, "
+                "⟨f0 9f⟩ the bytes of part of a character."
+            )
+        with fixed_place:
+            _fixed_by_architecture(info)
 
     if slides.shows("grid"):
-        st.header("Every layer and head")
-        # Built once per trace and style, shared by every session reading the same sentence (ui.memo).
-        show_figure(
-            remember(model_trace, ("entropy", style), lambda: entropy_grid_figure(model_trace, style)), "rm-entropy"
-        )
-    if slides.shows("thumbs"):
-        if settings.presentation:
+        if not settings.presentation:  # on a slide the bar names it
             st.header("Every layer and head")
+        # Built once per trace and style, shared by every session reading the same sentence (ui.memo). On a slide
+        # the grid is a little shorter than a map: its slanted head labels take the room of a title above it.
+        grid = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - GRID_LABELS) if settings.presentation \
+            else style  # fmt: skip
+        show_figure(remember(model_trace, ("entropy", grid), lambda: entropy_grid_figure(model_trace, grid)),
+                    "rm-entropy")  # fmt: skip
+    if slides.shows("thumbs"):
         show_figure(
             remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs"
         )
@@ -211,19 +221,23 @@ with friendly_errors():
     if not settings.presentation or slides.shown in {stage.key for stage in heads_stages}:
         if not settings.presentation:
             st.header("One head, stage by stage")
-        left, right = st.columns(2)  # on every stage's slide: the layer and head it shows
+        left, right = row[1:] if settings.presentation else st.columns(2)  # the layer and head a stage shows
         check_choice("rm_layer", "layer", [f"layer {i + 1}" for i in range(info.n_layers)])
         check_choice("rm_head", "head", head_labels(model_trace))
-        layer = left.selectbox(
-            "layer", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_layer", bind="query-params"
-        )
+        layer = left.selectbox("layer", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_layer",
+                               bind="query-params", label_visibility=shown)  # fmt: skip
         labels = head_labels(model_trace)
-        head = right.selectbox(
-            "head", range(info.n_heads), format_func=lambda i: labels[i], key="rm_head", bind="query-params"
-        )
+        head = right.selectbox("head", range(info.n_heads), format_func=lambda i: labels[i], key="rm_head",
+                               bind="query-params", label_visibility=shown)  # fmt: skip
         layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
         layer_trace = model_trace.layers[layer]
-        st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
+        if not settings.presentation:
+            st.markdown(f"{layer_trace.label} · {_head_sharing_note(model_trace, head)}")
+        elif slides.shown == "qkv" and len(model_trace.heads_sharing(model_trace.kv_head_of[head])) > 1:
+            # a slide: one line, on the slide of K and V, where the sharing shows
+            sharing = ", ".join(str(h + 1) for h in model_trace.heads_sharing(model_trace.kv_head_of[head]))
+            st.markdown(f"Heads {sharing} share key/value head {model_trace.kv_head_of[head] + 1} "
+                        "([grouped-query attention](glossary#gqa)): the same K and V.")  # fmt: skip
         beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
         special = model_trace.special[0]
         for stage in stages_for(layer_trace):
@@ -239,7 +253,7 @@ with friendly_errors():
                 note = sink_note(layer_trace, head, special)
                 if note:
                     st.info(note, icon="⚓")
-                if not info.causal:
+                if not info.causal and not settings.presentation:  # read normally: a slide has no room for it
                     _what_if_causal(layer_trace, head, style)
             if not settings.presentation:
                 st.divider()

@@ -12,17 +12,21 @@ import streamlit as st
 
 from attention_core import tokenize
 from attention_core.device import cpu_kernels
+from attention_core.lectures import ALICE_PATTERN, weight_text
 from attention_core.training import (
     GROUPS,
     LEARNED_PREDICTED,
     LEARNED_WEIGHT,
+    LECTURE_SENTENCE,
     MODALS,
+    SUBJECT,
+    VERB,
     checkpoint_npz,
     sentence_words,
 )
 from figures.heatmap import heatmap
 from figures.style import markdown_literal
-from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
+from figures.training import loss_figure, next_word_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
 from ui.chart import show_figure
 from ui.controls import TRAINING_RUN, check_choice, current_settings, settings_from
 from ui.numbers import use_weights
@@ -32,6 +36,8 @@ from ui.slides import Slides
 from ui.training import (
     GRAMMAR,
     HELD_OUT,
+    lecture_model_for,
+    lesson_at,
     measured_at,
     session_run,
     start,
@@ -43,6 +49,7 @@ from ui.training import (
 
 POSITION_NAMES = ("subject", "modal", "verb", "object")
 SQRT_D_K = 64  # the √d_k experiment's d_k: large enough that unscaled scores saturate the softmax
+LECTURE_KEY = "t_lecture"  # the switch "Lecture 002's model" (ui.training.lecture_model_for)
 
 
 def _step(steps: list[int], delta: int) -> None:
@@ -135,6 +142,64 @@ def _measured(run, checkpoint, style, map_place=None) -> None:
         show_figure(figure, "train-mean")
 
 
+def _digits(a: float, b: float) -> int:
+    """The fewest decimals (3 or more) that write a and b apart, when they differ."""
+    return next((d for d in range(3, 10) if f"{a:.{d}f}" != f"{b:.{d}f}"), 3)
+
+
+def _lesson(run, checkpoint, words, style) -> None:
+    """Lecture 002's training slide with this step's numbers: the next-word prediction, the loss, and the update
+    rule, once on this sentence and as the run applies it."""
+    if len(words) < 2:
+        st.info("A next-word prediction needs two words at least: the prompt and the word to predict. Type a "
+                "longer sentence of the grammar's words, e.g. “Alice will eat pizza”.")  # fmt: skip
+        return
+    lesson = lesson_at(run, checkpoint, words)
+    prompt, answer = " ".join(lesson.prompt), lesson.answer
+    best = run.vocabulary[int(lesson.probabilities.argmax())]
+    guess = (f"its most probable next word is “{best}”, the right one" if best == answer else
+             f"its most probable next word is “{best}”, not “{answer}”")  # fmt: skip
+    delta = lesson.after - lesson.loss
+    d, p = _digits(lesson.loss, lesson.after), _digits(lesson.probability, lesson.probability_after)
+    moved = ("leaves L where it was (the gradient is 0)" if delta == 0 else
+             f"takes L from {lesson.loss:.{d}f} to {lesson.after:.{d}f}: it {'falls' if delta < 0 else 'rises'} by "
+             f"{abs(delta):.2g}, and P({answer} | {prompt}) goes from {lesson.probability:.{p}f} to "
+             f"{lesson.probability_after:.{p}f}")  # fmt: skip
+    g = lesson.gradients["w_q"]
+    left, right = st.columns(2)
+    with left:
+        show_figure(next_word_figure(lesson.probabilities, run.vocabulary, answer, prompt, style.beside(2)),
+                    "train-next")  # fmt: skip
+    right.markdown(
+        f"**Predict.** At step {checkpoint.step} the model reads “{prompt}” and gives "
+        f"P({answer} | {prompt}) = **{lesson.probability:.3f}**; {guess}.\n\n"
+        f"**Loss** (lecture 002): L = −log P({answer} | {prompt}) = −log {lesson.probability:.3f} = "
+        f"**{lesson.loss:.3f}** nats.\n\n"
+        f"**Update**: W_Q ← W_Q − η·∂L/∂W_Q, with η = {lesson.lr:.3g} (this run's step size at step "
+        f"{checkpoint.step}). The largest entry of ∂L/∂W_Q is {float(g.abs().max()):.2g}. One such step on W_Q, "
+        f"W_K and W_V, with this sentence alone, {moved}."
+    )
+    st.expander("How this run updates: AdamW").caption(
+        f"The run itself takes the mean loss of {run.config.batch} sentences per step and updates with AdamW: "
+        "W ← W − η·(m̂ / (√v̂ + ε) + λ·W), where m̂ and v̂ are running means of ∂L/∂W and of its square (each "
+        f"weight moves about η per step, whatever its gradient's size) and λ = {run.config.weight_decay} pulls "
+        f"the weights toward 0. At step {checkpoint.step} that batch's ‖∂L/∂W_Q‖ was "
+        f"{run.grad_w_q[checkpoint.step]:.2g}."
+    )
+
+
+def _lecture_row(run, checkpoint, words) -> None:
+    """On lecture 002's sentence, whether this run's verb looks at Alice; where it does not, the lecture's model
+    is offered (the page's "Lecture 002's model")."""
+    if tuple(words) != LECTURE_SENTENCE or st.session_state.get(LECTURE_KEY):
+        return
+    weight = trace_at(run, checkpoint, words).weights[:, VERB, SUBJECT].mean().item()
+    if checkpoint.step == run.config.steps and weight < LEARNED_WEIGHT:
+        st.info(f"{ALICE_PATTERN.point_text()}. This run's “eat” puts {weight_text(weight)} on “Alice”: it learned "
+                "the rule for other subjects and left Alice's group to its default. Switch on **Lecture "
+                "002's model** for a run that makes the lecture's pattern.", icon="🎯")  # fmt: skip
+
+
 def _layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
     """The run at a checkpoint: its loss and what it measured ("train" in parts), and the layer on the sentence,
     the stages' own views (weights with peakiness, W_Q/W_K/W_V) ("layer" in parts)."""
@@ -148,10 +213,15 @@ def _layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
     elif "train" in parts:
         show_figure(loss_figure(run.loss, checkpoint.step, GRAMMAR.best_loss(), run.config.steps, style), "train-loss")
         _measured(run, checkpoint, style)
-    if not parts & {"layer", "projections"}:
+    if not parts & {"predict", "layer", "projections"}:
         return
     if why:
         st.caption(markdown_literal(why))
+    if "predict" in parts:
+        _lesson(run, checkpoint, words, style)
+    if not parts & {"layer", "projections"}:
+        return
+    _lecture_row(run, checkpoint, words)
     trace = trace_at(run, checkpoint, words)
     head = 0
     if trace.n_heads > 1:
@@ -202,7 +272,7 @@ def _recomputed(run) -> None:
     st.query_params["t_run"] = ours
 
 
-def _scrubber(run, settings, style, parts) -> None:
+def _scrubber(run, settings, style, parts, play_place) -> None:
     steps = [c.step for c in run.checkpoints]
     wanted = st.session_state.get("t_step", st.query_params.get("t_step"))  # a link's step, on a first run
     try:
@@ -211,7 +281,7 @@ def _scrubber(run, settings, style, parts) -> None:
         wanted = None
     to_end = st.session_state.pop("t_to_end", False)
     st.session_state["t_step"] = wanted if wanted in steps and not to_end else steps[-1]
-    st.toggle("▶ play", key="t_play", on_change=lambda: st.session_state.update(
+    play_place.toggle("▶ play", key="t_play", on_change=lambda: st.session_state.update(
         t_step=steps[0] if st.session_state["t_step"] == steps[-1] else st.session_state["t_step"]))  # fmt: skip
     playing = st.session_state.get("t_play", False)
 
@@ -222,12 +292,15 @@ def _scrubber(run, settings, style, parts) -> None:
             st.rerun(scope="app")  # the end: stop the clock
         if st.session_state.get("t_play"):
             _step(steps, 1)
-        if settings.presentation:  # in the fragment: a step reruns only it, not the sidebar and the page
-            back, _, forward = st.columns([1.5, 6, 1.5])
+        check_choice("t_step", "training step", [str(step) for step in steps])
+        if settings.presentation:  # one row; in the fragment: a step reruns only it, not the sidebar and the page
+            back, middle, forward = st.columns([1.3, 6, 1.3], vertical_alignment="bottom")
             back.button("← earlier", on_click=_step, args=(steps, -1), width="stretch")
             forward.button("later →", on_click=_step, args=(steps, 1), width="stretch")
-        check_choice("t_step", "training step", [str(step) for step in steps])
-        st.select_slider("training step", options=steps, key="t_step", bind="query-params")
+            middle.select_slider("training step", options=steps, key="t_step", bind="query-params",
+                                 label_visibility="collapsed")  # fmt: skip
+        else:
+            st.select_slider("training step", options=steps, key="t_step", bind="query-params")
         checkpoint = run.checkpoint_at(st.session_state["t_step"])
         words, why = _words(settings, run)
         _layer_at(run, checkpoint, words, why, settings, style, parts)
@@ -251,14 +324,16 @@ def _exports(run, checkpoint, words) -> None:
         st.rerun(scope="app")
     if st.session_state.get("t_used") is not None:
         used = st.session_state["t_used"]
-        st.success(f"The weights of step {used} are now the typed X, W_Q, W_K, W_V and W_O (sidebar), with "
-                   "their sentence and sizes: every stage of the trained layer.", icon="✅")  # fmt: skip
+        st.success(f"The weights of step {used} are now in the sidebar's typed-number fields (X, W_Q, W_K, W_V, "
+                   "W_O), with their sentence and sizes, and every page names them trained: every stage of the "
+                   "trained layer.", icon="✅")  # fmt: skip
         st.page_link("pages/walkthrough.py", label="Open the Walkthrough with them", icon=":material/arrow_forward:")
 
 
 def _use(run, checkpoint, words) -> None:
     """The weights go to the typed-number fields (ui.numbers.use_weights), and the page links the Walkthrough."""
-    use_weights(checkpoint_npz(checkpoint, run, words), causal=run.config.causal, scaled=run.config.scaled)
+    use_weights(checkpoint_npz(checkpoint, run, words), trained=(run.config.seed, checkpoint.step),
+                causal=run.config.causal, scaled=run.config.scaled)  # fmt: skip
     st.session_state["t_used"] = checkpoint.step
     st.session_state["t_used_now"] = True
 
@@ -314,10 +389,36 @@ def _sqrt_dk(settings, config, style) -> None:
     show_figures(sqrt_dk_figures(scaled, unscaled, SQRT_D_K, style), "train-sqrt", side_by_side=False)
 
 
+def page_config(settings):
+    """The run this page shows, and lecture 002's model when it is that run: the sidebar's config, or with
+    "Lecture 002's model" on, the same with the lecture model's seed (the first from the sidebar's whose run
+    makes lecture 002's pattern, ui.training)."""
+    config = training_config(settings)
+    if not st.session_state.get(LECTURE_KEY, st.query_params.get(LECTURE_KEY) == "true"):
+        return config, None
+    model = lecture_model_for(config)
+    return model.run.config, model
+
+
+def _lecture_caption(model, short: bool) -> None:
+    """What "Lecture 002's model" is, with the seeds it passed over on this machine (`short`: in one line)."""
+    passed = [f"seed {seed}: {weight_text(weight)}" for seed, weight, _ in model.tried[:-1]]
+    if model.found and short:
+        st.caption(f"Lecture 002's model: seed {model.seed}, the first from the sidebar's whose “eat” looks at "
+                   f"“Alice” here" + (f" ({', '.join(passed)})." if passed else "."))  # fmt: skip
+    elif model.found:
+        st.caption(f"Lecture 002's model: seed {model.seed}, the first seed from the sidebar's whose run, on this "
+                   f"machine, learned the rule and makes “eat” look at “Alice” ({weight_text(model.tried[-1][1])})"
+                   + (f"; before it, “eat” put on “Alice” {', '.join(passed)}." if passed else "."))  # fmt: skip
+    else:
+        st.warning(f"None of {len(model.tried)} seeds from the sidebar's made “eat” look at “Alice” on this machine "
+                   f"({', '.join(passed)}); showing seed {model.seed}, the closest.", icon="🎲")  # fmt: skip
+
+
 def _train() -> None:
     """▶ Train: this session's run of the sidebar's config (a finished one is trained again, from the seed)."""
     try:
-        config = training_config(settings_from(st.session_state))
+        config, _ = page_config(settings_from(st.session_state))
         finished = session_run(config)
         if finished is not None and not finished.running:
             stop(finished)  # forget it: "again" trains anew, and the page follows it live
@@ -336,13 +437,13 @@ def _stop() -> None:
 
 with friendly_errors():
     settings = current_settings()
-    config = training_config(settings)
+    config, lecture = page_config(settings)
     style = style_for(settings)
     _link_run(config)
     spec = BY_TITLE["Training"]
     slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
     slides.steer()
-    parts = {part for part in ("train", "layer", "projections") if slides.shows(part)}
+    parts = {part for part in ("train", "predict", "layer", "projections") if slides.shows(part)}
     if "train" in parts:
         sizes = (
             f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
@@ -368,10 +469,18 @@ with friendly_errors():
         training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
         if training is None and "t_step" in st.query_params:
             training = start(config)  # a shared link: train from the seed (the same weights), then show its step
-        start_col, stop_col, state_col = st.columns([2, 2, 5], vertical_alignment="center")
+        start_col, stop_col, lecture_col, play_col, state_col = st.columns(
+            [2, 2, 3, 1.6, 3.4], vertical_alignment="center"
+        )
         start_col.button("▶ Train" if training is None else "▶ Train again", key="t_start", on_click=_train,
                          disabled=training is not None and training.running, type="primary")  # fmt: skip
         stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
+        check_choice(LECTURE_KEY, "Lecture 002's model", ["true", "false"])
+        lecture_col.toggle("Lecture 002's model", key=LECTURE_KEY, bind="query-params",
+                           help="The first seed from the sidebar's whose run makes “eat” look at “Alice”, as "
+                           "lecture 002's trained weights do (found once per server: a few seconds)")  # fmt: skip
+        if lecture is not None:
+            _lecture_caption(lecture, settings.presentation)
         if st.session_state.get("t_refusal"):
             st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
         if training is not None and not training.running and not training.run.checkpoints:
@@ -379,7 +488,8 @@ with friendly_errors():
         if training is None or training.state != "done":
             st.query_params.pop("t_run", None)  # the address names a run only once it has run its whole budget
         if training is None:
-            state_col.caption("Step 0: W_Q, W_K, W_V drawn at random. Press Train.")
+            state_col.caption("Step 0, at random: press ▶ Train." if settings.presentation else
+                              "Step 0: W_Q, W_K, W_V drawn at random. Press Train.")  # fmt: skip
             run = untrained(config)
             checkpoint = run.checkpoints[0]
             words, why = _words(settings, run)
@@ -393,7 +503,7 @@ with friendly_errors():
             )
             if training.state == "done":  # a stopped run is not what a link recomputes
                 _recomputed(training.run)
-            _scrubber(training.run, settings, style, parts)
+            _scrubber(training.run, settings, style, parts, play_col if settings.presentation else st.container())
     if slides.shows("sqrt"):
         if not settings.presentation:
             st.divider()

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core.variants import VARIANTS
 from figures.stages import BY_KEY, stages_for
 from ui.controls import check_choice, current_settings
-from ui.numbers import lecture_panel, numbers_editor
+from ui.numbers import lecture_panel, numbers_editor, pattern_note
 from ui.show import (
     SIDE_BY_SIDE_MAX,
     friendly_errors,
@@ -47,18 +47,21 @@ def _switch_mask() -> None:
     st.session_state["causal"] = st.session_state["causal_slide"]
 
 
-def _head_picker(place, n_heads: int) -> int:
+HEAD_PILLS_MAX = 6  # more heads than this get a menu, not a row of pills (GPT-2's 12 do not fit a slide's column)
+
+
+def _head_picker(place, n_heads: int, label: str = "visible") -> int:
+    """The head shown: pills, or a menu past HEAD_PILLS_MAX heads; `label`: "collapsed" on a slide, whose choices
+    name themselves ("head 3")."""
     if n_heads == 1:
         return 0
     check_choice("head", "head", [f"head {i + 1}" for i in range(n_heads)])
-    head = place.segmented_control(
-        "head",
-        list(range(n_heads)),
-        format_func=lambda i: f"head {i + 1}",
-        default=0,
-        key="head",
-        bind="query-params",
-    )
+    heads, name = list(range(n_heads)), lambda i: f"head {i + 1}"
+    common = dict(format_func=name, key="head", bind="query-params", label_visibility=label)
+    if n_heads <= HEAD_PILLS_MAX:
+        head = place.segmented_control("head", heads, default=0, **common)
+    else:
+        head = place.selectbox("head", heads, **common)
     return 0 if head is None else min(head, n_heads - 1)
 
 
@@ -74,11 +77,14 @@ with friendly_errors():
         slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=True)
         key = slides.steer()
         places = slide_columns()
-        head = _head_picker(places[0], trace.n_heads)
+        head = _head_picker(places[0], trace.n_heads, label="collapsed")
         if key == "mask":  # the slide tells the room to switch the mask: the switch is on the slide
             st.session_state["causal_slide"] = config.causal
             places[0].toggle("causal mask", key="causal_slide", on_change=_switch_mask)
         show_stage(trace, key, head, style, places=places)
+        if key == "weights":  # the stage where a lecture's pattern shows, or does not
+            with places[0]:  # its words under the stage's, the offer of trained weights under the map
+                pattern_note(trace, head, presentation=True, offer_place=places[1])
     else:
         # A stage's figures share a row where the maps stay wide enough to read.
         style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
@@ -87,6 +93,7 @@ with friendly_errors():
         show_typed_refusals(settings)
         lecture_panel(trace)
         head = _head_picker(st, trace.n_heads)
+        pattern_note(trace, head)
         numbers_editor(trace, settings, head)
         slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
         for key in keys:

@@ -13,9 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
+from attention_core.training import LEARNED_WEIGHT, TrainingConfig
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
+from ui.training import lecture_model_for
 
 TIMEOUT = 120
 ROOT = Path(__file__).resolve().parents[1]
@@ -519,3 +521,64 @@ def test_the_number_tables_are_made_when_their_box_opens(app):
     tables = app.dataframe
     assert len(tables) == 5  # X, W_Q, W_K, W_V, W_O
     np.testing.assert_allclose(tables[0].value.to_numpy()[0], panel(app, "X").z[0], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------
+# Random weights and trained ones, said where a lecture's pattern is the point (issue 25).
+
+
+@pytest.mark.parametrize("key", ["alice", "dog", "madd", "pizza"])
+def test_a_lecture_pattern_on_random_weights_says_they_learned_nothing_with_the_rows_numbers(app, key):
+    """The example's row, with the trace's own numbers, under "random (xavier init, seed 0)", and the offer: the
+    lecture's trained model for 002, a pretrained one (the Real model page) for the others."""
+    example = BY_KEY[key]
+    app.selectbox(key="example").set_value(example.label).run()
+    no_problems(app)
+    config = settings_from({k: app.session_state[k] for k in DEFAULTS if k in app.session_state}).config
+    trace = trace_sentence(example.text, config)
+    [note] = [shown(i) for i in app.info if "learned nothing" in i.value]
+    assert note.startswith(example.pattern.point_text()) and "random (xavier init, seed 0)" in note
+    assert example.pattern.here_text(trace, 0) in note
+    offers = [b.proto.label for b in app.button if "trained weights" in b.proto.label]
+    links = [link.proto.label for link in app.get("page_link") if "trained model" in link.proto.label]
+    assert (offers, links) == ((["Show it with trained weights"], [])
+                               if example.pattern.trained == "model" else ([], ["See this sentence in a trained "
+                               "model (Real model page)"]))  # fmt: skip
+
+
+def test_the_trained_offer_loads_lecture_002s_model_and_its_eat_looks_at_alice(app):
+    """The button puts the lecture model's weights in the typed fields; every page then names them trained (not
+    typed), the row says what they do, and "eat" puts at least LEARNED_WEIGHT on "Alice"."""
+    app.selectbox(key="example").set_value(BY_KEY["alice"].label).run()
+    app.button(key="pattern-trained").click().run()
+    no_problems(app)
+    model = lecture_model_for(TrainingConfig())
+    named = f"trained (Training page, seed {model.seed}, step {model.run.config.steps})"
+    assert not [i for i in app.info if "learned nothing" in i.value]
+    [said] = [shown(c) for c in app.caption if c.value.startswith("Lecture 002's point")]
+    assert f"With these {named} weights “eat” puts" in said
+    assert any(f"Here: W_Q, W_K, W_V {named}." in m.value for m in app.markdown)
+    weights = panel(app, "attention weights").z
+    assert weights[2][0] >= LEARNED_WEIGHT  # eat -> Alice
+    assert app.query_params["numbers_from"].startswith(f"trained-{model.seed}-")
+    app.switch_page("pages/multihead.py").run()
+    assert any(f"the weights here are {named}" in m.value for m in app.markdown)
+    # One number edited: they are typed now, and the address forgets where they came from.
+    app.switch_page("pages/walkthrough.py").run()
+    app.session_state["w_q"] = "1" + app.session_state["w_q"]
+    app.run()
+    no_problems(app)
+    assert any("Here: W_Q, W_K, W_V typed." in m.value for m in app.markdown)
+    assert "numbers_from" not in app.query_params
+
+
+def test_a_link_that_names_trained_numbers_they_are_not_says_typed_and_a_bad_value_is_named():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"w_q": "1,0,0,0;" * 7 + "1,0,0,0", "numbers_from": "trained-1-2000-00000000"})
+    at.run()
+    no_problems(at)
+    assert any("W_Q typed; W_K, W_V random" in m.value for m in at.markdown) and "numbers_from" not in at.query_params
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"numbers_from": "cloud"})
+    at.run()
+    assert any("where the typed numbers come from = 'cloud', which is not used" in shown(w) for w in at.warning)

@@ -13,16 +13,21 @@ from attention_core.training import (
     GROUPS,
     LEARNED_PREDICTED,
     LEARNED_WEIGHT,
+    LECTURE_SENTENCE,
+    SUBJECT,
+    VERB,
     TrainingConfig,
     checkpoint_trace,
     held_out_attention,
     held_out_sentences,
+    learning_rate,
+    lesson,
     train,
 )
 from figures.training import shown_against
 from tests.plotly_spec import decode
 from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems, panel, shown
-from ui.training import GRAMMAR
+from ui.training import GRAMMAR, lecture_model_for, untrained
 
 STEPS = TrainingConfig().steps
 
@@ -199,7 +204,7 @@ def test_the_trained_weights_load_into_the_walkthrough_with_every_stage(page):
     assert download
     at.button(key="use-trained").click().run()
     no_problems(at)
-    assert any("now the typed X, W_Q, W_K, W_V and W_O" in s.value for s in at.success)
+    assert any("now in the sidebar's typed-number fields" in s.value for s in at.success)
     at.switch_page("pages/walkthrough.py").run()
     no_problems(at)
     run = at.session_state["training"].run
@@ -208,6 +213,8 @@ def test_the_trained_weights_load_into_the_walkthrough_with_every_stage(page):
     weights = panel(at, "attention weights").z[lower]  # the typed numbers keep 6 significant digits
     np.testing.assert_allclose(weights, expected.weights[0].numpy()[lower], rtol=1e-3, atol=1e-5)
     assert at.session_state["causal"] is True and not at.warning  # every typed matrix fits and is used
+    named = f"trained (Training page, seed {run.config.seed}, step {STEPS})"
+    assert any(f"Here: W_Q, W_K, W_V {named}." in m.value for m in at.markdown)  # not "typed"
 
 
 def test_the_sqrt_dk_experiment_states_what_its_runs_measured(page):
@@ -251,3 +258,73 @@ def test_a_link_to_a_step_the_run_does_not_keep_is_named():
     no_problems(at)
     assert any("training step = '99999', which is not used: it must be one of 0, 10, 20" in w.value for w in at.warning)
     assert at.select_slider(key="t_step").value == TrainingConfig().steps  # the last step, as with no link
+
+
+def lesson_text(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Predict.**"))
+
+
+@pytest.mark.parametrize("when", ["before training", "trained"])
+def test_the_prediction_loss_and_update_are_this_steps_own_numbers(page, when):
+    """Lecture 002's training slide: P(answer | prompt), L = −log P, η of this step and the loss after one step
+    of W ← W − η·∂L/∂W, each as the engine computes it for the sentence on screen."""
+    if when == "trained":
+        at = trained(page, seed=2)
+        run = at.session_state["training"].run
+    else:  # a seed no other test trains: the shared registry has no run of it
+        page.session_state["seed"] = 7
+        at = page.run()
+        run = untrained(TrainingConfig(seed=7))
+    at.text_area(key="text").input("Carol may play piano").run()
+    no_problems(at)
+    checkpoint = run.checkpoints[-1]
+    expected = lesson(checkpoint, run, ("Carol", "may", "play", "piano"))
+    text = lesson_text(at)
+    assert f"At step {checkpoint.step} the model reads “Carol may play”" in text
+    assert f"P(piano | Carol may play) = **{expected.probability:.3f}**" in text
+    assert f"= −log {expected.probability:.3f} = **{expected.loss:.3f}** nats" in text
+    assert f"η = {learning_rate(run.config, checkpoint.step):.3g}" in text
+    falls = "falls" if expected.after < expected.loss else "rises"
+    assert f"it {falls} by {abs(expected.after - expected.loss):.2g}" in text
+    best = run.vocabulary[int(expected.probabilities.argmax())]
+    assert (f"most probable next word is “{best}”, the right one" in text) == (best == "piano")
+    bars = chart_titled(at, "P(next word | Carol may play)")["data"][0]
+    assert decode(bars["x"])[0] == pytest.approx(float(expected.probabilities.max()), rel=1e-6)
+
+
+def test_one_word_has_no_next_word_prediction_and_says_so(page):
+    page.text_area(key="text").input("Alice").run()
+    no_problems(page)
+    assert any("needs two words at least" in i.value for i in page.info)
+
+
+def test_lecture_002s_model_is_the_first_seed_whose_eat_looks_at_alice_and_the_layer_shows_it(page):
+    page.text_area(key="text").input("Alice will eat pizza").run()
+    page.toggle(key="t_lecture").set_value(True).run()
+    no_problems(page)
+    model = lecture_model_for(TrainingConfig())
+    [said] = [c.value for c in page.caption if c.value.startswith("Lecture 002's model")]
+    assert f"seed {model.seed}, the first seed from the sidebar's" in said
+    for seed, _, _ in model.tried[:-1]:
+        assert f"seed {seed}: " in said
+    if "training" in page.session_state:  # a step in the address (a run shown before): the page trains it at once
+        page.session_state["training"].join(timeout=120)
+        at = page.run()
+    else:
+        at = trained(page)
+    assert at.session_state["training"].run.config.seed == model.seed
+    trace = checkpoint_trace(at.session_state["training"].run.checkpoints[-1], model.run, LECTURE_SENTENCE)
+    weights = panel(at, "attention weights").z
+    assert weights[VERB][SUBJECT] == pytest.approx(trace.weights[0, VERB, SUBJECT].item(), abs=1e-6)
+    assert weights[VERB][SUBJECT] >= LEARNED_WEIGHT
+
+
+def test_on_lecture_002s_sentence_a_run_that_leaves_alice_to_its_default_says_so_and_offers_the_lectures(page):
+    """Whether this run's "eat" looks at "Alice" depends on the CPU; the page says so exactly when it does not."""
+    at = trained(page, seed=2)
+    at.text_area(key="text").input("Alice will eat pizza").run()
+    no_problems(at)
+    run = at.session_state["training"].run
+    weight = checkpoint_trace(run.checkpoints[-1], run, LECTURE_SENTENCE).weights[0, VERB, SUBJECT].item()
+    offered = [i.value for i in at.info if "Switch on **Lecture 002's model**" in i.value]
+    assert bool(offered) == (weight < LEARNED_WEIGHT)

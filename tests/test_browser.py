@@ -360,6 +360,34 @@ def test_presentation_mode_steps_with_buttons_and_arrow_keys(server, page):
     no_traceback(page)
 
 
+def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, page):
+    """Three → pressed at once step three slides, not one (each waits for the rerun before it), and three ←
+    step back; on a deck, four quick → go from view 1 to view 5."""
+    page.goto(f"{server}/?present=true")
+    page.get_by_text("1 · Input embeddings X").wait_for()
+    settled(page, quiet=0.5)
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").wait_for(timeout=30000)
+    settled(page, quiet=1.0)
+    assert page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").is_visible()  # and no further
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+    page.get_by_text("1 · Input embeddings X").wait_for(timeout=30000)
+    page.goto(f"{server}/decks")
+    page.locator(".st-key-deck_shipped_lecture-000 button").click()
+    page.get_by_role("button", name="▶ Present from view 1").click()
+    views = len(decks.shipped()["lecture-000"].views)
+    page.get_by_text(f"view 1 of {views}").wait_for(timeout=60000)
+    settled(page, quiet=0.5)
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    page.get_by_text(f"view 5 of {views}").wait_for(timeout=60000)
+    settled(page, quiet=1.0)
+    assert page.get_by_text(f"view 5 of {views}").is_visible()
+    no_traceback(page)
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("width, height", [(1400, 900), (1920, 1080)])
 def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(server, browser, width, height, scheme):
@@ -397,6 +425,66 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
                 screenshot(page, f"presentation-{title.replace(' ', '-').replace('√', 'sqrt')}-{width}-{scheme}")
         page.keyboard.press("Escape")  # the way out, from any page
         page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(server, browser, width, height, scheme):
+    """Lecture 002's sentence on the weights slide: with random weights the slide says they learned nothing, with
+    the row's numbers; one click loads lecture 002's trained model, named trained, whose "eat" looks at "Alice".
+    Both fit the screen."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?text=Alice+will+eat+pizza&present=true&stage=softmax")
+        page.get_by_role("heading", name=re.compile("Softmax")).wait_for(timeout=30000)
+        settled(page, quiet=0.8)
+        screenshot(page, f"pattern-random-{width}-{scheme}")
+        assert page.get_by_text("have learned nothing").is_visible()
+        assert page.evaluate(OVERFLOW) <= 2 and clipped(page) == [] and overlapping(page) == []
+        page.get_by_role("button", name=re.compile("Show it with trained weights")).click()
+        page.get_by_text(re.compile(r"With these trained \(Training page, seed \d+, step 2000\) weights")).wait_for(
+            timeout=60000
+        )
+        settled(page, quiet=0.8)
+        no_traceback(page)
+        screenshot(page, f"pattern-trained-{width}-{scheme}")
+        assert page.evaluate(OVERFLOW) <= 2 and clipped(page) == [] and overlapping(page) == []
+        eat_on_alice = chart_z(page, "attention weights")[2][0]
+        assert eat_on_alice >= 0.6
+        assert "numbers_from=trained-" in page.url
+    finally:
+        context.close()
+
+
+LONG_LINKS = {
+    "gpt2": "text=Alice+will+eat+pizza&d_model=768&d_k=64&d_v=64&heads=12&causal=true&head=head+12",
+    "003": "text=" + quote("Vatsal studies a lot, Madd does not. Yet he gets high scores.") + "&heads=2&causal=true",
+}
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+@pytest.mark.parametrize("link", sorted(LONG_LINKS))
+def test_long_inputs_fit_every_slide_gpt2_sizes_and_a_15_token_sentence(server, browser, link, width, height, scheme):
+    """GPT-2 small's sizes (768-wide matrices, 12 heads: a band of 8 dimensions a side, the heads in a menu) and
+    lecture 003's 15 tokens: every Walkthrough slide fits the screen, nothing cut or overlapping."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?present=true&{LONG_LINKS[link]}")
+        for index in range(1, 11):
+            page.get_by_role("heading", name=re.compile(f"^{index} · ")).wait_for(timeout=30000)
+            settled(page, quiet=0.8)
+            no_traceback(page)
+            screenshot(page, f"long-{link}-{index:02}-{width}-{scheme}")
+            if link == "gpt2" and index == 2:
+                assert page.get_by_text("head 12 of 12").first.is_visible()
+            assert page.evaluate(OVERFLOW) <= 2, f"{link}: stage {index} needs scrolling at {width}x{height}"
+            assert clipped(page) == [] and overlapping(page) == [], (link, index)
+            page.keyboard.press("ArrowRight")
+        if link == "gpt2":  # the 12th head, from the link, chosen in the menu all along
+            assert "head=head+12" in page.url
     finally:
         context.close()
 
@@ -595,7 +683,7 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
 # the slide, every page is slides that fit, and a lecture's deck is given with the arrow keys alone.
 
 SLIDE_HEADING = "h3"  # a stage's heading on a Walkthrough slide
-SLIDE_PAGES = ("Multi-head", "Why √d_k", "Compare", "Training", "Glossary")  # the Real model: see the README
+SLIDE_PAGES = ("Multi-head", "Why √d_k", "Compare", "Training", "Real model", "Glossary")
 
 
 def _slide_shown(page) -> str:
@@ -669,14 +757,6 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
         context.close()
 
 
-# The views whose slide still needs scrolling: GPT-2 small's W_Q, W_K, W_V (768 x 64 each, 12 heads) are drawn one
-# under the other at full width (issue 25: long inputs are not yet banded or paged on a slide).
-LONG_INPUTS = {("002", 7)}
-# Training after a run (the scrubber, play and exports above the maps) is not yet fitted to a slide: when an earlier
-# test's run is still kept for all sessions, the Training view shows it (issue 25, still open).
-TRAINED_NOT_FITTED = {("002", 8)}
-
-
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
 @pytest.mark.parametrize("lecture", ["000", "002", "004"])
 def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):
@@ -697,14 +777,41 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             no_traceback(page)
             screenshot(page, f"deck-{lecture}-{index:02}-{width}-{scheme}")  # before the checks: a failure is seen
             assert page.locator("[data-testid='stAlert']").count() == 0, (index, view)
-            if (lecture, index) in LONG_INPUTS:  # issue 25's long inputs, still open: kept true, so that a fix shows
-                assert page.evaluate(OVERFLOW) > 2, f"lecture {lecture}, view {index} fits now: update LONG_INPUTS"
-            elif (lecture, index) not in TRAINED_NOT_FITTED:
-                assert page.evaluate(OVERFLOW) <= 2, f"lecture {lecture}, view {index} scrolls at {width}x{height}"
+            assert page.evaluate(OVERFLOW) <= 2, f"lecture {lecture}, view {index} scrolls at {width}x{height}"
             page.keyboard.press("ArrowRight")
         time.sleep(2)  # → at the last view: the deck stays there
         assert page.get_by_text(f"view {len(deck.views)} of {len(deck.views)}").is_visible()
         assert offline(asked) == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+@pytest.mark.parametrize("model", ["all-MiniLM-L6-v2 (BERT encoder)", "SmolLM2-135M-Instruct (Llama-style decoder)"])
+def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, model, width, height, scheme):
+    """Every slide of the Real model page for both bundled models (MiniLM: 6 layers, d_model 384; SmolLM2: 30
+    layers, d_model 576, grouped keys), its overview and each stage of one head, reached with → alone, fits the
+    screen; nothing cut or overlapping."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/real_model?present=true&rm_model={quote(model)}")
+        page.get_by_role("button", name="next →").wait_for(timeout=60000)
+        seen = []
+        for _ in range(16):
+            page.get_by_role("button", name="next →").wait_for(timeout=60000)
+            settled(page, quiet=0.8)
+            if page.url in seen:
+                break  # → at the last slide stays there
+            seen.append(page.url)
+            no_traceback(page)
+            where = page.url.split("rm_slide=")[-1]
+            screenshot(page, f"rm-stage-{len(seen):02}-{width}-{scheme}-{model.split('-')[0]}")
+            assert page.evaluate(OVERFLOW) <= 2, f"{model}: slide {where} needs scrolling at {width}x{height}"
+            assert clipped(page) == [] and overlapping(page) == [], where
+            page.keyboard.press("ArrowRight")
+            time.sleep(0.5)
+        assert len(seen) >= 11, seen
     finally:
         context.close()
 

@@ -19,10 +19,18 @@ from attention_core import (
     tokenize,
     trace_sentence,
 )
-from attention_core.lectures import EXAMPLES, NEXT_ROW, PRINTED_SCORES, PRINTED_WEIGHTS, softmax_row
+from attention_core.lectures import (
+    EXAMPLES,
+    NEXT_ROW,
+    PRINTED_SCORES,
+    PRINTED_WEIGHTS,
+    pattern_for,
+    softmax_row,
+    weight_text,
+)
 from attention_core.scaling import entry_variance_by_init
 from figures.scaling import ONE_HOT, experiment_claims, one_hot_without_scaling, sentence_claims
-from figures.stages import NEAR_ONE, UNIT_VARIANCE, scaling_notes, stage_view
+from figures.stages import NEAR_ONE, UNIT_VARIANCE, made, scaling_notes, stage_view
 
 SENTENCES = ("The next day is bright", "The dog chased the ball but it couldn't catch it")
 CONFIGS = [
@@ -374,3 +382,61 @@ def test_means_over_rows_leave_out_a_row_that_sees_only_itself_and_say_so(text, 
     said = trace.averaged_rows_text
     kept = "row 2" if n == 2 else f"rows 2–{n}"
     assert said == (f"{kept} (row 1 sees only itself)" if first else f"all {n} row{'s' if n > 1 else ''}")
+
+
+# ------------------------------------------------------------------------------------------------
+# A lecture's pattern (attention_core.lectures.Pattern): what its row does, in the lecture's terms.
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [(0.0, "0"), (1e-9, "<\u00a00.01"), (0.0049, "<\u00a00.01"), (0.005, "0.01"), (0.5, "0.50"), (0.9949, "0.99"),
+     (0.995, ">\u00a00.99"), (0.99999, ">\u00a00.99"), (1.0, "1.00")],
+)  # fmt: skip
+def test_a_weight_is_never_written_as_a_number_it_is_not(value, written):
+    assert weight_text(value) == written
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.pattern], ids=lambda e: e.key)
+@pytest.mark.parametrize(("causal", "seed"), [(False, 0), (True, 3)])
+def test_a_lecture_pattern_says_what_its_row_puts_on_the_two_words(example, causal, seed):
+    """Each example's pattern names its row's weights on the key and the word it is not to be confused with (the
+    right occurrence of the query), where its most goes when elsewhere, and "masked" exactly where it is."""
+    pattern = example.pattern
+    assert pattern_for(tokenize(example.text.upper())) is pattern
+    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=causal, seed=seed)
+    trace = trace_sentence(example.text, config)
+    query, key, instead = pattern.positions(trace.tokens)
+    assert trace.tokens[query].lower() == pattern.query.lower()
+    assert sum(t.lower() == pattern.query.lower() for t in trace.tokens[: query + 1]) == pattern.occurrence
+    for head in range(2):
+        said = pattern.here_text(trace, head)
+        row = trace.weights[head, query]
+        assert f"head {head + 1}" in said
+        assert f"{weight_text(row[key].item())} on “{pattern.key}”" in said
+        assert f"{weight_text(row[instead].item())} on “{pattern.instead}”" in said
+        most = int(row.argmax())
+        assert (f"its most, {weight_text(row[most].item())}, on “{trace.tokens[most]}”" in said) == (
+            most not in (key, instead)
+        )
+        assert ("masked" in said) == (causal and (key > query or instead > query))
+
+
+def test_a_sentence_without_the_patterns_words_gets_no_pattern():
+    assert pattern_for(tokenize("Alice will eat")) is None
+    pattern = next(e.pattern for e in EXAMPLES if e.key == "dog")
+    trace = trace_sentence("The dog chased it", AttentionConfig())  # one "it": no second one
+    assert pattern.positions(trace.tokens) is None and pattern.here_text(trace, 0) == ""
+
+
+@pytest.mark.parametrize(
+    ("given", "typed_as", "said"),
+    [(set(), "typed", "random"), ({"x"}, "typed", "random"), ({"w_q", "w_k", "w_v", "w_o"}, "typed", "typed"),
+     ({"w_q"}, "typed", "some typed, the rest random"),
+     ({"x", "w_q", "w_k", "w_v", "w_o"}, "trained (Training page, seed 1, step 2000)",
+      "trained (Training page, seed 1, step 2000)"),
+     ({"w_q", "w_k"}, "trained (Training page, seed 1, step 2000)", "some trained, the rest random")],
+)  # fmt: skip
+def test_how_the_weights_came_to_be_is_said_of_the_weights_a_layer_uses(given, typed_as, said):
+    """X typed is not weights typed; all of them given is "typed" (or "trained"), some is said to be some."""
+    assert made(given, {"w_q", "w_k", "w_v", "w_o"}, typed_as) == said

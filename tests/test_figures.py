@@ -509,3 +509,43 @@ def test_typed_arrays_are_written_as_plotly_writes_them():
             assert mine == expected, array
         else:
             assert np.asarray(mine).tolist() == expected.tolist(), array
+
+
+# ------------------------------------------------------------------------------------------------
+# Long inputs on a slide (issue 25): a band of 768-wide matrices, never of tokens; crowded maps in two rows.
+
+SLIDE = Style(font_size=22, width=804, side_by_side=True, max_map_pixels=400, band=6)  # ui.show's slide style
+GPT2 = AttentionConfig(d_model=768, d_k=64, d_v=64, n_heads=12, causal=True)
+
+
+def test_on_a_slide_a_768_wide_matrix_draws_a_band_says_so_and_exports_every_number():
+    trace = trace_sentence("Alice will eat pizza", GPT2)
+    view = stage_view(trace, "projections", 11, SLIDE)
+    drawn = {p.name.split("  ")[0]: p.z for p in panels(view.figures[0].to_plotly_json())}
+    w_q = trace.w_q[11].numpy()
+    np.testing.assert_allclose(np.asarray(drawn["W_Q"], dtype=float), w_q[:6, :6], rtol=1e-6)  # the first 6 x 6
+    assert "On this slide: the first 6 dimensions of W_Q [768x64], W_K [768x64], W_V [768x64]" in view.explanation
+    assert {m.name: m.values.shape for m in view.matrices} == {"W_Q": (768, 64), "W_K": (768, 64), "W_V": (768, 64)}
+    read = stage_view(trace, "projections", 11, dataclasses.replace(SLIDE, band=0))  # read normally: all of it
+    assert "On this slide" not in read.explanation
+    assert panels(read.figures[0].to_plotly_json())[0].z.shape[1] == 64
+
+
+def test_a_band_never_cuts_tokens_and_says_nothing_where_nothing_is_cut():
+    text = "Vatsal studies a lot, Madd does not. Yet he gets high scores."
+    trace = trace_sentence(text, AttentionConfig(n_heads=2, causal=True))
+    for key in ("weights", "qkv", "context"):
+        view = stage_view(trace, key, 0, SLIDE)
+        assert "On this slide" not in view.explanation  # d_model 8, d_k 4: within the band
+        for panel in panels(view.figures[0].to_plotly_json()):
+            assert panel.z.shape[0] == 15  # every token's row
+    wide = trace_sentence(text, AttentionConfig(d_model=64, d_k=16, n_heads=2, causal=True))
+    view = stage_view(wide, "weights", 0, SLIDE)
+    assert panels(view.figures[0].to_plotly_json())[0].z.shape == (15, 15) and "On this slide" not in view.explanation
+
+
+def test_maps_too_narrow_to_share_a_slides_row_go_in_two_rows_one_under_the_other():
+    trace = trace_sentence("Alice will eat pizza", GPT2)
+    view = stage_view(trace, "output", 11, SLIDE)
+    assert len(view.figures) == 2 and view.stacked  # concat and W_O, then the output
+    assert sum(figure.height for figure in view.figures) <= 700  # ui.show.SLIDE_FIGURE_PIXELS: beside the words

@@ -9,6 +9,7 @@ or session state can carry anything).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -196,6 +197,7 @@ class Settings:
     typed: tuple[tuple[str, str], ...] = ()  # (name, text) of every typed matrix, e.g. ("w_q", "0.3,-0.1;...")
     train_causal: bool = True  # the Training page's own two
     train_steps: int = TrainingConfig().steps
+    typed_as: str = "typed"  # how the typed numbers came to be (typed_as below): "typed", or "trained (...)"
 
     @property
     def font_size(self) -> int:
@@ -250,7 +252,13 @@ class LinkValue:
 TRAINING_RUN = LinkValue("t_run", "the training run", r"[0-9a-f]{8}-[A-Z0-9_]{1,16}",
                          "8 hex digits, a dash and the CPU kernels' name, as the Training page writes it "
                          "(e.g. 3fa9c1d2-AVX512)")  # fmt: skip
-LINK_VALUES = (TRAINING_RUN,)
+# Where the typed numbers came from when the Training page put them there (ui.numbers.use_weights): its seed, its
+# step, and a digest of the numbers, so that the label goes back to "typed" once one of them is edited.
+NUMBERS_FROM = LinkValue("numbers_from", "where the typed numbers come from",
+                         r"trained-(\d{1,9})-(\d{1,6})-([0-9a-f]{8})",
+                         "trained-, a seed, a step and 8 hex digits, as the Training page writes it when it gives "
+                         "its weights to the Walkthrough (e.g. trained-1-2000-3fa9c1d2)")  # fmt: skip
+LINK_VALUES = (TRAINING_RUN, NUMBERS_FROM)
 STAGE_OPTIONS = tuple(option for stage in STAGES for option in stage.options)  # e.g. the KV cache's context length
 
 
@@ -421,9 +429,35 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
 
 
 def current_settings() -> Settings:
-    """The sidebar's values, validated (see settings_from)."""
+    """The sidebar's values, validated (see settings_from), with where the typed numbers came from."""
     run_through_app_py()
-    return settings_from(st.session_state)
+    settings = settings_from(st.session_state)
+    return dataclasses.replace(settings, typed_as=typed_as(settings.typed))
+
+
+def numbers_digest(typed: tuple[tuple[str, str], ...]) -> str:
+    """Eight hex digits of the typed numbers' text (Settings.typed): equal only for the same numbers."""
+    return hashlib.blake2b(repr(tuple(typed)).encode(), digest_size=4).hexdigest()
+
+
+def numbers_from(seed: int, step: int, typed: tuple[tuple[str, str], ...]) -> str:
+    """The NUMBERS_FROM value for numbers trained with `seed` up to `step`."""
+    return f"trained-{seed}-{step}-{numbers_digest(typed)}"
+
+
+def typed_as(typed: tuple[tuple[str, str], ...]) -> str:
+    """How the typed numbers came to be: "trained (Training page, seed 1, step 2000)" while they are the numbers
+    the Training page gave (the address, or this session, says so with their digest), else "typed". The address
+    keeps it, so that a link says the same; it is dropped once the numbers are edited."""
+    raw = st.query_params.get(NUMBERS_FROM.key) or st.session_state.get(NUMBERS_FROM.key, "")
+    match = re.fullmatch(NUMBERS_FROM.pattern, raw)
+    if typed and match and match[3] == numbers_digest(typed):
+        st.session_state[NUMBERS_FROM.key] = st.query_params[NUMBERS_FROM.key] = raw
+        return f"trained (Training page, seed {match[1]}, step {match[2]})"
+    st.session_state.pop(NUMBERS_FROM.key, None)
+    if NUMBERS_FROM.key in st.query_params:
+        del st.query_params[NUMBERS_FROM.key]
+    return "typed"
 
 
 def run_through_app_py() -> None:

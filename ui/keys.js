@@ -13,6 +13,45 @@ const OWN_KEYS = 'input, textarea, select, [contenteditable="true"], [role="slid
                  '[role="listbox"], [role="option"], [role="menu"], [role="menuitem"]';
 const OPEN = '[data-testid="stPopoverBody"], [role="listbox"], [role="menu"], [role="dialog"]';
 
+// A press while the page still answers the one before waits its turn: a click carries the slide on screen, so
+// two clicks in one rerun would both step from the same slide and count once. A page is busy from a click until
+// the rerun it starts has run (the app's data-test-script-state went to "running" and back), or for at most
+// START_MS if none starts; each waiting press is then clicked in turn.
+const QUEUE_MOST = 12;  // presses kept at most (a key held down repeats)
+const START_MS = 1500;
+const waiting = [];
+const state = {clickedAt: 0, ran: true};
+
+function running() {
+  return document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state") === "running";
+}
+
+function busy() {
+  if (running()) return true;
+  return !state.ran && Date.now() - state.clickedAt < START_MS;  // the click's rerun has not begun yet
+}
+
+function click(button) {
+  state.clickedAt = Date.now();
+  state.ran = false;
+  button.click();
+}
+
+function drain() {
+  if (!waiting.length) return;
+  if (busy()) return void setTimeout(drain, 30);
+  const button = document.querySelector(waiting.shift());
+  if (button && !button.disabled) click(button);
+  if (waiting.length) setTimeout(drain, 30);
+}
+
+function watchRuns() {  // a rerun seen running: the click before it has been answered once it stops
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return;
+  new MutationObserver(() => { if (running()) state.ran = true; })
+    .observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
+}
+
 function onKey(event) {
   const selector = BUTTONS[event.key];
   if (!selector || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
@@ -23,7 +62,12 @@ function onKey(event) {
   if (!button || button.disabled) return;
   event.preventDefault();
   event.stopPropagation();  // not also to the pill group, which would move its focus
-  button.click();
+  if (event.key !== "Escape" && (busy() || waiting.length)) {
+    if (waiting.length < QUEUE_MOST) waiting.push(selector);
+    if (waiting.length === 1) setTimeout(drain, 30);
+    return;
+  }
+  click(button);
 }
 
 // Leaving presentation mode returns to the slide that was shown: its anchor, once the page has drawn it, and
@@ -49,6 +93,7 @@ export default function (component) {
   const keys = (window.__slideKeys ??= {listening: false, scrolled: null});
   if (!keys.listening) {
     window.addEventListener("keydown", onKey, {capture: true});
+    watchRuns();
     keys.listening = true;
   }
   const anchor = component.data?.scroll_to;

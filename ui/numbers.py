@@ -13,10 +13,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from attention_core.lectures import pattern_for
 from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
+from attention_core.training import LECTURE_SENTENCE, TrainingConfig, checkpoint_npz
 from attention_core.variants import VARIANTS
+from figures.stages import made
 from figures.style import markdown_literal
-from ui.controls import Settings, current_example
+from ui.controls import NUMBERS_FROM, Settings, current_example, numbers_from
 
 
 def _copies(trace, name: str) -> list[np.ndarray]:
@@ -60,12 +63,15 @@ def _write_back(name: str, key: str, start: np.ndarray, columns: list[str], othe
     st.session_state[name] = "|".join(";".join(",".join(row) for row in block) for block in blocks)
 
 
-def use_weights(data: bytes, **settings) -> None:
+def use_weights(data: bytes, trained: tuple[int, int] | None = None, **settings) -> None:
     """Put the weights of an .npz (the Training page's export, or one's own) into the typed-number fields and
     the sidebar: the sentence, the sizes they need, the variant MHA, and `settings` (e.g. causal, scaled).
-    A ValueError names what in the file cannot be used; then nothing is changed."""
+    `trained`: (seed, step) of the Training page's run they come from, which the pages then name instead of
+    "typed". A ValueError names what in the file cannot be used; then nothing is changed."""
     texts, sizes = typed_from_npz(data)
     st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "variant": "mha", **settings})
+    typed = tuple((name, texts[name]) for name in TYPED_NAMES if texts.get(name))  # as Settings.typed reads them
+    st.session_state[NUMBERS_FROM.key] = numbers_from(*trained, typed) if trained else ""
 
 
 def _load_npz(key: str) -> None:
@@ -121,7 +127,7 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
                 suffix = ""
                 if others and len(others) > 1:
                     suffix = f" (head {head + 1})" if len(others) == trace.n_heads else f" (key/value head {copy + 1})"
-                typed = "typed" if name in trace.given else "drawn"
+                typed = trace.typed_as.split(" (")[0] if name in trace.given else "drawn"
                 st.markdown(f"**{TYPED_NAMES[name]}**{suffix} · {typed}")
                 st.data_editor(
                     pd.DataFrame(np.round(start, 6), index=rows, columns=cols),
@@ -161,3 +167,43 @@ def lecture_panel(trace) -> None:
         for check in checks:
             if check.note:
                 st.caption(f"{'✓' if check.agrees else '≠'} {check.quantity}: {check.note}.")
+
+
+def _use_lecture_model() -> None:
+    """Lecture 002's trained model (the Training page's, at its default sizes) into the typed-number fields."""
+    from ui.training import lecture_model_for  # the Training page's runs: imported where they are wanted
+
+    run = lecture_model_for(TrainingConfig()).run
+    checkpoint = run.checkpoints[-1]
+    use_weights(checkpoint_npz(checkpoint, run, LECTURE_SENTENCE), trained=(run.config.seed, checkpoint.step),
+                causal=run.config.causal, scaled=run.config.scaled)  # fmt: skip
+
+
+def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key: str = "pattern") -> None:
+    """Where a lecture example's point is a pattern that trained weights make (eat → Alice), say what its row
+    does in `heads` (a head, or a range of them) with these weights; with random ones, that they have learned
+    nothing, and offer trained ones: lecture 002's model for its sentence, a pretrained model (Real model page)
+    for the others (in `offer_place`, on a slide the other column)."""
+    pattern = pattern_for(trace.tokens)
+    heads = [heads] if isinstance(heads, int) else list(heads)
+    here = (
+        "; ".join(pattern.here_text(trace, h, most=not presentation) for h in heads) if pattern and trace.params else ""
+    )
+    if not here:
+        return
+    weights_are = made(set(trace.given), set(trace.params), trace.typed_as)
+    if weights_are != "random":
+        st.caption(f"{pattern.point_text(short=presentation)}. With these {weights_are} weights {here}.")
+        return
+    if presentation:  # a slide's words, not a box
+        st.markdown(f"**Random weights** have learned nothing: here {here}. {pattern.point_text(short=True)}.")
+    else:
+        st.info(f"{pattern.point_text()}. These weights are random ({trace.drawn}): they have learned nothing, so "
+                f"what this row shows is chance. Here {here}.", icon="🎲")  # fmt: skip
+    place = offer_place or st.container()
+    if pattern.trained == "model":
+        place.button("Show it with trained weights", key=f"{key}-trained", on_click=_use_lecture_model,
+                     icon=":material/school:", help="Lecture 002's model, from the Training page")  # fmt: skip
+    else:
+        place.page_link("pages/real_model.py", label="See this sentence in a trained model (Real model page)",
+                        icon=":material/psychology:")  # fmt: skip

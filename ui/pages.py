@@ -124,12 +124,13 @@ PAGES = (
         SENTENCE | DISPLAY | {"d_model", "d_k", "heads", "scaled", "seed", "train_causal", "train_steps"},
         slides=(
             ("train", "Train and watch"),
-            ("layer", "Its weights on a sentence"),
-            ("projections", "Its W_Q, W_K, W_V"),
+            ("predict", "Predict, loss, update"),
+            ("layer", "On a sentence"),
+            ("projections", "W_Q, W_K, W_V"),
             ("sqrt", "√d_k in training"),
         ),
         slide_key="t_slide",
-        own=frozenset({"t_step", "t_run", "t_query"}),
+        own=frozenset({"t_step", "t_run", "t_query", "t_lecture"}),
     ),
     # A model trace is up to ~70 MB (SmolLM2 at the token cap): a class that has moved on does not keep 30 of them.
     PageSpec(

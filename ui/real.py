@@ -35,9 +35,13 @@ def cached_load(key: str, device: str) -> Loaded:
     return model_worker().load(key, device)
 
 
-def model_for(key: str, device: str) -> Loaded:
-    """The model, loaded in the worker, with a status box that says what is happening while it loads."""
+def model_for(key: str, device: str, box: bool = True) -> Loaded:
+    """The model, loaded in the worker, with a status box that says what is happening while it loads (and then
+    how long it took); `box=False`: a spinner while it loads, nothing after (a slide has no room for it)."""
     title = available_models()[key].title
+    if not box:
+        with st.spinner(f"Loading {title}…"):
+            return cached_load(key, device)
     with st.status(f"Loading {title}…", expanded=False) as status:
         loaded = cached_load(key, device)
         status.update(

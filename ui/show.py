@@ -37,6 +37,7 @@ log = logging.getLogger("attention_explorer")
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen
 SLIDE_COLUMNS = (2, 3)  # presentation mode: the words of a stage on the left, its figures on the right
 SLIDE_FIGURE_PIXELS = 700  # ... unless its figures would be taller than this there: then full width, below
+SLIDE_BAND = 6  # on a slide a map draws at most 6 dimensions a side (GPT-2's W_Q: 6 x 6 of 768 x 64, README)
 # Presentation mode: no sidebar, and everything a projector needs larger. Constant CSS; no user text reaches it.
 PRESENTATION_CSS = """
 <style>
@@ -149,8 +150,12 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
     typed, _ = typed_numbers(settings, **changes) if settings.typed else ({}, [])
     key = (settings.text, config, tuple(sorted(typed.items())))
     if estimate_trace_bytes(len(tokenize(settings.text)), config) > HEAVY_TRACE_BYTES:
-        return _heavy_trace(key)
-    return cached_trace(*key)
+        trace = _heavy_trace(key)
+    else:
+        trace = cached_trace(*key)
+    if typed and settings.typed_as != trace.typed_as:  # the shared trace is frozen: a copy says where they came from
+        trace = dataclasses.replace(trace, typed_as=settings.typed_as)
+    return trace
 
 
 def show_typed_refusals(settings: Settings) -> None:
@@ -179,7 +184,9 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
         index_base=settings.index_base,
         theme=st.context.theme.type or "light",
     )
-    return dataclasses.replace(style, max_map_pixels=PRESENTATION_MAP_PIXELS) if settings.presentation else style
+    if not settings.presentation:
+        return style
+    return dataclasses.replace(style, max_map_pixels=PRESENTATION_MAP_PIXELS, band=SLIDE_BAND)
 
 
 @contextlib.contextmanager
@@ -320,6 +327,7 @@ def show_stage(
                 format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
                 key=query_key,
                 bind="query-params",
+                label_visibility="collapsed" if places else "visible",  # a slide: the sum below names the token
             )
             query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
         chosen = {}

@@ -152,15 +152,13 @@ def _allowed(trace) -> np.ndarray | None:
     return None if trace.mask is None else trace.mask.cpu().numpy()
 
 
-def banded(values: np.ndarray, style: Style, rows: bool, cols: bool, subtitle: str = "") -> tuple[np.ndarray, str]:
+def banded(values: np.ndarray, style: Style, rows: bool, cols: bool) -> np.ndarray:
     """What a map draws of `values` on a slide: along an axis that counts dimensions (`rows`, `cols`) and has more
-    than style.band of them, the first style.band (a band; band_note says so beside the maps, the title keeps the
-    whole shape). Token axes are never cut; exports keep every number."""
+    than style.band of them, the first style.band (a band: band_note says so beside the maps, and the title keeps
+    the whole shape). Token axes are never cut; exports keep every number."""
     band = style.band
     cut_rows, cut_cols = rows and band and values.shape[0] > band, cols and band and values.shape[1] > band
-    if not (cut_rows or cut_cols):
-        return values, subtitle
-    return values[: band if cut_rows else None, : band if cut_cols else None], subtitle
+    return values[: band if cut_rows else None, : band if cut_cols else None]
 
 
 def band_note(parts: list[tuple[Panel, Matrix]], style: Style) -> str:
@@ -174,7 +172,7 @@ def band_note(parts: list[tuple[Panel, Matrix]], style: Style) -> str:
 
 def _rows_panel(trace, values, name: str, title: str, style: Style, subtitle: str = "") -> tuple[Panel, Matrix]:
     """A matrix with one row per token (X, Q, K, V, context, output); on a slide a band of its dimensions."""
-    shown, subtitle = banded(values, style, rows=False, cols=True, subtitle=subtitle)
+    shown = banded(values, style, rows=False, cols=True)
     panel = Panel(shown, title, subtitle, row_labels=_tokens(trace), x_title="dimension", y_title="token")
     return panel, Matrix(name, values, _tokens(trace), _dims(values.shape[1], style))
 
@@ -201,8 +199,7 @@ def _square_panel(trace, values, name, title, *, diverging, masked, subtitle="",
 def _matrix_panel(values, name, title, style, row_name, col_name, subtitle="") -> tuple[Panel, Matrix]:
     """A weight matrix (W_Q, W_K, W_V, W_O): numbered rows and columns; on a slide a band of each."""
     rows, cols = values.shape
-    shown, subtitle = banded(values, style, rows=True, cols=True, subtitle=subtitle)
-    panel = Panel(shown, title, subtitle, x_title=col_name, y_title=row_name)
+    panel = Panel(banded(values, style, rows=True, cols=True), title, subtitle, x_title=col_name, y_title=row_name)
     return panel, Matrix(name, values, _dims(rows, style), _dims(cols, style))
 
 
@@ -561,9 +558,8 @@ def _build_output(trace, head: int, style: Style, query: int | None) -> Built:
         return Built([], [], idea="Without projections there is no W_O: the context vectors are the output.")
     concat = as_numpy(trace.concat)
     heads = {1: "head 1", 2: "head 1, head 2"}.get(h, f"head 1 … head {h}")
-    shown, banded_note = banded(concat, style, rows=False, cols=True)
-    concat_panel = Panel(shown, f"concat({heads})  {shape_text(n, h * dv)}", banded_note, row_labels=_tokens(trace),
-                         x_title="head · dimension", y_title="token")  # fmt: skip
+    concat_panel = Panel(banded(concat, style, rows=False, cols=True), f"concat({heads})  {shape_text(n, h * dv)}",
+                         row_labels=_tokens(trace), x_title="head · dimension", y_title="token")  # fmt: skip
     parts = [(concat_panel, Matrix("concat", concat, _tokens(trace), _dims(h * dv, style)))]
     if trace.w_o is not None:
         d_model, w_o = trace.x.shape[1], as_numpy(trace.w_o)

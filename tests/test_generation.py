@@ -10,7 +10,7 @@ import torch
 from attention_core.config import MAX_MODEL_TOKENS
 from attention_core.models import capture, load_model
 from attention_core.models.generation import MAX_NEW_TOKENS, GenerationLost, generate, start, step
-from attention_core.models.worker import RUN_THREADS, ModelWorker
+from attention_core.models.worker import RUN_THREADS
 
 KNOWN = {"The capital of France is": " Paris", "One, two, three, four,": " five, six, seven, eight,"}
 
@@ -21,13 +21,6 @@ def smollm2():
     torch.set_num_threads(RUN_THREADS)  # as the worker runs it
     yield load_model("smollm2", device="cpu")
     torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def worker():
-    worker = ModelWorker()
-    yield worker
-    worker.close()
 
 
 def _written(loaded, generation) -> str:

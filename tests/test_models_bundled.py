@@ -16,7 +16,7 @@ import torch
 import transformers
 
 from attention_core.models import MAX_MODEL_TOKENS, load_model, readable_token, trace_text
-from attention_core.models.worker import MAX_RUNS_AT_ONCE, NICENESS, RUN_THREADS, ModelWorker, runs_at_once
+from attention_core.models.worker import MAX_RUNS_AT_ONCE, NICENESS, RUN_THREADS, runs_at_once
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,13 +129,6 @@ def test_special_tokens_are_marked(minilm, smollm2):
     assert trace_text(minilm, SENTENCE).special[0] and trace_text(minilm, SENTENCE).special[-1]  # [CLS] ... [SEP]
     assert not any(trace_text(minilm, SENTENCE).special[1:-1])
     assert not any(trace_text(smollm2, SENTENCE).special)
-
-
-@pytest.fixture(scope="module")
-def worker():
-    worker = ModelWorker()
-    yield worker
-    worker.close()
 
 
 def _same_numbers(a, b) -> bool:

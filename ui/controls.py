@@ -452,7 +452,9 @@ def typed_as(typed: tuple[tuple[str, str], ...]) -> str:
     raw = st.query_params.get(NUMBERS_FROM.key) or st.session_state.get(NUMBERS_FROM.key, "")
     match = re.fullmatch(NUMBERS_FROM.pattern, raw)
     if typed and match and match[3] == numbers_digest(typed):
-        st.session_state[NUMBERS_FROM.key] = st.query_params[NUMBERS_FROM.key] = raw
+        st.session_state[NUMBERS_FROM.key] = raw
+        if st.query_params.get(NUMBERS_FROM.key) != raw:  # written once, not sent again on every rerun
+            st.query_params[NUMBERS_FROM.key] = raw
         return f"trained (Training page, seed {match[1]}, step {match[2]})"
     st.session_state.pop(NUMBERS_FROM.key, None)
     if NUMBERS_FROM.key in st.query_params:

@@ -20,6 +20,7 @@ from attention_core.variants import VARIANTS
 from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import NUMBERS_FROM, Settings, current_example, numbers_from
+from ui.training import lecture_model_for
 
 
 def _copies(trace, name: str) -> list[np.ndarray]:
@@ -171,8 +172,6 @@ def lecture_panel(trace) -> None:
 
 def _use_lecture_model() -> None:
     """Lecture 002's trained model (the Training page's, at its default sizes) into the typed-number fields."""
-    from ui.training import lecture_model_for  # the Training page's runs: imported where they are wanted
-
     run = lecture_model_for(TrainingConfig()).run
     checkpoint = run.checkpoints[-1]
     use_weights(checkpoint_npz(checkpoint, run, LECTURE_SENTENCE), trained=(run.config.seed, checkpoint.step),
@@ -185,11 +184,11 @@ def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key
     nothing, and offer trained ones: lecture 002's model for its sentence, a pretrained model (Real model page)
     for the others (in `offer_place`, on a slide the other column)."""
     pattern = pattern_for(trace.tokens)
+    if pattern is None or not trace.params:  # no lecture pattern here, or no weights to have learned it (Q = K = V = X)
+        return
     heads = [heads] if isinstance(heads, int) else list(heads)
-    here = (
-        "; ".join(pattern.here_text(trace, h, most=not presentation) for h in heads) if pattern and trace.params else ""
-    )
-    if not here:
+    here = "; ".join(pattern.here_text(trace, h, most=not presentation) for h in heads)
+    if not here:  # the sentence lacks the pattern's words
         return
     weights_are = made(set(trace.given), set(trace.params), trace.typed_as)
     if weights_are != "random":

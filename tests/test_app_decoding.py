@@ -73,6 +73,17 @@ def test_presentation_arrow_steps_the_tokens_then_goes_to_the_cost(page):
     assert step_line(page).startswith(f"**Step {n} of {n}**")
 
 
+def test_an_arrow_steps_from_the_token_drawn_even_when_the_slider_sends_a_value_from_before_it(page):
+    """As for the slides (tests/test_decks.py): a press sent just after a rerun can carry the step slider's old
+    value; → writes the token after the one drawn."""
+    page.toggle(key="present").set_value(True).run()
+    page.session_state["dec_step"] = 2
+    page.run()
+    page.slider(key="dec_step").set_value(1)  # the value the page still held
+    [b for b in page.button if b.label == "next →"][0].click().run()
+    assert step_line(page).startswith("**Step 3 of ")
+
+
 def test_a_bad_step_in_a_link_is_named_and_the_page_still_shows():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["dec_step"] = "99"

@@ -362,10 +362,14 @@ def test_presentation_mode_steps_with_buttons_and_arrow_keys(server, page):
 
 def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, page):
     """Three → pressed at once step three slides, not one (each waits for the rerun before it), and three ←
-    step back; on a deck, four quick → go from view 1 to view 5."""
+    step back; on a deck, four quick → go from view 1 to view 5. The Walkthrough's presses are made on a CPU
+    slowed 6x (as on a busy lecture laptop): there a press sent just after a rerun carried the pills' value from
+    before it, and three ← stepped twice (CI, and 3 runs in 10 here, until steps were taken from the slide drawn)."""
     page.goto(f"{server}/?present=true")
     page.get_by_text("1 · Input embeddings X").wait_for()
     settled(page, quiet=0.5)
+    slow = page.context.new_cdp_session(page)
+    slow.send("Emulation.setCPUThrottlingRate", {"rate": 6})
     for _ in range(3):
         page.keyboard.press("ArrowRight")
     page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").wait_for(timeout=30000)
@@ -374,6 +378,9 @@ def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, page)
     for _ in range(3):
         page.keyboard.press("ArrowLeft")
     page.get_by_text("1 · Input embeddings X").wait_for(timeout=30000)
+    settled(page, quiet=1.0)
+    assert page.get_by_text("1 · Input embeddings X").is_visible()
+    slow.send("Emulation.setCPUThrottlingRate", {"rate": 1})
     page.goto(f"{server}/decks")
     page.locator(".st-key-deck_shipped_lecture-000 button").click()
     page.get_by_role("button", name="▶ Present from view 1").click()
@@ -709,7 +716,10 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     page.keyboard.press("Escape")
     page.get_by_role("listbox").wait_for(state="detached")
     page.get_by_role("button", name="⬇ export").click()  # a popover open: the same
-    page.get_by_test_id("stPopoverBody").wait_for()
+    # Opening it reruns the page to make its buttons (ui/show.export_buttons); an Esc within that rerun is lost
+    # by Streamlit's popover itself (it stays open; 2 runs in 8 here), so the press waits for the buttons.
+    page.get_by_test_id("stPopoverBody").get_by_role("button").first.wait_for()
+    settled(page, quiet=0.5)
     page.keyboard.press("Escape")
     page.get_by_test_id("stPopoverBody").wait_for(state="detached")
     time.sleep(1.0)

@@ -195,3 +195,20 @@ def test_the_mask_slide_switches_the_mask():
     at.toggle(key="causal_slide").set_value(True).run()
     assert at.session_state["causal"] is True and not at.exception
     assert BY_TITLE["Walkthrough"].slide_key == "stage"
+
+
+def test_an_arrow_steps_from_the_slide_drawn_even_when_the_pills_send_a_value_from_before_it():
+    """A press sent just after a rerun can carry the pill group's value from before that rerun (the page has not
+    applied the new one yet): CI saw three quick ← step twice. → and ← step from the slide the last run drew."""
+    at = _app()
+    at.toggle(key="present").set_value(True).run()
+    trace = trace_sentence(DEFAULTS["text"], AttentionConfig())
+    labels = [stage.label for stage in stages_for(trace)]
+    at.button(key="slide_next").click().run()
+    at.button(key="slide_next").click().run()
+    assert at.session_state["stage"] == labels[2]
+    at.segmented_control(key="stage").set_value(labels[1])  # the value the page still held: one slide back
+    at.button(key="slide_next").click().run()
+    assert at.session_state["stage"] == labels[3] and at.session_state["slide_steps"] == 3
+    at.button(key="slide_prev").click().run()
+    assert at.session_state["stage"] == labels[2] and not at.exception

@@ -13,14 +13,19 @@ const OWN_KEYS = 'input, textarea, select, [contenteditable="true"], [role="slid
                  '[role="listbox"], [role="option"], [role="menu"], [role="menuitem"]';
 const OPEN = '[data-testid="stPopoverBody"], [role="listbox"], [role="menu"], [role="dialog"]';
 
-// A press while the page still answers the one before waits its turn: a click carries the slide on screen, so
-// two clicks in one rerun would both step from the same slide and count once. A page is busy from a click until
-// the rerun it starts has run (the app's data-test-script-state went to "running" and back), or for at most
-// START_MS if none starts; each waiting press is then clicked in turn.
+// A press while the page still answers the one before waits its turn: the server runs one rerun for the
+// presses that reach it while it is busy, so two quick presses would step once. The server counts the steps it
+// has run (ui/slides.py STEPS, sent here with each rerun); a press is answered once that count has reached it and
+// the rerun has finished (the app's data-test-script-state is no longer "running"). Each waiting press is then
+// clicked in turn. A press the server never counts (a button that vanished) stops holding the queue after GIVE_UP_MS.
 const QUEUE_MOST = 12;  // presses kept at most (a key held down repeats)
-const START_MS = 1500;
-const waiting = [];
-const state = {clickedAt: 0, ran: true};
+const GIVE_UP_MS = 8000;
+// Kept on the window: the module may be loaded again on another page, and the listener stays the first one's.
+const state = (window.__slideKeys ??= {
+  listening: false, scrolled: null,  // the key listener is in place; the anchor last scrolled to
+  clicked: 0, seen: 0, clickedAt: 0, waiting: [],  // steps sent by these keys, steps the server has run; presses
+});
+const waiting = state.waiting;
 
 function running() {
   return document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state") === "running";
@@ -28,12 +33,14 @@ function running() {
 
 function busy() {
   if (running()) return true;
-  return !state.ran && Date.now() - state.clickedAt < START_MS;  // the click's rerun has not begun yet
+  return state.seen < state.clicked && Date.now() - state.clickedAt < GIVE_UP_MS;
 }
 
-function click(button) {
-  state.clickedAt = Date.now();
-  state.ran = false;
+function click(button, counted) {
+  if (counted) {
+    state.clicked = Math.max(state.clicked, state.seen) + 1;
+    state.clickedAt = Date.now();
+  }
   button.click();
 }
 
@@ -41,15 +48,8 @@ function drain() {
   if (!waiting.length) return;
   if (busy()) return void setTimeout(drain, 30);
   const button = document.querySelector(waiting.shift());
-  if (button && !button.disabled) click(button);
+  if (button && !button.disabled) click(button, true);
   if (waiting.length) setTimeout(drain, 30);
-}
-
-function watchRuns() {  // a rerun seen running: the click before it has been answered once it stops
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app) return;
-  new MutationObserver(() => { if (running()) state.ran = true; })
-    .observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
 }
 
 function onKey(event) {
@@ -67,7 +67,7 @@ function onKey(event) {
     if (waiting.length === 1) setTimeout(drain, 30);
     return;
   }
-  click(button);
+  click(button, event.key !== "Escape");
 }
 
 // Leaving presentation mode returns to the slide that was shown: its anchor, once the page has drawn it, and
@@ -90,16 +90,15 @@ function scrollTo(anchor) {
 }
 
 export default function (component) {
-  const keys = (window.__slideKeys ??= {listening: false, scrolled: null});
-  if (!keys.listening) {
+  if (!state.listening) {
     window.addEventListener("keydown", onKey, {capture: true});
-    watchRuns();
-    keys.listening = true;
+    state.listening = true;
   }
+  state.seen = component.data?.steps ?? state.seen;
   const anchor = component.data?.scroll_to;
-  if (anchor && anchor !== keys.scrolled) {
-    keys.scrolled = anchor;
+  if (anchor && anchor !== state.scrolled) {
+    state.scrolled = anchor;
     scrollTo(anchor);
   }
-  if (!anchor) keys.scrolled = null;
+  if (!anchor) state.scrolled = null;
 }

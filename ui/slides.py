@@ -21,6 +21,8 @@ WANTED = "slide_wanted"  # a slide to open on the next run: a key, "first" or "l
 AT = "slide_at"  # (page title, slide key) of the slide shown: where "Leave presentation" returns to
 VIEW_AT = "deck_view"  # the index of the view of the open deck that is presented (ui/decks.py)
 SCROLL_TO = "scroll_to"  # the anchor to scroll to once, after leaving presentation mode
+SHOWN = "slide_shown"  # {session key: value} of the slide and inner step the last run drew: what ← and → step from
+STEPS = "slide_steps"  # how many times ← or → has been pressed in this session: ui/keys.js waits for each to be run
 
 _keys = st.components.v2.component(
     "slide_keys", js=Path(__file__).with_name("keys.js").read_text(), isolate_styles=False
@@ -33,10 +35,12 @@ def anchor(key: str) -> str:
 
 
 def keys(presentation: bool) -> None:
-    """The arrow keys and Esc in presentation mode, and, once after leaving it, a scroll back to its slide."""
+    """The arrow keys and Esc in presentation mode, and, once after leaving it, a scroll back to its slide. The
+    count of steps run tells the keys when the press they sent has been answered."""
     scroll_to = st.session_state.pop(SCROLL_TO, None)
     if presentation or scroll_to:
-        _keys(data={"scroll_to": scroll_to}, key="slide_keys", height=0)
+        data = {"scroll_to": scroll_to, "steps": st.session_state.get(STEPS, 0)}
+        _keys(data=data, key="slide_keys", height=0)
 
 
 def leave() -> None:
@@ -82,6 +86,7 @@ class Slides:
             self.middle = pills
             st.session_state[AT] = (self.page, keys[0])
             self.shown = keys[0]
+            self._drawn()
             return self.shown
         check_choice(self.key, "slide", labels)
         label = pills.segmented_control(
@@ -89,7 +94,16 @@ class Slides:
         )
         self.shown = keys[labels.index(label)] if label in labels else keys[0]
         st.session_state[AT] = (self.page, self.shown)
+        self._drawn()
         return self.shown
+
+    def _drawn(self) -> None:
+        """Note what this run shows, for ← and → to step from (`step`): the slide, and each inner step that has
+        been set (one that has not is its widget's default, read when the key is pressed)."""
+        steps = {
+            step_key: st.session_state[step_key] for step_key, _ in self.inner.values() if step_key in st.session_state
+        }
+        st.session_state[SHOWN] = {self.key: self.titles[self.shown], **steps}
 
     def shows(self, key: str) -> bool:
         """Whether to draw this slide's part of the page now; read normally, a mark to return to as well."""
@@ -105,11 +119,15 @@ def step(key: str, labels: list[str], delta: int, inner: dict[str, tuple[str, in
     takes the step. A slide with steps is entered at its first step going forward, at its last going back."""
     from ui.decks import step_view  # the decks use the slides; the slides only hand over at their ends
 
+    st.session_state[STEPS] = st.session_state.get(STEPS, 0) + 1
+    # From what was drawn, not from the widgets' values: a press sent just after a rerun can carry the pills' and
+    # sliders' values from before it (the page has not applied the new ones yet), and would step from there.
+    shown = st.session_state.get(SHOWN, {})
     inner = inner or {}
-    current = st.session_state.get(key, labels[0])
+    current = shown.get(key, st.session_state.get(key, labels[0]))
     if current in inner:
         step_key, count = inner[current]
-        at = st.session_state.get(step_key, 1)
+        at = min(max(shown.get(step_key, st.session_state.get(step_key, 1)), 1), count)
         if 1 <= at + delta <= count:
             st.session_state[step_key] = at + delta
             return

@@ -518,6 +518,8 @@ def test_choosing_mla_in_the_sidebar_shows_its_anatomy_and_the_address_keeps_it(
     wait_for_chart(page, "(q^C·W_UKᵀ)·c_KVᵀ")
     page.get_by_role("radio", name="128k", exact=True).click()
     wait_for_chart(page, "KV cache per token and layer", lambda s: "131,072 tokens" in s["subtitle"])
+    # The chart is drawn during the rerun; the address is written when the rerun ends (CI saw it a moment later).
+    page.wait_for_function("() => location.search.includes('kv_context=128k')", timeout=15000)
     assert "variant=mla" in page.url and "kv_context=128k" in page.url and "positional=rotary" in page.url
     page.goto(page.url)
     wait_for_chart(page, "KV cache per token and layer", lambda s: "131,072 tokens" in s["subtitle"])
@@ -891,6 +893,8 @@ def test_smollm2_writes_token_by_token_with_a_scrubber(server, page):
     written.wait_for(timeout=120000)
     assert "five, six, seven, eight," in written.text_content()
     wait_for_chart(page, "layer 1 · head 1")
+    # A chart is drawn once it comes near the viewport: brought there, not looked for before it exists.
+    wait_for_chart(page, "How peaked every head's newest row is")
     page.get_by_text("How peaked every head's newest row is").first.scroll_into_view_if_needed()
     settled(page)
     no_traceback(page)

@@ -340,6 +340,27 @@ def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> Non
                         f"{low:,} to {high:,}.")  # fmt: skip
 
 
+def keep_in_address(key: str, value: str, default: str) -> None:
+    """A page's own bound choice (a string shown as it is in the address) held in the address as the server
+    knows it. A click's rerun can reach the server with the address from before the click (the page writes the
+    new value into it a moment later), and a message later in that run writes that older address back: CI saw
+    kv_context=128k chosen, drawn, and gone from the link (1 run in 8 here). Streamlit lets no code set a bound
+    value through st.query_params, so this goes where ui.decks' views go."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as params:
+        held = params.to_dict().get(key)
+        wanted = None if value == default else value
+        if held == wanted:
+            return
+        if wanted is None:
+            params.discard_param_no_forward_msg(key)
+        else:
+            params.set_with_no_forward_msg(key, wanted)
+        params._send_query_param_msg()  # the address, with it, to the page (no public call does this)
+
+
 def _refuse_choice(key: str, message: str) -> None:
     log.info("refused a link value: %s", message)
     st.session_state["link_refusals"] = [*st.session_state.get("link_refusals", []), message]

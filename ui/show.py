@@ -28,7 +28,7 @@ from figures.stages import BY_KEY, StageView, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
 from ui import decks, slides
 from ui.chart import PLOTLY_CONFIG, show_figure
-from ui.controls import Settings, check_choice
+from ui.controls import Settings, check_choice, keep_in_address
 from ui.memo import remember
 from ui.pages import PAGES
 
@@ -335,6 +335,7 @@ def show_stage(
             value = st.segmented_control(option.label, option.choices, default=option.default, key=option.key,
                                          bind="query-params")  # fmt: skip
             chosen[option.key] = option.default if value is None else value
+            keep_in_address(option.key, chosen[option.key], option.default)
     options = tuple(sorted(chosen.items()))
     view = remember(trace, ("view", key, head, style, query, options),
                     lambda: stage_view(trace, key, head, style, query, chosen))  # fmt: skip

@@ -37,4 +37,5 @@ bench: install-dev
 	$(BIN)/python bench/bench_scrub.py
 	$(BIN)/python bench/bench_variants.py
 	$(BIN)/python bench/bench_decoding.py
+	$(BIN)/python bench/bench_reading.py
 	$(BIN)/python bench/load.py --per-page --sessions 10,15,20,30 --waves 2

@@ -41,6 +41,7 @@ import math
 
 import torch
 
+from attention_core.statistics import PEAKINESS, STATISTICS, Sequence, row_peakiness
 from attention_core.variants import Sizes
 
 SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
@@ -55,31 +56,6 @@ def concat_heads(context: torch.Tensor) -> torch.Tensor:
     """Concat(head_1, ..., head_h): context [h, n, d_v] -> [n, h*d_v], each token's heads side by side."""
     h, n, d_v = context.shape
     return context.transpose(0, 1).reshape(n, h * d_v)
-
-
-def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
-    """Entropy, normalized entropy, max weight and effective tokens of each softmax row.
-
-    weights: [h, n, n_keys], rows sum to 1 (or are all zero where nothing may be seen).
-    mask: [n, n_keys] bool or None. Returns four [h, n] tensors in at least float32.
-    """
-    w = weights if weights.dtype == torch.float64 else weights.float()
-    entropy = torch.special.entr(w).sum(dim=-1)  # -Σ w·log w, with 0·log 0 = 0   [h, n]
-    n_keys = w.shape[-1]
-    if mask is None:
-        allowed = torch.full(w.shape[-2:-1], n_keys, dtype=w.dtype, device=w.device)  # [n]
-    else:
-        allowed = mask.sum(dim=-1).to(w.dtype)  # [n]
-    log_allowed = torch.log(allowed.clamp(min=1.0))
-    normalized = torch.where(log_allowed > 0, entropy / log_allowed.clamp(min=1e-12), torch.zeros_like(entropy))
-    # A fully masked row attends to nothing: it spreads over zero tokens, not exp(0) = 1.
-    effective = torch.where(allowed > 0, torch.exp(entropy), torch.zeros_like(entropy))
-    return {
-        "entropy": entropy,
-        "normalized_entropy": normalized.clamp(0.0, 1.0),
-        "max_weight": w.max(dim=-1).values,
-        "effective_tokens": effective,
-    }
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # told apart by identity: tensors have no useful equality
@@ -203,14 +179,16 @@ class AttentionTrace:
         return self.v.shape[2]
 
     @property
+    def sequence(self) -> Sequence:
+        """What a statistic needs besides the weights (attention_core/statistics.py)."""
+        return Sequence(self.tokens, None if self.mask is None else self.mask.cpu())
+
+    @property
     def averaged_rows(self) -> torch.Tensor:
         """[n] bool: the query rows a mean over rows takes, those with more than one key to look at (under a
         causal mask row 1 sees only itself: one-hot whatever the numbers, it would pull every mean towards
         "peaked"). A text whose every row has one key (one token) keeps its rows."""
-        n = self.n_tokens
-        seen = torch.full((n,), n) if self.mask is None else self.mask.sum(dim=-1).cpu()
-        choice = seen > 1
-        return choice if bool(choice.any()) else torch.ones(n, dtype=torch.bool)
+        return self.sequence.averaged_rows()
 
     @property
     def averaged_rows_text(self) -> str:
@@ -221,29 +199,15 @@ class AttentionTrace:
         kept = "row 2" if self.n_tokens == 2 else f"rows 2–{self.n_tokens}"
         return f"{kept} (row 1 sees only itself)"
 
+    def statistic(self, key: str) -> torch.Tensor:
+        """[h] float64: each head's value of a statistic of the registry (attention_core/statistics.py)."""
+        return STATISTICS[key].per_head(self.weights, self.sequence)
+
     def head_summary(self) -> list[dict[str, float]]:
-        """Per head, the mean over the averaged rows (averaged_rows) of each peakiness statistic."""
-        rows = self.averaged_rows.to(self.entropy.device)
-        return [
-            {
-                "head": head,
-                "mean_entropy": float(self.entropy[head][rows].mean()),
-                "mean_normalized_entropy": float(self.normalized_entropy[head][rows].mean()),
-                "mean_max_weight": float(self.max_weight[head][rows].mean()),
-                "mean_effective_tokens": float(self.effective_tokens[head][rows].mean()),
-            }
-            for head in range(self.n_heads)
-        ]
-
-    def first_key_share(self, head: int) -> float | None:
-        """The mean weight that query rows 2..n put on the first token; None for a one-token text.
-
-        Row 1 is left out: under a causal mask it can only look at the first token. A large share
-        marks an "attention sink": a head parks its attention on token 1 when nothing else matches.
-        """
-        if self.n_tokens < 2:
-            return None
-        return float(self.weights[head, 1:, 0].double().mean())
+        """Per head, "mean_<key>" of each peakiness statistic: its mean over the averaged rows."""
+        means = {statistic.key: self.statistic(statistic.key) for statistic in PEAKINESS}
+        return [{"head": head, **{f"mean_{key}": float(values[head]) for key, values in means.items()}}
+                for head in range(self.n_heads)]  # fmt: skip
 
     def to(self, device: torch.device | str) -> AttentionTrace:
         """The same trace with every tensor moved to `device` (e.g. "cpu" before plotting)."""

@@ -344,6 +344,7 @@ class Panel:
     colorbar: None draws one unless the cells carry their numbers (then they say what a bar would).
     x_tick_angle: the column labels' angle; by default -45° when there are more than 6 tokens.
     label_chars: tokens longer than this are cut on the axes (hovers keep them whole).
+    drawn_most: a map with more rows or columns is block-averaged down to this many (MAX_DRAWN by default).
     """
 
     matrix: object
@@ -360,6 +361,7 @@ class Panel:
     colorbar: bool | None = None
     x_tick_angle: int | None = None
     label_chars: int = LABEL_CHARS_MAX
+    drawn_most: int = MAX_DRAWN  # rows and columns drawn at most; more are block-averaged (pool)
 
 
 @dataclasses.dataclass
@@ -399,7 +401,7 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
     rows_shown=False: no row labels or y title (the panel to its left has the same rows)."""
     data = np.asarray(panel.matrix, dtype=np.float64)
     ok = None if panel.allowed is None else np.asarray(panel.allowed, dtype=bool)
-    z, rows, cols = pool(data, ok)
+    z, rows, cols = pool(data, ok, limit=panel.drawn_most)
     pooled = len(rows) < data.shape[0] or len(cols) < data.shape[1]
     font, base, chars = style.font_size, style.index_base, panel.label_chars
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from attention_core.statistics import PEAKINESS
 from figures.heatmap import _hover, axis_ticks, block_ranges, heatmap_traces, pool, tick_widths
 from figures.stages import BY_KEY
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, title_height
@@ -121,7 +122,7 @@ def _fit_range(z: np.ndarray, diverging: bool) -> tuple[float, float]:
 
 
 def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> Figure:
-    """Mean peakiness per head: which heads focus, which spread out."""
+    """Mean peakiness per head (the registry's statistics on a 0..1 scale): which heads focus, which spread out."""
     summary = trace.head_summary()
     heads = [f"head {s['head'] + 1}" for s in summary]
     line = 1.3 * style.font_size
@@ -136,10 +137,10 @@ def head_summary_figure(trace, style: Style = DEFAULT_STYLE) -> Figure:
         legend={**style.base_layout()["legend"], "orientation": "h", "x": 0, "y": 0, "yref": "container",
                 "yanchor": "bottom"},
     )  # fmt: skip
-    entropy = [s["mean_normalized_entropy"] for s in summary]
-    top = [s["mean_max_weight"] for s in summary]
-    bars = [
-        dict(type="bar", name="mean normalized entropy (low = focused)", x=heads, y=entropy),
-        dict(type="bar", name="mean max weight (high = focused)", x=heads, y=top),
-    ]
+    bars = [  # the registry's peakiness statistics that share the 0..1 axis
+        dict(type="bar", name=f"mean {stat.name} ({stat.focused} = focused)", x=heads,
+             y=[s[f"mean_{stat.key}"] for s in summary])
+        for stat in PEAKINESS
+        if stat.top == 1.0
+    ]  # fmt: skip
     return figure(bars, layout)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
-from figures.heatmap import heatmap, pool
+from attention_core.reading import merge_words
+from attention_core.statistics import STATISTICS, without_first
+from figures.heatmap import pool
+from figures.reading import statistic_grid_figure
 from figures.style import DEFAULT_STYLE, MAP_PIXELS_MAX, SEQUENTIAL, TITLE_PAD, Figure, Style, figure, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
@@ -36,31 +40,35 @@ def layer_labels(model_trace) -> list[str]:
 def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> Figure:
     """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head. The numbers are
     written in the cells where they fit (they do for 30 layers x 9 heads across the page)."""
-    values = model_trace.mean_normalized_entropy().detach().cpu().double().numpy()
-    return heatmap(
-        values,
-        title="Mean normalized entropy per layer and head",
-        subtitle=f"0 = each row on one token, 1 = spread evenly; means over {model_trace.layers[0].averaged_rows_text}",
-        style=style,
-        row_labels=layer_labels(model_trace),
-        col_labels=head_labels(model_trace),
-        x_title="head",
-        y_title="layer",
-        diverging=False,
-        zrange=(0.0, 1.0),
-    )
+    return statistic_grid_figure(
+        model_trace.grid("normalized_entropy").numpy(), STATISTICS["normalized_entropy"], layer_labels(model_trace),
+        head_labels(model_trace),
+        f"0 = each row on one token, 1 = spread evenly; means over {model_trace.layers[0].averaged_rows_text}",
+        style, title="Mean normalized entropy per layer and head",
+    )  # fmt: skip
 
 
-def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
+def thumbnail_mosaic(model_trace, size: int = THUMB, hide_first: bool = False, groups: list | None = None
+                     ) -> tuple[np.ndarray, int]:  # fmt: skip
     """All layers' and heads' weights, each block-averaged to t x t (t <= n, size) and scaled to its
-    own maximum, tiled with one blank (NaN) row/column between maps. Returns (mosaic, t)."""
-    n = len(model_trace.tokens)
+    own maximum, tiled with one blank (NaN) row/column between maps. Returns (mosaic, t). `hide_first`: the
+    first token's column blank and each row re-normalized over the others (statistics.without_first);
+    `groups`: by words (reading.word_groups), each word's pieces merged (reading.merge_words)."""
+    n = len(groups) if groups else len(model_trace.tokens)
     n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
     t = max(1, min(n, size, math.isqrt(MOSAIC_CELLS // (n_layers * n_heads)) - 1))  # - 1: the gap
     mosaic = np.full((n_layers * (t + 1) - 1, n_heads * (t + 1) - 1), np.nan, dtype=np.float32)
     for layer_index, layer in enumerate(model_trace.layers):
-        weights = layer.weights.detach().cpu().double().numpy()  # heads x n x n
-        allowed = None if layer.mask is None else layer.mask.cpu().numpy()
+        weights = layer.weights.detach().cpu().double()  # heads x n x n
+        pieces = weights.shape[-1]
+        allowed = np.ones((pieces, pieces), dtype=bool) if layer.mask is None else layer.mask.cpu().numpy()
+        if groups:  # a word sees a word where any of its pieces sees one of the other's
+            weights = merge_words(weights, groups)
+            allowed = merge_words(torch.from_numpy(allowed).double().unsqueeze(0), groups)[0].numpy() > 0
+        if hide_first and n > 1:
+            weights = without_first(weights)[0]
+            allowed = allowed & (np.arange(n) > 0)[None, :]
+        weights = weights.numpy()
         small, _, _ = pool(weights, allowed, limit=t)  # every head of the layer at once: heads x t x t
         peaks = np.nan_to_num(small).max(axis=(1, 2))  # weights are >= 0: a block with no allowed cell counts 0
         for head in range(n_heads):
@@ -69,15 +77,17 @@ def thumbnail_mosaic(model_trace, size: int = THUMB) -> tuple[np.ndarray, int]:
     return mosaic, t
 
 
-def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB) -> Figure:
+def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB, hide_first: bool = False,
+                      groups: list | None = None) -> Figure:  # fmt: skip
     """Small attention maps of every layer x head, in one heatmap (see thumbnail_mosaic)."""
-    mosaic, t = thumbnail_mosaic(model_trace, size)
+    mosaic, t = thumbnail_mosaic(model_trace, size, hide_first, groups)
     n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
     centres_y = [i * (t + 1) + (t - 1) / 2 for i in range(n_layers)]
     centres_x = [j * (t + 1) + (t - 1) / 2 for j in range(n_heads)]
-    pooled = f", each averaged down to {t}x{t}" if t < len(model_trace.tokens) else ""
+    pooled = f", each averaged down to {t}x{t}" if t < (len(groups) if groups else len(model_trace.tokens)) else ""
     axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
-    subtitle = f"rows = query, columns = key; each map scaled to its own maximum{pooled}"
+    hidden = ("; the first token hidden, rows re-normalized" if hide_first else "") + ("; by words" if groups else "")
+    subtitle = f"rows = query, columns = key; each map scaled to its own maximum{pooled}{hidden}"
     layout = style.layout(
         title=style.title(f"Attention weights of all {n_layers} layers x {n_heads} heads", subtitle),
         # read normally up to 1,500 px; on a slide (smaller maps) no taller than a map and its title

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_core.statistics import PEAKINESS
 from figures.heatmap import axis_ticks, fit_title, tick_widths
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, label_width, title_height
 
@@ -16,11 +17,15 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     """Per query token: normalized entropy, max weight and effective number of tokens, as three bar panels
     sharing the token axis. Title, note and panel titles each get their own line of the top margin."""
     y = list(range(trace.n_tokens))
-    columns = (  # (name, short name where a panel is too narrow for it, values, axis maximum)
-        ("normalized entropy", "entropy", as_numpy(trace.normalized_entropy[head]), 1.0),
-        ("max weight", "max", as_numpy(trace.max_weight[head]), 1.0),
-        ("effective tokens", "tokens", as_numpy(trace.effective_tokens[head]), max(1.0, trace.n_tokens)),
-    )
+    columns = [  # (name, short name where a panel is too narrow for it, values, axis maximum): the registry's
+        (
+            s.name,
+            s.short,
+            as_numpy(s.per_row(trace.weights, trace.sequence)[0][head]),
+            s.top or max(1.0, trace.n_tokens),
+        )
+        for s in PEAKINESS
+    ]
     font = style.font_size - 2
     ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], most=40)
     left = round(16 + max(tick_widths(ticks, font)))

@@ -4,6 +4,7 @@ import streamlit as st
 
 from attention_core import MAX_DIM
 from attention_core.config import VARIANT_CHOICES
+from attention_core.statistics import PEAKINESS
 from attention_core.variants import VARIANTS, default_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
 from ui.controls import check_choice, check_whole, current_settings
@@ -123,9 +124,10 @@ with friendly_errors():
                 view = stage_view(trace, stage or "weights", 0, style)
                 show_figure(view.figures[0], f"cmp-{side}")
                 summary = trace.head_summary()[0]
-                entropy, peak = st.columns(2) if settings.presentation else (st, st)  # a slide: side by side
-                entropy.metric("mean normalized entropy (head 1)", f"{summary['mean_normalized_entropy']:.3f}")
-                peak.metric("mean max weight (head 1)", f"{summary['mean_max_weight']:.3f}")
+                shown = [stat for stat in PEAKINESS if stat.top == 1.0]  # the two on a 0..1 scale
+                places = st.columns(len(shown)) if settings.presentation else [st] * len(shown)  # a slide: a row
+                for place, stat in zip(places, shown, strict=True):
+                    place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
                 st.caption(f"Means over {trace.averaged_rows_text}.")
                 if what == "two variants":
                     kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)

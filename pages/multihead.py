@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention_core.config import APP_MAX_HEADS
+from attention_core.statistics import PEAKINESS
 from figures.multihead import head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES, made
 from ui.controls import check_choice, current_settings
@@ -85,16 +86,12 @@ with friendly_errors():
         show_figure(head_summary_figure(trace, style), "head-summary")
         st.dataframe(
             [
-                {
-                    "head": s["head"] + 1,
-                    "mean normalized entropy": round(s["mean_normalized_entropy"], 3),
-                    "mean max weight": round(s["mean_max_weight"], 3),
-                    "mean effective tokens": round(s["mean_effective_tokens"], 2),
-                }
+                {"head": s["head"] + 1,
+                 **{f"mean {stat.name}": round(s[f"mean_{stat.key}"], stat.digits) for stat in PEAKINESS}}
                 for s in trace.head_summary()
             ],
             hide_index=True,
-        )
+        )  # fmt: skip
         st.caption(f"Means over {trace.averaged_rows_text}.")
     for key in stages:  # concat·W_O, then what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
         if slides.shows(key):

@@ -5,21 +5,39 @@ import dataclasses
 import streamlit as st
 
 from attention_core import MAX_MODEL_TOKENS, causal_mask, rerun_head, resolve_device
+from attention_core.lectures import weight_text
 from attention_core.models import WORD_START, available_models
+from attention_core.models.capture import PROBE_HALF
 from attention_core.models.generation import MAX_NEW_TOKENS
+from attention_core.reading import merge_words, merged_tokens, rollout, weighted_norms, word_groups
+from attention_core.statistics import ROLES, STATISTICS, top_heads
 from figures.decoding import generated_row_figure, step_entropy_figure
-from figures.overview import entropy_grid_figure, head_labels, thumbnails_figure
+from figures.overview import entropy_grid_figure, head_labels, layer_labels, thumbnails_figure
+from figures.reading import (
+    SINK_SHARE,
+    SINK_WHY,
+    SINK_WHY_SHORT,
+    drawn_on,
+    norms_figure,
+    rollout_figure,
+    sink_summary,
+    special_shares,
+    statistic_grid_figure,
+    words_figure,
+)
 from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
+from ui import slides as slide_state
 from ui.controls import check_choice, check_whole, current_settings
 from ui.memo import remember
 from ui.pages import BY_TITLE
-from ui.real import GENERATION, generate, model_for, model_trace_for
+from ui.real import GENERATION, generate, model_for, model_trace_for, probe_trace
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, style_for
 from ui.slides import Slides
 
 GRID_LABELS = 60  # pixels: how much shorter the entropy grid is on a slide than a map (see its slide)
-SINK_SHARE = 0.5  # a head that puts at least this share of rows 2..n on token 1 gets the attention-sink note
+TOP_HEADS = 5  # heads listed under the role grid, highest first
+ROLE_ROWS = 150  # pixels: on a slide the grids leave room for the role picker above them and the top heads below
 
 
 def _fixed_by_architecture(info) -> None:
@@ -57,8 +75,8 @@ def _head_sharing_note(model_trace, head: int) -> str:
 
 def sink_note(layer_trace, head: int, special: bool) -> str:
     """The attention-sink note for a head that parks most of its attention on the first token ("" if it does not)."""
-    share = layer_trace.first_key_share(head)
-    if share is None or share < SINK_SHARE or layer_trace.n_tokens < 3:
+    share = float(layer_trace.statistic("first")[head])  # NaN for one token
+    if not share >= SINK_SHARE or layer_trace.n_tokens < 3:
         return ""
     first = markdown_literal(layer_trace.tokens[0])
     why = (
@@ -91,6 +109,106 @@ def _what_if_causal(layer_trace, head: int, style) -> None:
         show_figure(stage_view(layer_trace, "weights", head, style).figures[0], "rm-actual")
     with right:
         show_figure(stage_view(what_if, "weights", 0, style).figures[0], "rm-whatif")
+
+
+def _open_head(layer: int, head: int, presentation: bool) -> None:
+    """A head chosen from the role grid's list: its weights, in the stage views below (or on their slide)."""
+    st.session_state["rm_layer"], st.session_state["rm_head"] = layer, head
+    if presentation:
+        st.session_state[slide_state.WANTED] = "weights"
+    else:
+        st.session_state[slide_state.SCROLL_TO] = slide_state.anchor("weights")
+
+
+def _roles(key: str, device: str, model_trace, hide_first: bool, style, presentation: bool) -> None:
+    """Which heads do what: a role's score for every layer and head (attention_core.statistics), beside the
+    entropy grid, its definition, and its top heads, each a button that opens it in the stage views."""
+    check_choice("rm_role", "role", [role.key for role in ROLES])
+    shown = "collapsed" if presentation else "visible"
+    chosen = st.segmented_control("head role", [role.key for role in ROLES], format_func=lambda k: STATISTICS[k].name,
+                                  default="previous", key="rm_role", bind="query-params",
+                                  label_visibility=shown) or "previous"  # fmt: skip
+    role = STATISTICS[chosen]
+    source = probe_trace(key, device) if role.probe else model_trace
+    leave_out = hide_first and role.key != "first"
+    grid = source.grid(role.key, leave_first_out=leave_out)
+    on = "the probe: random tokens, twice" if role.probe else "this sentence"
+    without = ", first token left out" if leave_out else ""
+    half = style.beside(2)
+    entropy_place, role_place = st.columns(2)
+    with entropy_place:
+        show_figure(remember(model_trace, ("entropy", half), lambda: entropy_grid_figure(model_trace, half)),
+                    "rm-entropy")  # fmt: skip
+    with role_place:
+        figure = statistic_grid_figure(grid.numpy(), role, layer_labels(model_trace), head_labels(model_trace),
+                                       f"on {on}{without}", half)  # fmt: skip
+        show_figure(figure, "rm-role")
+    lens = f" TransformerLens calls it {role.lens} (where it scores differently, see the README)." if role.lens else ""
+    probe = (f" The probe: {len(source.tokens)} tokens, {PROBE_HALF} random whole words then the same again, "
+             "with the model's special tokens." if role.probe else "")  # fmt: skip
+    left_out = (" Here the first token is left out: its weight is taken from each row and the rest re-normalized."
+                if leave_out else "")  # fmt: skip
+    st.caption(f"**{role.name.capitalize()}**, 0 to 1: {role.definition} A head's score is the mean over the rows "
+               f"that have such a key.{probe}{left_out}{lens}")  # fmt: skip
+    best = top_heads(grid, TOP_HEADS)
+    if not best:
+        st.caption(f"No row of {on} has such a key: no head has a score.")
+        return
+    row = st.container(horizontal=True, gap="small")
+    row.markdown("**Highest:**")
+    for layer, head, value in best:  # (without the key/value head, which the stage views name: five fit a row)
+        row.button(f"layer {layer + 1} · head {head + 1}: {weight_text(value)}", key=f"rm_top_{layer}_{head}",
+                   on_click=_open_head, args=(layer, head, presentation), help="Open this head's weights")  # fmt: skip
+
+
+def _rollout(model_trace, words: bool, hide_first: bool, style) -> None:
+    """Attention rollout (attention_core.reading): one map through the first L layers, and per token what it
+    draws on; by words where the switch says so, without the first token for display where that one does."""
+    layers = len(model_trace.layers)
+    check_whole("rm_upto", "through layer", 1, layers)
+    depth, token = st.columns(2, vertical_alignment="bottom")  # one row: on a slide the map takes the rest
+    upto = depth.slider("through layer", 1, layers, value=layers, key="rm_upto", bind="query-params")
+    rolled = rollout([layer.weights for layer in model_trace.layers], upto)
+    tokens = model_trace.tokens
+    if words and model_trace.words:
+        groups = word_groups(list(model_trace.words))
+        rolled, tokens = merge_words(rolled.unsqueeze(0), groups)[0], merged_tokens(tokens, groups)
+    row = token.selectbox(
+        "what does this token draw on",
+        range(len(tokens)),
+        format_func=lambda i: tokens[i],
+        index=len(tokens) - 1,
+        key=f"rm_token_at_{len(tokens)}",
+    )  # a key per length: words on/off
+    show_figure(rollout_figure(rolled.numpy(), tokens, upto, layers, style, hide_first), "rm-rollout")
+    st.markdown(drawn_on(rolled.numpy(), tokens, min(row or 0, len(tokens) - 1), hide_first=hide_first))
+
+
+def _by_words(model_trace, layer: int, head: int, style) -> None:
+    """The head's weights by words (reading.merge_words), where a word was split into pieces."""
+    groups = word_groups(list(model_trace.words))
+    if len(groups) == len(model_trace.tokens):
+        st.caption("Words, not pieces: no word of this sentence is split, so the map above is already by words.")
+        return
+    trace = model_trace.layers[layer]
+    merged = merge_words(trace.weights[head : head + 1].cpu(), groups)[0].numpy()
+    pieces = [" + ".join(model_trace.tokens[i] for i in group) for group in groups]
+    show_figure(words_figure(merged, merged_tokens(model_trace.tokens, groups), pieces,
+                             f"layer {layer + 1} · head {head + 1}", style), "rm-words")  # fmt: skip
+
+
+def _norm_based(model_trace, layer: int, head: int, style) -> None:
+    """Norm-based attention (Kobayashi et al. 2020) for the head shown: ‖α_ij·v_j·W_O^h‖ beside α_ij."""
+    trace = model_trace.layers[layer]
+    norms = weighted_norms(trace.weights[head : head + 1], model_trace.value_norms[layer][head : head + 1])[0]
+    allowed = None if trace.mask is None else trace.mask.cpu().numpy()
+    st.subheader("What each weight moves")
+    show_figure(norms_figure(norms.numpy(), trace.tokens, allowed, f"layer {layer + 1} · head {head + 1}", style),
+                "rm-norms")  # fmt: skip
+    st.caption("Kobayashi et al. (2020): the head's output for token i is Σ_j α_ij · v_j·W_O, a sum of vectors, "
+               "one per key. A large weight on a token whose vector v_j·W_O is short moves little: this map is "
+               "the length of each term, to read beside the weights above. Summed over j the terms give the "
+               "head's output (checked against the model's own W_O).")  # fmt: skip
 
 
 def _ask_to_generate() -> None:
@@ -201,19 +319,66 @@ with friendly_errors():
         with fixed_place:
             _fixed_by_architecture(info)
 
+    # The display switches: on a slide of the whole model, in the row beside the model; read normally, under it.
+    switches = row[1:] if settings.presentation else st.columns(2)
+    if not settings.presentation or slides.shown in ("grid", "thumbs", "sinks", "rollout"):
+        hide_first = switches[0].toggle("hide the first token", key="rm_hide_first", bind="query-params",
+                                        help="Grey its column out and re-normalize the other weights, for display "
+                                        "only (the role scores leave it out too); captured numbers and exports "
+                                        "keep it")  # fmt: skip
+        words = switches[1].toggle("words, not pieces", key="rm_words", bind="query-params",
+                                   help="Merge a word's pieces in the thumbnails, the rollout and (read normally) "
+                                   "the head's weights: its row is the mean of theirs, its column the sum, so rows "
+                                   "still sum to 1")  # fmt: skip
+    else:
+        hide_first, words = st.session_state.get("rm_hide_first", False), st.session_state.get("rm_words", False)
+
     if slides.shows("grid"):
         if not settings.presentation:  # on a slide the bar names it
-            st.header("Every layer and head")
-        # Built once per trace and style, shared by every session reading the same sentence (ui.memo). On a slide
-        # the grid is a little shorter than a map: its slanted head labels take the room of a title above it.
-        grid = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - GRID_LABELS) if settings.presentation \
-            else style  # fmt: skip
-        show_figure(remember(model_trace, ("entropy", grid), lambda: entropy_grid_figure(model_trace, grid)),
-                    "rm-entropy")  # fmt: skip
+            st.header("Every layer and head: how peaked, and what each does")
+        # On a slide the grids are a little shorter than a map: their slanted head labels take the room of a title.
+        shorter = GRID_LABELS + ROLE_ROWS if settings.presentation else 0
+        grid = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - shorter, side_by_side=True)
+        _roles(key, device, model_trace, hide_first, grid, settings.presentation)
     if slides.shows("thumbs"):
+        groups = word_groups(list(model_trace.words)) if words and model_trace.words else None
         show_figure(
-            remember(model_trace, ("thumbs", style), lambda: thumbnails_figure(model_trace, style)), "rm-thumbs"
-        )
+            remember(model_trace, ("thumbs", style, hide_first, bool(groups)),
+                     lambda: thumbnails_figure(model_trace, style, hide_first=hide_first, groups=groups)),
+            "rm-thumbs",
+        )  # fmt: skip
+    if slides.shows("sinks"):
+        if not settings.presentation:
+            st.header("Attention sinks")
+        words_place, grid_place = slide_columns() if settings.presentation else (st.container(), st.container())
+        with words_place:
+            summary = sink_summary(model_trace)
+            st.markdown(summary or "One token: there is no other token to park attention on.")
+            st.markdown(SINK_WHY_SHORT if settings.presentation else SINK_WHY)
+            if any(model_trace.special):
+                st.markdown("**Weight on each special token, by layer** (every head, every row)")
+                st.dataframe(special_shares(model_trace), hide_index=True, height=min(300, 36 + 35 * info.n_layers))
+        with grid_place:  # the sink mass of every head: the role grid of the first token
+            sink = STATISTICS["first"]
+            beside = style
+            if settings.presentation:  # the slide's right-hand column, as short as the other grids on a slide
+                beside = style_for(settings, side_by_side=True, slide=True)
+                beside = dataclasses.replace(beside, max_map_pixels=beside.max_map_pixels - GRID_LABELS)
+            figure = statistic_grid_figure(
+                model_trace.grid("first").numpy(),
+                sink,
+                layer_labels(model_trace),
+                head_labels(model_trace),
+                "rows 2 onward, on this sentence",
+                beside,
+            )
+            show_figure(figure, "rm-sinks")  # fmt: skip
+    if slides.shows("rollout"):
+        if not settings.presentation:
+            st.header("Across layers: attention rollout")
+            st.caption("Abnar & Zuidema (2020): each layer as ½·(its heads' mean weights) + ½·I (the residual "
+                       "connection), multiplied through the layers.")  # fmt: skip
+        _rollout(model_trace, words, hide_first, style)
 
     if slides.shows("generate"):
         _generation(key, device, settings.text, info, model_trace, style)
@@ -253,6 +418,10 @@ with friendly_errors():
                 note = sink_note(layer_trace, head, special)
                 if note:
                     st.info(note, icon="⚓")
+                if words and model_trace.words and not settings.presentation:  # read normally
+                    _by_words(model_trace, layer, head, beside)
+                if model_trace.value_norms and not settings.presentation:  # read normally
+                    _norm_based(model_trace, layer, head, beside)
                 if not info.causal and not settings.presentation:  # read normally: a slide has no room for it
                     _what_if_causal(layer_trace, head, style)
             if not settings.presentation:

@@ -25,8 +25,10 @@ DEFAULT_TEXT = DEFAULTS["text"]
 
 
 def charts(at):
-    """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure."""
-    return [json.loads(json.loads(chart.proto.json)["spec"]) for chart in at.get("bidi_component")]
+    """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure (the
+    other components, the slide keys, carry none)."""
+    data = [json.loads(chart.proto.json) for chart in at.get("bidi_component")]
+    return [json.loads(d["spec"]) for d in data if "spec" in d]
 
 
 def chart_titled(at, prefix):

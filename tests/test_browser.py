@@ -810,7 +810,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
         page.goto(f"{server}/real_model?present=true&rm_model={quote(model)}")
         page.get_by_role("button", name="next →").wait_for(timeout=60000)
         seen = []
-        for _ in range(16):
+        for _ in range(20):
             page.get_by_role("button", name="next →").wait_for(timeout=60000)
             settled(page, quiet=0.8)
             if page.url in seen:
@@ -823,7 +823,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
             assert clipped(page) == [] and overlapping(page) == [], where
             page.keyboard.press("ArrowRight")
             time.sleep(0.5)
-        assert len(seen) >= 11, seen
+        assert len(seen) >= 13, seen
     finally:
         context.close()
 

@@ -16,7 +16,9 @@ import torch
 import transformers
 
 from attention_core.models import MAX_MODEL_TOKENS, load_model, readable_token, trace_text
+from attention_core.models.capture import OUTPUT_PROJECTIONS
 from attention_core.models.worker import MAX_RUNS_AT_ONCE, NICENESS, RUN_THREADS, runs_at_once
+from attention_core.reading import value_norms, weighted_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +92,7 @@ def test_smollm2_capture_is_causal_and_equals_its_own_attentions(smollm2):
         assert torch.all(layer.weights.triu(1) == 0)
         torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
         torch.testing.assert_close(layer.weights.sum(-1), torch.ones(9, len(traced.tokens)))
-    entropy = traced.mean_normalized_entropy()
+    entropy = traced.grid("normalized_entropy")
     assert entropy.shape == (30, 9) and bool(((entropy >= 0) & (entropy <= 1)).all())
 
 
@@ -129,6 +131,33 @@ def test_special_tokens_are_marked(minilm, smollm2):
     assert trace_text(minilm, SENTENCE).special[0] and trace_text(minilm, SENTENCE).special[-1]  # [CLS] ... [SEP]
     assert not any(trace_text(minilm, SENTENCE).special[1:-1])
     assert not any(trace_text(smollm2, SENTENCE).special)
+
+
+@pytest.mark.parametrize("name", ["minilm", "smollm2"])
+def test_norm_based_attention_is_made_of_the_models_own_output_projection(name, minilm, smollm2):
+    """Kobayashi et al. (2020): each key's share of a head's output is α_ij·v_j·W_O^h. Hooked on the model's own
+    W_O (o_proj, BERT's output.dense): its input is the captured heads side by side, and the parts α·v·W_O, summed
+    over keys and heads, are its output less its bias (within 1e-5); the trace's ‖v_j·W_O^h‖ are those parts'."""
+    loaded = {"minilm": minilm, "smollm2": smollm2}[name]
+    text = "The cat sat on the mat because it was tired"
+    seen = []
+    projections = [m for n, m in loaded.model.named_modules() if n.endswith(OUTPUT_PROJECTIONS)]
+    hooks = [m.register_forward_hook(lambda m, args, out: seen.append((args[0][0], out[0]))) for m in projections]
+    try:
+        traced = trace_text(loaded, text)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(traced.value_norms) == len(traced.layers) == len(seen)
+    for layer, (inputs, outputs), norms in zip(traced.layers, seen, traced.value_norms, strict=True):
+        torch.testing.assert_close(layer.concat, inputs, atol=1e-5, rtol=1e-5)
+        module = projections[traced.layers.index(layer)]
+        bias = module.bias if module.bias is not None else torch.zeros(outputs.shape[-1])
+        d_v = layer.d_v
+        total = sum(weighted_vectors(layer.weights[h], layer.v[h], module.weight.T[h * d_v : (h + 1) * d_v]).sum(dim=1)
+                    for h in range(layer.n_heads))  # fmt: skip
+        torch.testing.assert_close(total.float(), (outputs - bias).float(), atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(norms.double(), value_norms(layer.v, module.weight.T), atol=1e-5, rtol=1e-5)
 
 
 def _same_numbers(a, b) -> bool:

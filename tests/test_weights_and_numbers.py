@@ -112,10 +112,10 @@ def test_without_projections_q_k_and_v_are_x():
         compute_attention(x, config, weights={"w_q": torch.eye(4)})
 
 
-def test_first_key_share_measures_an_attention_sink():
+def test_the_first_token_statistic_measures_an_attention_sink():
     weights = torch.tensor([[[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.7, 0.2, 0.1]]])
     trace = compute_attention(torch.eye(3), AttentionConfig(d_model=3, d_k=3))
     from dataclasses import replace
 
     sunk = replace(trace, weights=weights)
-    assert sunk.first_key_share(0) == pytest.approx(0.8)  # rows 2 and 3: (0.9 + 0.7) / 2
+    assert float(sunk.statistic("first")[0]) == pytest.approx(0.8)  # rows 2 and 3: (0.9 + 0.7) / 2

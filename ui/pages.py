@@ -141,12 +141,29 @@ PAGES = (
         keeps=(MODEL_TRACE,),
         slides=(
             ("tokens", "Its tokens and shapes"),
-            ("grid", "How peaked every head is"),
+            ("grid", "What every head does"),
             ("thumbs", "Every layer and head"),
+            ("sinks", "Attention sinks"),
+            ("rollout", "Across layers: rollout"),
             ("generate", "Writing, token by token"),
         ),
         slide_key="rm_slide",
-        own=frozenset({"rm_model", "rm_layer", "rm_head", "rm_query", "rm_whatif", "kv_bytes", "kv_context", "rm_new"}),
+        own=frozenset(
+            {
+                "rm_model",
+                "rm_layer",
+                "rm_head",
+                "rm_query",
+                "rm_whatif",
+                "kv_bytes",
+                "kv_context",
+                "rm_new",
+                "rm_role",
+                "rm_hide_first",
+                "rm_words",
+                "rm_upto",
+            }
+        ),
     ),
     PageSpec(
         "pages/glossary.py",

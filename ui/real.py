@@ -30,6 +30,12 @@ def cached_model_trace(key: str, device: str, text: str) -> ModelTrace:
     return model_worker().trace(key, device, text)
 
 
+@st.cache_resource(max_entries=2, show_spinner="Running the model on the induction probe…")
+def probe_trace(key: str, device: str) -> ModelTrace:
+    """The model on its induction probe (the same for every reader: one run per model)."""
+    return model_worker().probe(key, device)
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_load(key: str, device: str) -> Loaded:
     return model_worker().load(key, device)

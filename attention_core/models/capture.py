@@ -20,6 +20,8 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.config import check_text
 from attention_core.engine import trace_from_stages
+from attention_core.reading import value_norms
+from attention_core.statistics import STATISTICS, per_layer_and_head
 from attention_core.trace import AttentionTrace
 from attention_core.variants import expand_kv
 
@@ -81,16 +83,19 @@ class ModelTrace:
     layers: tuple[AttentionTrace, ...]
     total_tokens: int  # before truncation to info.token_cap
     special: tuple[bool, ...] = ()  # whether each token is one of the tokenizer's special tokens ([CLS], <s>)
+    words: tuple[int | None, ...] = ()  # each token's word, as the tokenizer splits words (None: special); () unknown
+    value_norms: tuple[torch.Tensor, ...] = ()  # per layer [h, n]: ‖v_j·W_O^h‖ (reading.value_norms); () unknown
 
     @property
     def truncated(self) -> bool:
         return self.total_tokens > len(self.tokens)
 
-    def mean_normalized_entropy(self) -> torch.Tensor:
-        """[layers, heads]: the mean over query rows of each head's normalized entropy (low = peaked), over the
-        rows with more than one key to look at (AttentionTrace.averaged_rows: a decoder's row 1 is left out)."""
-        rows = self.layers[0].averaged_rows.to(self.layers[0].normalized_entropy.device)
-        return torch.stack([layer.normalized_entropy[:, rows].mean(dim=-1) for layer in self.layers])
+    def grid(self, key: str, leave_first_out: bool = False) -> torch.Tensor:
+        """[layers, heads] float64: a statistic of the registry (attention_core/statistics.py) for every head,
+        e.g. "normalized_entropy" (low = peaked) or "first" (the attention sink's share)."""
+        sequence = self.layers[0].sequence
+        layers = [layer.weights for layer in self.layers]
+        return per_layer_and_head(STATISTICS[key], layers, sequence, leave_first_out)
 
     @property
     def kv_head_of(self) -> tuple[int, ...]:
@@ -102,7 +107,8 @@ class ModelTrace:
         return self.layers[0].heads_sharing(kv_head)
 
     def to(self, device: torch.device | str) -> ModelTrace:
-        return dataclasses.replace(self, layers=tuple(layer.to(device) for layer in self.layers))
+        return dataclasses.replace(self, layers=tuple(layer.to(device) for layer in self.layers),
+                                   value_norms=tuple(norms.to(device) for norms in self.value_norms))  # fmt: skip
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -190,6 +196,18 @@ def capture(
     return layers, kv_head_of
 
 
+# The output projection W_O of each attention layer, by the module names of the architectures we read (Llama's
+# self_attn.o_proj, BERT's attention.output.dense): nn.Linear, weight [d_model, h·d_v].
+OUTPUT_PROJECTIONS = ("self_attn.o_proj", "attention.output.dense")
+
+
+def output_projections(model: torch.nn.Module) -> list[torch.Tensor]:
+    """Each layer's W_O as [h·d_v, d_model] (its Linear's weight, transposed), in layer order; [] where the
+    architecture names it otherwise (then the page has no norm-based view)."""
+    found = [module.weight.T for name, module in model.named_modules() if name.endswith(OUTPUT_PROJECTIONS)]
+    return found if len(found) == model.config.num_hidden_layers else []
+
+
 # A fast tokenizer sets its truncation on the shared Rust object, and two threads doing that at once can fail
 # ("Already borrowed", huggingface/tokenizers#537). Not seen here (200 texts on 8 threads), but the model worker
 # runs readers side by side: one text is tokenized at a time (it takes a millisecond).
@@ -201,13 +219,63 @@ def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
     check_text(text)
     info, tokenizer = loaded.info, loaded.tokenizer
     with _tokenizing:
-        all_ids = tokenizer(text)["input_ids"]
+        encoding = tokenizer(text)
+        all_ids = encoding["input_ids"]
         if not all_ids:
             raise ValueError(f"text gives no tokens for {info.title}; type a sentence")
         cap = info.token_cap
-        ids = tokenizer(text, truncation=True, max_length=cap)["input_ids"] if len(all_ids) > cap else all_ids
+        if len(all_ids) > cap:
+            encoding = tokenizer(text, truncation=True, max_length=cap)
+        words = tuple(encoding.word_ids()) if hasattr(encoding, "word_ids") else ()
+    return _trace_ids(loaded, encoding["input_ids"], len(all_ids), words)
+
+
+PROBE_HALF = 20  # tokens in the induction probe's random sequence, which is then repeated (TransformerLens: 50)
+PROBE_SEED = 0
+
+
+def probe_ids(tokenizer, half: int = PROBE_HALF, seed: int = PROBE_SEED) -> list[int]:
+    """The induction probe: `half` random whole-word tokens (letters only, so that it reads as words), then the
+    same again, with the special tokens the model's tokenizer adds around a text ([CLS] … [SEP] for BERT; none
+    for SmolLM2). A head that attends from a token of the second copy to the token after its first occurrence
+    is doing induction: it could not know what comes next from the meaning, only from the repeat."""
+    special = set(tokenizer.all_special_ids)
+    vocabulary = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    # A word's first piece: byte-level BPE marks it with its space ("Ġday"), SentencePiece with "▁"; WordPiece
+    # marks the pieces that follow instead ("##ing"), which are not letters only.
+    marker = next((m for m in ("Ġ", "▁") if any(raw.startswith(m) for raw in vocabulary)), "")
+    words = [
+        index
+        for index, raw in enumerate(vocabulary)
+        if index not in special and raw.startswith(marker)
+        and raw[len(marker):].isascii() and raw[len(marker):].isalpha()
+    ]  # fmt: skip
+    chosen = torch.randperm(len(words), generator=torch.Generator().manual_seed(seed))[:half].tolist()
+    sequence = [words[i] for i in chosen]
+    # the special tokens the tokenizer puts around a text, read off a one-word text (none where it is not found)
+    around, inside = tokenizer("word")["input_ids"], tokenizer("word", add_special_tokens=False)["input_ids"]
+    start = next((i for i in range(len(around)) if around[i : i + len(inside)] == inside), None)
+    if start is None:
+        return sequence + sequence
+    return around[:start] + sequence + sequence + around[start + len(inside) :]
+
+
+def trace_probe(loaded: LoadedModel) -> ModelTrace:
+    """Every layer's attention on the induction probe (probe_ids)."""
+    with _tokenizing:
+        ids = probe_ids(loaded.tokenizer)
+    return _trace_ids(loaded, ids, len(ids), ())
+
+
+def _trace_ids(loaded: LoadedModel, ids: list[int], total: int, words: tuple) -> ModelTrace:
+    info, tokenizer = loaded.info, loaded.tokenizer
+    with _tokenizing:
         raw = tuple(tokenizer.convert_ids_to_tokens(ids))
         readable = tuple(readable_token(tokenizer, token) for token in raw)
         special = tuple(token in tokenizer.all_special_tokens for token in raw)
     layers, _ = capture(loaded.model, torch.tensor([ids]), readable, info.title)
-    return ModelTrace(info, readable, raw, tuple(layers), total_tokens=len(all_ids), special=special)
+    with torch.inference_mode():
+        norms = tuple(value_norms(layer.v, w_o).float() for layer, w_o in
+                      zip(layers, output_projections(loaded.model), strict=False))  # fmt: skip
+    return ModelTrace(info, readable, raw, tuple(layers), total_tokens=total, special=special, words=words,
+                      value_norms=norms)  # fmt: skip

@@ -77,6 +77,10 @@ class ModelWorker:
         """Every layer's attention for the text, computed in the worker (see capture.trace_text)."""
         return self._ask("trace", key, device, text)
 
+    def probe(self, key: str, device: str):
+        """Every layer's attention on the induction probe, a random sequence repeated (see capture.trace_probe)."""
+        return self._ask("probe", key, device)
+
     def generation_start(self, key: str, device: str, gen_id: str, text: str, new_tokens: int):
         """Prefill a generation in the worker (generation.py): the prompt's positions; the worker keeps its cache."""
         return self._ask("gen_start", key, device, gen_id, text, new_tokens)
@@ -183,6 +187,12 @@ def _trace(key: str, device: str, text: str):
     return trace_text(_model(key, device), text).to("cpu")
 
 
+def _probe(key: str, device: str):
+    from attention_core.models.capture import trace_probe
+
+    return trace_probe(_model(key, device)).to("cpu")
+
+
 @functools.cache
 def _generations():
     from attention_core.models.generation import Generations
@@ -244,8 +254,8 @@ def serve() -> None:
     torch.set_num_threads(RUN_THREADS)
     if hasattr(os, "nice"):  # not on Windows
         os.nice(NICENESS)
-    functions = {"load": _load, "trace": _trace, "gen_start": _generation_start, "gen_step": _generation_step,
-                 "gen_end": _generation_end}  # fmt: skip
+    functions = {"load": _load, "trace": _trace, "probe": _probe, "gen_start": _generation_start,
+                 "gen_step": _generation_step, "gen_end": _generation_end}  # fmt: skip
     writing = threading.Lock()  # one answer at a time on the pipe
 
     def answer(request_id: int, function: str, args: tuple) -> None:

@@ -15,7 +15,7 @@ test: install-dev
 	$(BIN)/python -m pytest
 
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev node_modules/.installed
 
 $(VENV)/.installed: requirements.txt requirements-nodeps.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,10 +27,16 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(BIN)/pip install -q -r requirements-dev.txt
 	touch $@
 
+# axe-core, the accessibility engine the browser tests inject (tests/test_accessibility.py), pinned in package-lock.json.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 bench: install-dev
 	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_models.py
 	$(BIN)/python bench/bench_browser.py
+	$(BIN)/python bench/bench_open.py
 	$(BIN)/python bench/bench_repaint.py
 	$(BIN)/python bench/bench_isolation.py
 	$(BIN)/python bench/bench_training.py

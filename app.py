@@ -8,15 +8,21 @@ computation is in attention_core/, all figures in figures/.
 
 import streamlit as st
 
-from ui.controls import check_link, run_through_app_py, show_link_refusals, sidebar
-from ui.decks import add_view, go_to_view
-from ui.pages import BY_TITLE, PAGES, forget_other_pages
-from ui.show import CHART_TEXT_CSS, presentation_bar
+from ui import chart
 
 st.set_page_config(page_title="Self-Attention Explorer", page_icon="👁️", layout="wide")
+# The browser fetches and compiles plotly.js while the server imports torch (below): a second less to the first
+# heatmap on a fresh server (bench/bench_open.py).
+chart.preload()
+
+from ui.controls import check_link, run_through_app_py, show_link_refusals, sidebar  # noqa: E402
+from ui.decks import add_view, go_to_view  # noqa: E402
+from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
+from ui.show import READABLE_CSS, presentation_bar  # noqa: E402
+
 run_through_app_py()
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently
-st.html(CHART_TEXT_CSS)  # style only: takes no room on the page
+st.html(READABLE_CSS)  # style only: takes no room on the page
 page = st.navigation([spec.page() for spec in PAGES])
 forget_other_pages(page.title)
 go_to_view()  # a deck's next view, asked for by → past a slide's end (ui/decks.py)

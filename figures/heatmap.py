@@ -26,12 +26,10 @@ import numpy as np
 
 from figures.style import (
     DEFAULT_STYLE,
-    DIVERGING,
     LABEL_CHARS_MAX,
     MAP_PIXELS_MIN,
     MASKED_CROSS,
     MASKED_GREY,
-    SEQUENTIAL,
     TITLE_PAD,
     Figure,
     Style,
@@ -261,7 +259,7 @@ def heatmap_traces(
         "z": z.astype(np.float32),  # float32 ships as compact base64
         "x": x,
         "y": y,
-        "colorscale": DIVERGING if diverging else SEQUENTIAL,
+        "colorscale": style.colorscale(diverging),
         "zmin": zrange[0],
         "zmax": zrange[1],
         "zmid": 0.0 if diverging else None,

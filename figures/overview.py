@@ -18,7 +18,7 @@ from attention_core.reading import merge_words
 from attention_core.statistics import STATISTICS, without_first
 from figures.heatmap import pool
 from figures.reading import statistic_grid_figure
-from figures.style import DEFAULT_STYLE, MAP_PIXELS_MAX, SEQUENTIAL, TITLE_PAD, Figure, Style, figure, title_height
+from figures.style import DEFAULT_STYLE, MAP_PIXELS_MAX, TITLE_PAD, Figure, Style, figure, title_height
 
 THUMB = 24  # thumbnails are at most THUMB x THUMB cells
 MOSAIC_CELLS = 60_000  # and all of them together at most this many (30 x 9 maps -> 13 x 13 each, plus gaps)
@@ -114,7 +114,7 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
     heat = dict(
         type="heatmap",
         z=mosaic,
-        colorscale=SEQUENTIAL,
+        colorscale=style.colorscale(diverging=False),
         zmin=0.0,
         zmax=1.0,
         hoverinfo="skip",

@@ -17,18 +17,15 @@ import re
 import unicodedata
 
 import numpy as np
-import plotly.colors
 import plotly.graph_objects as go
 import plotly.io
 from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
 
+from figures.palettes import DEFAULT_PALETTE, PALETTES
+
 PAGE_PIXELS = 900  # about how wide a chart is drawn across the page (wide layout, 1400-px window, sidebar open)
 FULL_PAGE_PIXELS = 1340  # the same without the sidebar (presentation mode)
 MAP_PIXELS_MIN, MAP_PIXELS_MAX = 140, 620
-# Colour-blind-safe scales (ColorBrewer RdBu is diverging and safe; cividis was designed for it), as the
-# [position, colour] lists plotly.js draws: figure() does not expand Plotly's names ("_r" is plotly.py's).
-DIVERGING = plotly.colors.get_colorscale("RdBu_r")
-SEQUENTIAL = plotly.colors.get_colorscale("Cividis")
 # Masked cells: an opaque light grey with a dark ✕ on it, the same on a light or a dark page.
 MASKED_GREY, MASKED_CROSS = "rgb(190, 190, 190)", "rgb(40, 40, 40)"
 # The page's own text colours (Streamlit's light and dark themes): labels in them meet 4.5:1, on screen
@@ -125,7 +122,8 @@ class Style:
     from 1 as the lectures do (α₂₂), 0 from 0 as Python does. max_map_pixels: the tallest a map may be
     (presentation mode keeps a stage on one screen). theme: "light" or "dark", the page's colours. band: on a
     slide, the most dimensions a map draws along an axis that counts them (d_model, d_k): the first `band`, the
-    rest summarised (figures.stages.banded); 0 draws them all."""
+    rest summarised (figures.stages.banded); 0 draws them all. palette: the reader's choice of colour scales
+    (figures.palettes), each checked for colour-blind readers."""
 
     font_size: int = 16
     show_numbers: bool = True
@@ -135,10 +133,15 @@ class Style:
     max_map_pixels: int = MAP_PIXELS_MAX
     theme: str = "light"
     band: int = 0
+    palette: str = DEFAULT_PALETTE
 
     def beside(self, count: int) -> Style:
         """The style of each of `count` figures that share one row (when side_by_side)."""
         return dataclasses.replace(self, width=self.width // count) if self.side_by_side and count > 1 else self
+
+    def colorscale(self, diverging: bool) -> list:
+        """The palette's scale for signed numbers (diverging) or for weights."""
+        return PALETTES.get(self.palette, PALETTES[DEFAULT_PALETTE]).scale(diverging)
 
     @property
     def text_colour(self) -> str:

@@ -14,7 +14,7 @@ from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import check_choice, check_whole, current_settings
 from ui.pages import BY_TITLE
-from ui.show import friendly_errors, show_figure, show_typed_refusals, style_for, typed_numbers
+from ui.show import friendly_errors, reduced_motion, show_figure, show_typed_refusals, style_for, typed_numbers
 from ui.slides import Slides
 from ui.training import session_run, start, training_config
 
@@ -32,7 +32,12 @@ def cached_decoding(text: str, config, typed: tuple):
     return decode_sentence(text, config, x=x, weights=given)
 
 
-def _play(n: int) -> None:
+def _play(n: int, step_once: bool) -> None:
+    """▶ play runs on, a step every PLAY_SECONDS, until ■ stop; where the browser asks for reduced motion,
+    each click steps once (nothing moves on its own)."""
+    if step_once:
+        st.session_state["dec_step"] = min(st.session_state.get("dec_step", 1), n) % n + 1
+        return
     st.session_state["dec_playing"] = not st.session_state.get("dec_playing", False)
     if st.session_state["dec_playing"] and st.session_state.get("dec_step", 1) >= n:
         st.session_state["dec_step"] = 1  # play from the start once at the end
@@ -121,8 +126,14 @@ with friendly_errors():
     if n > 1:
         t = left.slider("step", 1, n, value=n, key="dec_step", bind="query-params",
                         help="Which token is the new one: ← → step in presentation mode") - 1  # fmt: skip
-        middle.button("■ stop" if st.session_state.get("dec_playing") else "▶ play", on_click=_play, args=(n,),
-                      key="dec_play", width="stretch")  # fmt: skip
+        with middle:
+            still = reduced_motion()
+        if still:
+            st.session_state["dec_playing"] = False
+        label = "▶ step" if still else "■ stop" if st.session_state.get("dec_playing") else "▶ play"
+        middle.button(label, on_click=_play, args=(n, still), key="dec_play", width="stretch",
+                      help="Your browser asks for reduced motion: each click steps once." if still else
+                           "Steps through the tokens on its own, until ■ stop.")  # fmt: skip
     else:
         t = 0
     check_choice("dec_head", "head", [f"head {i + 1}" for i in range(heads)])
@@ -173,7 +184,7 @@ with friendly_errors():
     if slides.shows("cost"):
         t += 1  # tokens seen at this step
         sizes, bytes_per = config.sizes, decoding.x.element_size()
-        st.subheader(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
+        st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
         rows = []
         for cached in (True, False):
             for term in step_cost(config.variant, sizes, t, cached):

@@ -19,5 +19,5 @@ with friendly_errors():
     for term, definition in TERMS.items():
         if not slides.shows(anchor(term)):
             continue
-        st.subheader(term, anchor=anchor(term))  # the anchor the other pages link to, and Leave returns to
+        st.header(term, anchor=anchor(term))  # the anchor the other pages link to, and Leave returns to
         st.markdown(definition)

@@ -82,7 +82,7 @@ with friendly_errors():
         show_figure(multihead_grid(trace, stage or "weights", shared, style), "multihead-grid")
     if slides.shows("peaked"):
         if settings.presentation:
-            st.subheader("How peaked each head is")
+            st.header("How peaked each head is")
         show_figure(head_summary_figure(trace, style), "head-summary")
         st.dataframe(
             [

@@ -358,6 +358,28 @@ def settled(page, quiet: float = 1.0, timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # from npm: package.json, installed by `make test`
+# Where the app's readers see serious trouble: axe-core's impacts "serious" and "critical" (WCAG 2 A and AA and
+# best practice), each as its rule, how many elements, and the first three of them with what to fix.
+AXE_RUN = """async () => {
+  const found = await axe.run(document, {resultTypes: ["violations"]});
+  return found.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v =>
+    `${v.id} (${v.impact}, ${v.nodes.length}): ` +
+    v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`).join(" | "));
+}"""
+
+
+def accessibility_problems(page) -> list[str]:
+    """The serious and critical violations axe-core finds on the page as it is now (injected from npm's copy)."""
+    if not AXE.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must run the accessibility checks: `npm ci` installs axe-core (see the Makefile)")
+        pytest.skip("axe-core is not installed here (npm ci); `make test` installs it")
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_RUN)
+
+
 def no_traceback(page):
     assert page.locator("[data-testid='stException']").count() == 0
     assert "Traceback" not in page.content()

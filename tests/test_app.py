@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
 from attention_core.training import LEARNED_WEIGHT, TrainingConfig
+from figures.palettes import PALETTES
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
@@ -26,8 +27,8 @@ DEFAULT_TEXT = DEFAULTS["text"]
 
 def charts(at):
     """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure (the
-    other components, the slide keys, carry none)."""
-    data = [json.loads(chart.proto.json) for chart in at.get("bidi_component")]
+    other components carry none: the slide keys, plotly's preload, the reduced-motion probe with no data at all)."""
+    data = [json.loads(chart.proto.json) for chart in at.get("bidi_component") if chart.proto.json]
     return [json.loads(d["spec"]) for d in data if "spec" in d]
 
 
@@ -60,8 +61,9 @@ def default_config(**changes):
     return AttentionConfig(**{**base, **changes})
 
 
-def subheaders(at) -> list[str]:
-    return [s.value for s in at.subheader]
+def stage_headings(at) -> list[str]:
+    """The h2 headings: the stages' (ui.show.show_stage), under the page's title."""
+    return [s.value for s in at.header]
 
 
 @pytest.fixture
@@ -82,7 +84,7 @@ def test_walkthrough_default_is_lecture_000_with_the_engine_numbers(app):
     # One figure per stage (the weights' peakiness bars beside them, the KV cache at these sizes and published ones).
     assert len(charts(app)) == 11
     shown = stages_for(trace)
-    assert subheaders(app)[: len(shown)] == [heading(stage.key, trace) for stage in shown]
+    assert stage_headings(app)[: len(shown)] == [heading(stage.key, trace) for stage in shown]
 
 
 def test_sidebar_changes_reach_the_heatmaps(app):
@@ -104,6 +106,19 @@ def test_sidebar_changes_reach_the_heatmaps(app):
     ticks = weights.y_ticks
     assert ticks == ["the", "cat", "saw", "the", "&lt;", "b", "&gt;", "dog", "&lt;", "/", "b", "&gt;"]
     assert app.selectbox(key="example").value == OWN  # no lecture example any more
+
+
+def test_the_colours_chosen_reach_every_map_weights_and_signed_numbers_each_in_its_scale(app):
+    """The sidebar's colours (figures/palettes.py): weights in the palette's sequential scale, scores (signed) in
+    its diverging one, on every map of the page; the masked cells stay grey."""
+    for key, palette in PALETTES.items():
+        app.sidebar.selectbox("palette").set_value(key).run()
+        no_problems(app)
+        scales = {json.dumps(palette.scale(False)), json.dumps(palette.scale(True))}
+        drawn = [t for spec in charts(app) for t in spec["data"] if t["type"] == "heatmap" and "name" in t]
+        assert drawn and {json.dumps(t["colorscale"]) for t in drawn} == scales
+        assert json.dumps(panel(app, "attention weights").trace["colorscale"]) == json.dumps(palette.scale(False))
+        assert json.dumps(panel(app, "scores = ").trace["colorscale"]) == json.dumps(palette.scale(True))
 
 
 def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):
@@ -158,7 +173,7 @@ def test_a_link_opens_mla_and_every_stage_holds_the_engines_numbers():
     no_problems(at)
     config = default_config(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary")
     trace = trace_sentence(DEFAULT_TEXT, config)
-    assert subheaders(at)[: len(stages_for(trace))] == [heading(stage.key, trace) for stage in stages_for(trace)]
+    assert stage_headings(at)[: len(stages_for(trace))] == [heading(stage.key, trace) for stage in stages_for(trace)]
     assert {"latent", "rope", "absorb", "cache"} <= {stage.key for stage in stages_for(trace)}
     np.testing.assert_allclose(panel(at, "c_KV = RMSNorm(X·W_DKV)").z, trace.parts["c_kv"].numpy(), rtol=1e-6)
     np.testing.assert_allclose(panel(at, "attention weights").z, trace.weights[0].numpy(), rtol=1e-6)
@@ -224,6 +239,7 @@ def test_the_cache_stage_takes_its_choices_from_the_link_and_names_a_bad_one():
         ({"variant": "mla", "d_c": 0}, "d_c (MLA's latent width) must be between 1 and 4096; got 0"),
         ({"positional": "rotary", "d_k": 5}, "d_k must be even with positional encoding 'rotary'; got d_k = 5"),
         ({"w_q": 5}, "W_Q must be text; got int"),
+        ({"palette": "jet"}, "colours must be one of cividis, inferno; got 'jet'"),
     ],
 )
 def test_server_side_validation_names_field_value_and_range(changes, message):
@@ -247,6 +263,7 @@ def test_server_side_validation_names_field_value_and_range(changes, message):
             {"init": "zeros"},
             "weight init = 'zeros', which is not used: it must be one of normal, xavier, kaiming, unit",
         ),
+        ({"palette": "rainbow"}, "colours = 'rainbow', which is not used: it must be one of cividis, inferno"),
     ],
 )
 def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused):
@@ -447,23 +464,24 @@ def test_multihead_page_says_which_heads_share_keys_and_adds_the_variants_stages
     app.switch_page("pages/multihead.py").run()
     no_problems(app)
     assert any("heads 1, 2 read key/value head 1; heads 3, 4 read key/value head 2" in m.value for m in app.markdown)
-    assert heading("cache", trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="gqa"))) in subheaders(app)
+    gqa = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="gqa"))
+    assert heading("cache", gqa) in stage_headings(app)
 
 
 def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
     app.toggle(key="present").set_value(True).run()
     no_problems(app)
     trace = trace_sentence(DEFAULT_TEXT, default_config())
-    assert subheaders(app) == [heading("x", trace)]
+    assert stage_headings(app) == [heading("x", trace)]
     next_button = [b for b in app.button if b.label == "next →"][0]
     next_button.click().run()
-    assert subheaders(app) == [heading("projections", trace)]
+    assert stage_headings(app) == [heading("projections", trace)]
     previous = [b for b in app.button if b.label == "← previous"][0]
     previous.click().run()
     [b for b in app.button if b.label == "← previous"][0].click().run()  # wraps to the last stage
-    assert subheaders(app) == [heading(stages_for(trace)[-1].key, trace)]
+    assert stage_headings(app) == [heading(stages_for(trace)[-1].key, trace)]
     app.button(key="leave_presentation").click().run()
-    assert app.session_state["present"] is False and len(subheaders(app)) > 1
+    assert app.session_state["present"] is False and len(stage_headings(app)) > 1
 
 
 @pytest.mark.parametrize(
@@ -499,7 +517,7 @@ def test_glossary_has_every_term_linked_from_the_pages(app):
 
     app.switch_page("pages/glossary.py").run()
     no_problems(app)
-    assert [s.value for s in app.subheader] == list(TERMS)
+    assert [s.value for s in app.header] == list(TERMS)
     assert {anchor(term) for term in TERMS} >= {
         "q-k-v",
         "causal-mask",

@@ -68,7 +68,7 @@ def test_presentation_arrow_steps_the_tokens_then_goes_to_the_cost(page):
     forward.click().run()
     assert step_line(page).startswith(f"**Step {n} of {n}**")
     [b for b in page.button if b.label == "next →"][0].click().run()  # past the last token: the cost slide
-    assert any(s.value.startswith(f"What step {n} costs") for s in page.subheader)
+    assert any(s.value.startswith(f"What step {n} costs") for s in page.header)
     [b for b in page.button if b.label == "← previous"][0].click().run()  # back onto the steps, at the last
     assert step_line(page).startswith(f"**Step {n} of {n}**")
 

@@ -21,10 +21,9 @@ from attention_core.matrices import typed_from_npz
 from attention_core.training import TrainingConfig, train
 from figures.stages import heading, stages_for
 from tests.browser import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     EXPORT_CONTRAST,
     OVERFLOW,
+    accessibility_problems,
     across_frames,
     chart_locator,
     chart_z,
@@ -56,32 +55,6 @@ PAGE_TITLES = [spec.title for spec in PAGES]
 ADDRESS = {spec.title: Path(spec.path).stem for spec in PAGES}  # a page's address is its file name
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    with running_app() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    asked = outside_requests(page)
-    yield page
-    context.close()
-    assert offline(asked) == [], "the page fetched from outside this machine"
 
 
 def test_type_slide_toggle_and_see_it_painted(server, page):
@@ -691,7 +664,7 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
 # A lecture on the projector (issue 25): the keys never trap, Esc closes only what is open, leaving returns to
 # the slide, every page is slides that fit, and a lecture's deck is given with the arrow keys alone.
 
-SLIDE_HEADING = "h3"  # a stage's heading on a Walkthrough slide
+SLIDE_HEADING = "h2"  # a stage's heading on a Walkthrough slide
 SLIDE_PAGES = ("Multi-head", "Why √d_k", "Compare", "Training", "Real model", "Glossary")
 
 
@@ -732,7 +705,7 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     page.keyboard.press("Escape")  # nothing open: Esc leaves, to the slide that was shown
     page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
     page.wait_for_function(
-        "() => { const h = [...document.querySelectorAll('h3')].find(e => e.textContent.startsWith('9 ·'));"
+        "() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent.startsWith('9 ·'));"
         " if (!h) return false; const top = h.getBoundingClientRect().top; return top >= 0 && top < 200; }",
         timeout=15000,
     )
@@ -764,6 +737,7 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
                 assert page.evaluate(OVERFLOW) <= 2, f"{title}: the slide {key} needs scrolling at {width}x{height}"
                 assert clipped(page) == [] and overlapping(page) == [], (title, key)
                 screenshot(page, f"slide-{spec.slide_key}-{key}-{width}-{scheme}")
+                assert accessibility_problems(page) == [], (title, key)
                 page.keyboard.press("ArrowRight")
     finally:
         context.close()
@@ -790,6 +764,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             screenshot(page, f"deck-{lecture}-{index:02}-{width}-{scheme}")  # before the checks: a failure is seen
             assert page.locator("[data-testid='stAlert']").count() == 0, (index, view)
             assert page.evaluate(OVERFLOW) <= 2, f"lecture {lecture}, view {index} scrolls at {width}x{height}"
+            assert accessibility_problems(page) == [], f"lecture {lecture}, view {index}"
             page.keyboard.press("ArrowRight")
         time.sleep(2)  # → at the last view: the deck stays there
         assert page.get_by_text(f"view {len(deck.views)} of {len(deck.views)}").is_visible()

@@ -28,12 +28,28 @@ import streamlit as st
 import streamlit.components.v1 as components
 import streamlit.components.v2
 
+from figures.describe import describe
 from ui.memo import remember
 
 MODULE = Path(__file__).with_name("chart_frontend") / "chart.js"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 PLOTLY_CONFIG = {
     "displaylogo": False,
+    # One tab stop per chart, the camera: zoom and pan stay on the mouse (drag, double-click to reset) and the
+    # arrow keys walk the cells (chart.js); eight toolbar buttons per chart were eight tab stops.
+    "modeBarButtonsToRemove": [
+        "zoom2d",
+        "pan2d",
+        "select2d",
+        "lasso2d",
+        "zoomIn2d",
+        "zoomOut2d",
+        "autoScale2d",
+        "resetScale2d",
+        "toggleSpikelines",
+        "hoverClosestCartesian",
+        "hoverCompareCartesian",
+    ],
     "toImageButtonOptions": {"format": "png", "scale": 2},  # the camera icon saves a PNG
     # Nothing leaves the machine: by default Plotly's toolbar offers "Share chart...", an upload to Plotly's
     # cloud (plotlyServerURL, which the app's charts also clear). Not here, nor in an exported HTML file.
@@ -74,10 +90,20 @@ LOADER = f"""export default async component =>
 _live_chart = st.components.v2.component("live_chart", js=LOADER, isolate_styles=False)
 
 
+def preload() -> None:
+    """Start the browser on plotly.js (~4.6 MB to fetch and compile) before the server has a figure to send: app.py
+    calls this before it imports torch (~1 s), so the first chart finds plotly.js ready. Zero height, in the
+    sidebar (hidden in presentation mode: it still runs), so that it moves nothing on the page."""
+    with st.sidebar:
+        _live_chart(data={"plotly": f"{FILES}/plotly.min.js"}, key="plotly_preload", height=0)
+
+
 def show_figure(figure, key: str, filename: str | None = None) -> None:
     """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
     the camera button's PNG is called (by default the key)."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png, "plotlyServerURL": ""}  # no cloud to send to
     spec = remember(figure, "json", figure.to_json)  # once per figure
-    _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js"}, key=key, height="content")
+    name, summary = remember(figure, "words", lambda: describe(figure))  # its text alternative
+    _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js", "name": name,
+                      "summary": summary}, key=key, height="content")  # fmt: skip

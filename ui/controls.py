@@ -42,6 +42,7 @@ from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
 from attention_core.training import TrainingConfig
 from attention_core.variants import VARIANTS, default_kv_heads
+from figures.palettes import DEFAULT_PALETTE, PALETTES
 from figures.stages import STAGES
 from figures.style import markdown_literal
 from ui.pages import EVERYTHING
@@ -158,6 +159,9 @@ OTHERS = (
     Control("seed", "seed", "number", 0, 0, MAX_SEED, help="Draws X and the W matrices: same seed, same numbers."),
     Control("init", "weight init", "select", "xavier", options=INIT_CHOICES,
             help="  \n".join(f"**{name}**: {what}" for name, what in INITS.items())),
+    Control("palette", "colours", "select", DEFAULT_PALETTE, options=tuple(PALETTES),
+            help="Every choice reads with red-green and blue-yellow colour blindness (checked: figures/palettes.py)."
+                 + "".join(f"  \n**{p.key}**: {p.name}. {p.why}" for p in PALETTES.values())),
     Control("device", "device", "select", "auto", options=DEVICE_CHOICES),
     Control("present", "presentation mode", "toggle", False,
             help="Large type, no sidebar, one stage per screen; ← and → step through the stages, Esc leaves."),
@@ -198,6 +202,7 @@ class Settings:
     train_causal: bool = True  # the Training page's own two
     train_steps: int = TrainingConfig().steps
     typed_as: str = "typed"  # how the typed numbers came to be (typed_as below): "typed", or "trained (...)"
+    palette: str = DEFAULT_PALETTE  # figures.palettes
 
     @property
     def font_size(self) -> int:
@@ -525,6 +530,8 @@ def settings_from(values) -> Settings:
         d_rope=state["d_rope"],
         positional=state["positional"],
     )
+    if state["palette"] not in PALETTES:
+        raise ValueError(f"colours must be one of {', '.join(PALETTES)}; got {state['palette']!r}")
     typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
     return Settings(text, config, state["numbers"], state["present"], 1 if state["count_from_1"] else 0, typed,
-                    state["train_causal"], state["train_steps"])  # fmt: skip
+                    state["train_causal"], state["train_steps"], palette=state["palette"])  # fmt: skip

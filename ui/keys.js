@@ -57,6 +57,9 @@ function onKey(event) {
   if (!selector || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
   const target = event.target instanceof Element ? event.target : null;
   if (target?.closest(OWN_KEYS)) return;  // the key belongs to the field, slider or menu that has the focus
+  // A map reached with the keyboard walks its cells with the arrows (ui/chart_frontend/chart.js); one clicked with
+  // the mouse does not keep them from the slides.
+  if (event.key !== "Escape" && target?.matches(".live-chart:focus-visible")) return;
   if (event.key === "Escape" && document.querySelector(OPEN)) return;  // Esc closes that first, and only that
   const button = document.querySelector(selector);
   if (!button || button.disabled) return;

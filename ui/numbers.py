@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from attention_core.lectures import pattern_for
@@ -115,6 +114,8 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
             "Every stage below is recomputed from these numbers. Edited tables go to the address bar, so the "
             "link restores them. A cleared cell is named until it holds a number again."
         )
+        import pandas as pd  # here, not at the top: 0.25 s of a fresh server's first page, for a box seldom opened
+
         matrices = _matrices(trace, head)
         names = [name for name in TYPED_NAMES if name in matrices]
         for place, name in zip(st.columns(len(names)), names, strict=True):

@@ -22,7 +22,7 @@ SENTENCE = frozenset({"text", "example"})
 SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
 SETTINGS = frozenset({"causal", "scaled", "positional", "seed", "init"})
 TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
-DISPLAY = frozenset({"numbers", "count_from_1", "device", "present"})
+DISPLAY = frozenset({"numbers", "count_from_1", "palette", "device", "present"})
 EVERYTHING = SENTENCE | SIZES | SETTINGS | TYPED | DISPLAY
 MODEL_TRACE = "model_trace"  # the session's last real-model trace (ui.real)
 

@@ -11,6 +11,7 @@ import threading
 
 import numpy as np
 import streamlit as st
+import streamlit.components.v2
 
 from attention_core import (
     AttentionTrace,
@@ -50,20 +51,50 @@ section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"] {
 .stSelectbox div[data-baseweb="select"] div, .stCode code { font-size: 1.25rem !important; }
 .katex { font-size: 1.6em !important; }
 [data-testid="stWidgetLabel"] p, [data-testid="stSliderThumbValue"] { font-size: 1.15rem !important; }
-h1 { font-size: 2.2rem !important; } h3 { font-size: 1.9rem !important; }
+h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
+.live-chart-table { display: none; }
 </style>
 """
-# Streamlit's chart theme writes axis labels in a faded grey: 3.7:1 on white, under the 4.5:1 that text
-# needs (WCAG) and faint from the back row. Here every label of every sub-plot (x2tick, y3title, ...) takes
-# the page's own text colour, in either theme. (Exported PNGs get it from the figure: figures.style.)
-CHART_TEXT_CSS = """
+# Text everybody can read (WCAG AA's 4.5:1, checked on every page by axe-core: tests/test_accessibility.py).
+# - Streamlit's chart theme writes axis labels in a faded grey: 3.7:1 on white, faint from the back row. Here
+#   every label of every sub-plot (x2tick, y3title, ...) takes the page's own text colour, in either theme.
+#   (Exported PNGs get it from the figure: figures.style.)
+# - Captions: Streamlit's grey is 3.88:1 on white. The page's text colour at 80% is over 6:1 in both themes.
+# - The sidebar greys out the controls a page does not read: their labels were 2.26:1 (light), 3.34:1 (dark).
+#   At 75% of the text colour they still look inactive and read at over 5:1.
+# - A chosen pill's words were in the accent red on a tint of itself: 4.47:1 (light), 3.61:1 (dark). They take
+#   the text colour; the tint and the red border still say which one is chosen. So does a slider's value
+#   (3.91:1 in red on the dark page).
+READABLE_CSS = """
 <style>
 .js-plotly-plot :is(g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text,
                     .legendtext, .legendtitletext, .cbaxis text) {
   fill: currentColor !important;
 }
+[data-testid="stCaptionContainer"] { color: inherit !important; opacity: 0.8; }
+[data-testid="stWidgetLabel"][disabled] { color: inherit !important; opacity: 0.75; }
+[data-testid="stWidgetLabel"][disabled] [data-testid="stMarkdownContainer"] { color: inherit !important; }
+[data-testid="stButtonGroup"] button:is([aria-checked="true"], [data-selected="true"]),
+[data-testid="stSliderThumbValue"] { color: inherit !important; }
 </style>
 """
+
+
+# Whether the reader's browser asks for reduced motion (prefers-reduced-motion): told by the browser once the page
+# holding it is drawn, and again if it changes. ▶ play then steps once per click instead of running on.
+_motion = st.components.v2.component(
+    "reduced_motion",
+    js="""export default function ({setStateValue}) {
+  const query = window.matchMedia("(prefers-reduced-motion: reduce)");
+  setStateValue("reduce", query.matches);
+  query.onchange = () => setStateValue("reduce", query.matches);
+}""",
+)
+
+
+def reduced_motion() -> bool:
+    """True when the browser asks for reduced motion (False until it has said)."""
+    return bool(_motion(key="reduced_motion", on_reduce_change=lambda: None, height=0).get("reduce"))
 
 
 def compute_trace(text: str, config, typed: tuple) -> AttentionTrace:
@@ -183,6 +214,7 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
         side_by_side=side_by_side,
         index_base=settings.index_base,
         theme=st.context.theme.type or "light",
+        palette=settings.palette,
     )
     if not settings.presentation:
         return style
@@ -313,7 +345,7 @@ def show_stage(
     stage = BY_KEY[key]
     words, pictures = places or (st.container(),) * 2
     with words:
-        st.subheader(heading(key, trace), anchor=key)
+        st.header(heading(key, trace), anchor=key)  # h2: under the page's h1 (axe: heading-order)
         st.latex(stage.formula_for(trace))
         sentences = st.empty()  # filled once the view is built: its sentences depend on the numbers
         query = None

@@ -43,13 +43,149 @@ function place(element) {
   return {near: box.bottom > -height && box.top < 2 * height, onScreen: box.bottom > 0 && box.top < height};
 }
 
+// ---- Words for every chart (issue 29): what a screen reader, a keyboard and a reader without colour get.
+// - Its name and a summary computed from its numbers (figures/describe.py), as the chart's label and description.
+// - A map's cells, walked with the arrow keys (PageUp/PageDown: the previous or next map of the figure, Home/End:
+//   the row's ends). Each cell's hover label (its value and arithmetic) is shown and read out (a live region).
+// - The numbers as a table, on request.
+const HIDDEN = "position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap;";
+const TABLE_MOST = 64;  // rows and columns a table shows at most (a 128-token map: its first 64 of each)
+const HOVER_DRAWN_MS = 120;  // Plotly's hover throttle (50 ms) and a frame, with room
+const MOVES = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+const FOCUS_CSS = `.live-chart:focus-visible { outline: 3px solid currentColor; outline-offset: 2px; }
+.live-chart-table summary { cursor: pointer; font-size: 0.9rem; width: fit-content; }
+.live-chart-table table { font-size: 0.85rem; border-collapse: collapse; margin: 0.3rem 0 0.8rem; }
+.live-chart-table :is(td, th) { padding: 0.1rem 0.4rem; text-align: right; border: 1px solid rgba(128, 128, 128, 0.4); }`;
+let chartsMade = 0;
+
+// The figure's maps of numbers: its heatmaps, less the grey layers of masked cells and pictures without a hover
+// (the thumbnails). As figures/describe.py's is_value_map; a map without a name is called "map 2".
+function isValueMap(trace) {
+  return trace.type === "heatmap" && !String(trace.hovertemplate ?? "").startsWith("masked") && trace.hoverinfo !== "skip";
+}
+
+function maps(gd) {
+  return (gd.data || []).map((trace, index) => ({trace, index})).filter(({trace}) => isValueMap(trace))
+    .map(({trace, index}, i) => ({trace, index, name: (trace.name || `map ${i + 1}`).split("  ")[0]}));
+}
+
+function labels(gd, trace, letter, count) {  // the tokens along a map's axis, by position
+  const axis = gd._fullLayout[`${letter}axis${(trace[`${letter}axis`] || letter).slice(1)}`] || {};
+  const at = new Map(Array.from(axis.tickvals || [], (v, i) => [v, (axis.ticktext || [])[i]]));
+  return Array.from({length: count}, (_, i) => String(at.get(i) ?? i + 1).replace(/<[^>]+>/g, ""));
+}
+
+function cellText(value) {
+  if (value === undefined || value === null || Number.isNaN(value)) return "masked";
+  if (value !== 0 && Math.abs(value) < 0.005) return value.toPrecision(2);
+  return value.toFixed(2);
+}
+
+function walk(chart, event) {
+  const gd = chart.element;
+  const all = maps(gd);
+  if (!all.length || !gd.calcdata || !window.Plotly || event.altKey || event.ctrlKey || event.metaKey) return;
+  if (!gd.matches(":focus-visible")) return;  // clicked with the mouse: the arrows stay the slides' (ui/keys.js)
+  let {map, row, col} = chart.cursor ?? {map: 0, row: 0, col: 0};
+  if (event.key in MOVES && chart.cursor) { row += MOVES[event.key][0]; col += MOVES[event.key][1]; }
+  else if (event.key === "PageDown" || event.key === "PageUp") map += event.key === "PageDown" ? 1 : -1;
+  else if (event.key === "Home") col = 0;
+  else if (event.key === "End") col = Infinity;
+  else if (!(event.key in MOVES)) return;
+  event.preventDefault();
+  event.stopPropagation();  // the arrows walk the cells here: not also the slides (ui/keys.js)
+  map = Math.max(0, Math.min(all.length - 1, map));
+  const {trace, index, name} = all[map];
+  const z = gd.calcdata[index][0].z;
+  row = Math.max(0, Math.min(z.length - 1, row));
+  col = Math.max(0, Math.min(z[0].length - 1, col));
+  chart.cursor = {map, row, col};
+  window.Plotly.Fx.hover(gd, {xval: col, yval: row}, (trace.xaxis || "x") + (trace.yaxis || "y"));
+  // Plotly draws hovers at most every 50 ms (the last one asked for wins): the label is read once it is drawn.
+  clearTimeout(chart.reading);
+  chart.reading = setTimeout(() => requestAnimationFrame(() => {
+    const lines = [...gd.querySelectorAll(".hoverlayer .hovertext text")].map(t =>
+      [...t.querySelectorAll("tspan.line")].map(line => line.textContent).join(", ") || t.textContent);
+    const rows = labels(gd, trace, "y", z.length), cols = labels(gd, trace, "x", z[0].length);
+    const where = `${name}, row ${rows[row]}, column ${cols[col]}`;
+    chart.said.textContent = `${where}: ${lines.join("; ") || cellText(z[row][col])}`;
+  }), HOVER_DRAWN_MS);
+}
+
+function fillTable(chart) {
+  const gd = chart.element;
+  const box = chart.table.querySelector("div");
+  box.replaceChildren();
+  if (!gd.calcdata) return;
+  for (const {trace, index, name} of maps(gd)) {
+    const z = gd.calcdata[index][0].z;
+    const rows = labels(gd, trace, "y", z.length), cols = labels(gd, trace, "x", z[0].length);
+    const table = document.createElement("table");
+    const cut = z.length > TABLE_MOST || z[0].length > TABLE_MOST ? ` (the first ${TABLE_MOST} rows and columns)` : "";
+    table.createCaption().textContent = name + cut;
+    const head = table.createTHead().insertRow();
+    head.appendChild(document.createElement("td"));
+    for (const label of cols.slice(0, TABLE_MOST)) {
+      const th = document.createElement("th"); th.scope = "col"; th.textContent = label; head.appendChild(th);
+    }
+    const body = table.createTBody();
+    z.slice(0, TABLE_MOST).forEach((values, i) => {
+      const tr = body.insertRow();
+      const th = document.createElement("th"); th.scope = "row"; th.textContent = rows[i]; tr.appendChild(th);
+      for (const value of Array.from(values).slice(0, TABLE_MOST)) tr.insertCell().textContent = cellText(value);
+    });
+    box.appendChild(table);
+  }
+}
+
+function makeWords(chart, parent) {
+  if (!document.getElementById("live-chart-css")) {
+    const style = document.createElement("style");
+    style.id = "live-chart-css";
+    style.textContent = FOCUS_CSS;
+    document.head.appendChild(style);
+  }
+  const id = `live-chart-${++chartsMade}`;
+  chart.summary = Object.assign(document.createElement("p"), {id: `${id}-summary`});
+  chart.summary.style.cssText = HIDDEN;
+  chart.said = document.createElement("div");  // what the walked cell says, read out as it changes
+  chart.said.setAttribute("aria-live", "polite");
+  chart.said.className = "live-chart-said";
+  chart.said.style.cssText = HIDDEN;
+  chart.table = document.createElement("details");
+  chart.table.className = "live-chart-table";
+  chart.table.innerHTML = "<summary>Numbers as a table</summary><div></div>";
+  chart.table.addEventListener("toggle", () => { if (chart.table.open) fillTable(chart); });
+  chart.element.setAttribute("aria-describedby", chart.summary.id);
+  chart.element.addEventListener("keydown", event => walk(chart, event));
+  chart.element.addEventListener("blur", () => { chart.cursor = null; window.Plotly?.Fx.unhover(chart.element); });
+  parent.append(chart.summary, chart.said, chart.table);
+}
+
+function nameChart(chart, name, summary, hasMaps) {
+  const element = chart.element;
+  element.setAttribute("aria-label", name);
+  chart.summary.textContent = summary;
+  chart.table.hidden = !hasMaps;
+  if (hasMaps) {  // a map: one tab stop, whose arrow keys walk its cells
+    element.setAttribute("role", "application");
+    element.setAttribute("aria-roledescription", "map of numbers; arrow keys walk its cells");
+    element.tabIndex = 0;
+  } else {
+    element.setAttribute("role", "figure");
+    element.removeAttribute("aria-roledescription");
+    element.removeAttribute("tabindex");
+  }
+}
+
 function makeChart(parent) {
   const element = document.createElement("div");
   element.className = "live-chart";
   element.style.width = "100%";
   parent.appendChild(element);
   const chart = {element, latest: null, drawnSpec: null, queuedSpec: null, counted: false,
-                 drawing: Promise.resolve(), checking: false};
+                 drawing: Promise.resolve(), checking: false, cursor: null};
+  makeWords(chart, parent);
 
   chart.check = () => {
     if (chart.checking) return;
@@ -101,6 +237,8 @@ function draw(chart) {
       await plot(chart.element, figure.data, figure.layout, config);
       chart.drawnSpec = spec;
       chart.element.__spec = spec;
+      chart.cursor = null;  // new numbers: the walk starts again at the first cell
+      if (chart.table.open) fillTable(chart);
     } catch (error) {  // shown in the browser's console; the next figure (or scroll) tries again
       console.error(error);
       chart.queuedSpec = chart.drawnSpec;
@@ -113,9 +251,14 @@ function draw(chart) {
 }
 
 export default function ({data, parentElement}) {
+  const {spec, config, plotly, name, summary} = data;
+  if (!spec) {  // ui/chart.py preload(): plotly.js and the page's font, before the first figure comes
+    loadPlotly(plotly).then(() => document.fonts.load(`16px ${getComputedStyle(parentElement).getPropertyValue("--st-font").trim() || FALLBACK_FONT}`)).catch(() => {});
+    return;
+  }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
-  const {spec, config, plotly} = data;
   chart.latest = {...prepare(spec, config, parentElement), spec, plotlyUrl: plotly};
+  nameChart(chart, name, summary, chart.latest.figure.data.some(isValueMap));
   chart.element.__latest = spec;  // what the server sent last (tests find a chart by it before it is drawn)
   chart.element.style.height = `${chart.latest.figure.layout.height}px`;
   draw(chart);

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from attention_core.statistics import ROLES
+
 # term -> definition (markdown). The order is the Glossary page's.
 TERMS: dict[str, str] = {
     "Q, K, V": (
@@ -84,6 +86,26 @@ TERMS: dict[str, str] = {
         "A trained head that has nothing useful to look at still has to put its weight somewhere (each row sums "
         "to 1); many park it on the first token. A large weight on the first token then says little about "
         "meaning. SmolLM2 starts with no special token, so its first *word* takes that role."
+    ),
+    "head roles": (
+        "What a head of a trained model does, read from its weights: a **role** is the keys each row should look "
+        "at, a row's score its weight on them, and a head's score the mean over the rows that have such a key "
+        "(0 to 1; an exact pattern scores 1). The Real model page scores every head of every layer. "
+        + " ".join(f"**{role.name.capitalize()}**: {role.definition}" for role in ROLES)
+    ),
+    "induction head": (
+        "A head that finds an earlier copy of the current token and looks at the token that came *after* it, so "
+        "the model can say next what came next last time (“Harry Potter … Harry” → “Potter”). It works with a "
+        "previous-token head in an earlier layer, which writes into each token what came before it; the "
+        "induction head's query then matches keys that were preceded by the current token. It is scored on a "
+        "random sequence repeated twice, where only such a head can do well (Olsson et al. 2022)."
+    ),
+    "attention rollout": (
+        "One map for all the layers at once (Abnar & Zuidema 2020): each layer's weights, averaged over its "
+        "heads, become Â = ½·A + ½·I (half for the residual connection, which carries a token's own vector past "
+        "attention), and the layers' maps are multiplied, Â_L ··· Â_1. Row i says how much of token i's final "
+        "vector comes from each input token. Rows still sum to 1; a sink in every layer ends up with almost all "
+        "of it."
     ),
     "positional encoding": (
         "Attention by itself does not see word order: permute the tokens and the outputs are permuted the same "

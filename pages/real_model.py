@@ -12,6 +12,7 @@ from attention_core.models.generation import MAX_NEW_TOKENS
 from attention_core.reading import merge_words, merged_tokens, rollout, weighted_norms, word_groups
 from attention_core.statistics import ROLES, STATISTICS, top_heads
 from figures.decoding import generated_row_figure, step_entropy_figure
+from figures.glossary import link
 from figures.overview import entropy_grid_figure, head_labels, layer_labels, thumbnails_figure
 from figures.reading import (
     SINK_SHARE,
@@ -148,7 +149,8 @@ def _roles(key: str, device: str, model_trace, hide_first: bool, style, presenta
              "with the model's special tokens." if role.probe else "")  # fmt: skip
     left_out = (" Here the first token is left out: its weight is taken from each row and the rest re-normalized."
                 if leave_out else "")  # fmt: skip
-    st.caption(f"**{role.name.capitalize()}**, 0 to 1: {role.definition} A head's score is the mean over the rows "
+    st.caption(f"**{link(role.name.capitalize(), 'head roles')}**, 0 to 1: {role.definition} A head's score is the "
+               "mean over the rows "
                f"that have such a key.{probe}{left_out}{lens}")  # fmt: skip
     best = top_heads(grid, TOP_HEADS)
     if not best:
@@ -376,8 +378,8 @@ with friendly_errors():
     if slides.shows("rollout"):
         if not settings.presentation:
             st.header("Across layers: attention rollout")
-            st.caption("Abnar & Zuidema (2020): each layer as ½·(its heads' mean weights) + ½·I (the residual "
-                       "connection), multiplied through the layers.")  # fmt: skip
+            st.caption(f"Abnar & Zuidema (2020), {link('attention rollout')}: each layer as ½·(its heads' mean "
+                       "weights) + ½·I (the residual connection), multiplied through the layers.")  # fmt: skip
         _rollout(model_trace, words, hide_first, style)
 
     if slides.shows("generate"):

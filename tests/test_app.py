@@ -527,7 +527,13 @@ def test_glossary_has_every_term_linked_from_the_pages(app):
         "mla",
         "rope",
         "kv-cache",
+        "head-roles",
+        "induction-head",
+        "attention-rollout",
     }
+    from attention_core.statistics import ROLES
+
+    assert all(role.definition in TERMS["head roles"] for role in ROLES)  # the registry's words, not a copy
 
 
 def test_the_number_tables_are_made_when_their_box_opens(app):

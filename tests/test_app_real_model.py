@@ -181,6 +181,7 @@ def test_the_role_grid_is_the_registrys_score_and_its_top_heads_open_in_the_stag
         shown_top = [b.label for b in at.button if b.key and b.key.startswith("rm_top_")]
         assert shown_top[0].startswith(f"layer {best[0][0] + 1} · head {best[0][1] + 1}: ")
         assert len(shown_top) == 5 and any(STATISTICS[role].definition in c.value for c in at.caption)
+        assert any("](glossary#head-roles)" in c.value for c in at.caption)  # the role's name links its definition
     at.button(key=f"rm_top_{best[0][0]}_{best[0][1]}").click().run()
     weights = panel(at, "attention weights")
     assert weights.title.startswith(f"layer {best[0][0] + 1}") or f"head {best[0][1] + 1} of 9" in weights.subtitle

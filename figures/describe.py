@@ -119,12 +119,13 @@ def describe(figure: Figure) -> tuple[str, str]:
         parts.append(f"{map_name}: {map_summary(z, rows, cols)}")
     if len(maps) > MAPS_NAMED_MOST:
         parts.append(f"and {len(maps) - MAPS_NAMED_MOST} more maps")
-    pictures = [np.asarray(t["z"], dtype=float) for t in traces if t.get("type") == "heatmap" and not maps]
+    pictures = [] if maps else [np.asarray(t["z"], dtype=float) for t in traces if t.get("type") == "heatmap"]
     for z in pictures:  # a heatmap drawn as a picture (the thumbnails): its size and range
         if z.ndim == 2 and np.isfinite(z).any():
             parts.append(f"a picture of {z.shape[0]} × {z.shape[1]} cells from {number(np.nanmin(z))} to "
                          f"{number(np.nanmax(z))}")  # fmt: skip
     if not maps and not pictures:
         parts = [s for s in (_series_summary(t) for t in traces if t.get("type") in ("scatter", "bar")) if s]
-        parts = parts[:MAPS_NAMED_MOST] + ([f"and {len(parts) - MAPS_NAMED_MOST} more"] if len(parts) > 4 else [])
+        more = len(parts) - MAPS_NAMED_MOST
+        parts = parts[:MAPS_NAMED_MOST] + ([f"and {more} more"] if more > 0 else [])
     return name, (". ".join(parts) + ".") if parts else name

@@ -141,7 +141,7 @@ class Style:
 
     def colorscale(self, diverging: bool) -> list:
         """The palette's scale for signed numbers (diverging) or for weights."""
-        return PALETTES.get(self.palette, PALETTES[DEFAULT_PALETTE]).scale(diverging)
+        return PALETTES[self.palette].scale(diverging)  # checked by ui.controls.settings_from
 
     @property
     def text_colour(self) -> str:

@@ -208,11 +208,15 @@ function makeChart(parent) {
   return chart;
 }
 
+function pageFont(element) {  // the font Streamlit's theme gives the page
+  return getComputedStyle(element).getPropertyValue("--st-font").trim() || FALLBACK_FONT;
+}
+
 function prepare(spec, config, parent) {
   const figure = JSON.parse(spec);
   const layout = figure.layout;
   const style = getComputedStyle(parent);
-  const font = style.getPropertyValue("--st-font").trim() || FALLBACK_FONT;
+  const font = pageFont(parent);
   layout.font = {family: font, ...layout.font};
   // The page's own background: the same on screen, and behind the labels of the PNG the camera button
   // saves, which Plotly draws from this layout.
@@ -253,7 +257,7 @@ function draw(chart) {
 export default function ({data, parentElement}) {
   const {spec, config, plotly, name, summary} = data;
   if (!spec) {  // ui/chart.py preload(): plotly.js and the page's font, before the first figure comes
-    loadPlotly(plotly).then(() => document.fonts.load(`16px ${getComputedStyle(parentElement).getPropertyValue("--st-font").trim() || FALLBACK_FONT}`)).catch(() => {});
+    loadPlotly(plotly).then(() => document.fonts.load(`16px ${pageFont(parentElement)}`)).catch(() => {});
     return;
   }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));

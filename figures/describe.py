@@ -9,6 +9,7 @@ in two decimals is written in two significant digits: "0.0012", never a false "0
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -21,8 +22,9 @@ TAG = re.compile(r"<[^>]+>")
 
 
 def plain(text) -> str:
-    """Plotly's text (<b>, <br>, <sub>) as words."""
-    return re.sub(r"\s+", " ", TAG.sub(" ", str(text or ""))).strip()
+    """Plotly's text as words: its tags (<b>, <br>, <sub>) dropped, and a token's escaped characters ("&lt;",
+    figures.style.escape) written as the token has them ("<")."""
+    return html.unescape(re.sub(r"\s+", " ", TAG.sub(" ", str(text or ""))).strip())
 
 
 def number(value: float) -> str:

@@ -2,6 +2,8 @@
 numbers the chart draws, and say nothing false at the edges (one token, a row with one key, every cell masked,
 values that round to 0.00, a constant map)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,9 @@ def test_every_figure_the_app_builds_has_a_name_and_a_summary():
     for where, figure in figures:
         name, summary = describe(figure)
         assert name and summary.endswith("."), where
-        assert "<" not in name + summary and "nan" not in summary.lower(), (where, name, summary)
+        # No Plotly markup (<b>, <br>) and no escaped character ("&lt;"): a token "<" is named as it is.
+        assert not re.search(r"</?[a-z]+>|&[a-z]+;", name + summary), (where, name, summary)
+        assert "nan" not in summary.lower(), (where, name, summary)
 
 
 def test_a_weights_map_names_its_most_focused_row_and_what_it_looks_at():
@@ -66,3 +70,11 @@ def test_tokens_are_named_as_written_and_markup_is_dropped(text):
     trace = trace_sentence(text, AttentionConfig())
     name, summary = describe(stage_view(trace, "weights", 0, Style()).figures[0])
     assert "<b>" not in summary and all(f"'{t}'" in summary or len(trace.tokens) > 1 for t in trace.tokens)
+
+
+def test_a_token_escaped_for_plotly_is_named_as_the_reader_typed_it():
+    """figures.style.escape writes "<" as "&lt;" for Plotly; the words give "<" back, never the entity."""
+    trace = trace_sentence("x < y & z", AttentionConfig())
+    summary = map_summary(trace.weights[0].numpy(), list(trace.tokens), list(trace.tokens))
+    _, described = describe(stage_view(trace, "weights", 0, Style()).figures[0])
+    assert summary in described and "&lt;" not in described and "&amp;" not in described

@@ -72,7 +72,11 @@ function maps(gd) {
 function labels(gd, trace, letter, count) {  // the tokens along a map's axis, by position
   const axis = gd._fullLayout[`${letter}axis${(trace[`${letter}axis`] || letter).slice(1)}`] || {};
   const at = new Map(Array.from(axis.tickvals || [], (v, i) => [v, (axis.ticktext || [])[i]]));
-  return Array.from({length: count}, (_, i) => String(at.get(i) ?? i + 1).replace(/<[^>]+>/g, ""));
+  return Array.from({length: count}, (_, i) => asText(String(at.get(i) ?? i + 1)));
+}
+
+function asText(markup) {  // Plotly's label as the token reads: tags dropped, "&lt;" (figures.style.escape) as "<"
+  return new DOMParser().parseFromString(markup, "text/html").body.textContent;
 }
 
 function cellText(value) {

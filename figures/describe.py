@@ -109,7 +109,7 @@ def describe(figure: Figure) -> tuple[str, str]:
     title = layout.get("title")
     title_text = plain(title.get("text") if isinstance(title, dict) else title)
     maps = [t for t in traces if is_value_map(t)]
-    # A map's name without the shape written after two spaces; the multi-head grid's maps have none: "map 2".
+    # A map's name without the shape written after two spaces; a map with no name is called "map 2".
     names = [plain(str(t.get("name") or f"map {i + 1}").split("  ")[0]) for i, t in enumerate(maps)]
     name = title_text or ", ".join(names[:MAPS_NAMED_MOST]) or "chart"
     parts = []

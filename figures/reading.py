@@ -53,6 +53,16 @@ def averaged(tokens: tuple[str, ...]) -> str:
     return f"; averaged down to {DRAWN_MOST}x{DRAWN_MOST}" if len(tokens) > DRAWN_MOST else ""
 
 
+def first_hidden(matrix: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For display only: the first token's column greyed and each row re-normalized over the other keys
+    (statistics.without_first); a row with weight on nothing else (a causal row 1) is greyed whole."""
+    spread, kept = without_first(torch.from_numpy(matrix))
+    allowed = allowed.copy()
+    allowed[:, 0] = False
+    allowed[~kept.numpy(), :] = False
+    return spread.numpy(), allowed
+
+
 def rollout_figure(rolled, tokens: tuple[str, ...], upto: int, layers: int, style: Style = DEFAULT_STYLE,
                    hide_first: bool = False) -> Figure:  # fmt: skip
     """The rolled-out map [n, n]: row i, how much of token i after `upto` layers comes from each token. With
@@ -63,10 +73,7 @@ def rollout_figure(rolled, tokens: tuple[str, ...], upto: int, layers: int, styl
     allowed = np.ones(rolled.shape, dtype=bool)
     subtitle = "½·(mean of the heads) + ½·I per layer, multiplied; each row sums to 1"
     if hide_first and len(tokens) > 1:
-        spread, kept = without_first(torch.from_numpy(rolled))
-        rolled = spread.numpy()
-        allowed[:, 0] = False
-        allowed[~kept.numpy(), :] = False
+        rolled, allowed = first_hidden(rolled, allowed)
         subtitle = "½·(mean of the heads) + ½·I per layer, multiplied; the first token hidden, rows re-normalized"
     return token_map(rolled, tokens, f"Attention rollout through {through} of {layers}", subtitle + averaged(tokens),
                      ("token (query)", "draws on (key)"), style, zrange=(0.0, 1.0), allowed=allowed,
@@ -80,6 +87,18 @@ def norms_figure(norms, tokens: tuple[str, ...], allowed, where: str, style: Sty
     top = float(np.nanmax(np.where(allowed, norms, np.nan) if allowed is not None else norms, initial=0.0))
     return token_map(norms, tokens, "‖α·v·W_O‖: what each weight moves", where + averaged(tokens), ("query", "key"),
                      style, zrange=(0.0, max(top, 1e-12)), allowed=allowed, drawn_most=DRAWN_MOST)  # fmt: skip
+
+
+def without_first_figure(weights, tokens: tuple[str, ...], allowed, where: str, style: Style = DEFAULT_STYLE
+                         ) -> Figure:  # fmt: skip
+    """One head's weights [n, n] with the first token hidden (first_hidden), to read beside its captured weights:
+    what the head does with the attention it does not park on the first token."""
+    weights = np.asarray(weights, dtype=np.float64)
+    allowed = np.ones(weights.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
+    shown, allowed = first_hidden(weights, allowed) if len(tokens) > 1 else (weights, allowed)
+    return token_map(shown, tokens, "attention weights, the first token hidden",
+                     f"{where}; rows re-normalized without it" + averaged(tokens),
+                     ("query", "key"), style, zrange=(0.0, 1.0), allowed=allowed, drawn_most=DRAWN_MOST)  # fmt: skip
 
 
 def words_figure(merged, words: tuple[str, ...], pieces: list[str], where: str, style: Style = DEFAULT_STYLE

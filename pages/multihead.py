@@ -1,10 +1,12 @@
 """Multi-head: every head as small multiples, their peakiness, the concat and W_O."""
 
+import math
+
 import streamlit as st
 
 from attention_core.config import APP_MAX_HEADS
 from attention_core.statistics import PEAKINESS
-from figures.multihead import head_summary_figure, multihead_grid
+from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES, made
 from ui.controls import check_choice, current_settings
 from ui.numbers import pattern_note
@@ -19,6 +21,8 @@ from ui.show import (
     trace_for,
 )
 from ui.slides import Slides
+
+HEADS_PAGE = "mh_heads_page"  # session state: which row of heads the slide shows (1-based), stepped by ← →
 
 
 def _set_heads() -> None:
@@ -48,9 +52,16 @@ with friendly_errors():
     # Presentation mode: a slide for the heads, one for how peaked they are, one per stage after them.
     stages = ["output", *(key for key in VARIANT_STAGES if BY_KEY[key].applies(trace))]
     spec = BY_TITLE["Multi-head"]
+    # On a slide one row of heads at a time: more are paged, and ← → step through the pages before the next slide.
+    pages_of_heads = math.ceil(h / GRID_COLUMNS) if settings.presentation else 1
+    inner = {"heads": (HEADS_PAGE, pages_of_heads)} if pages_of_heads > 1 else {}
     slides = Slides(spec.title, spec.slide_key, {**dict(spec.slides), **{key: BY_KEY[key].label for key in stages}},
-                    settings.presentation)  # fmt: skip
+                    settings.presentation, inner=inner)  # fmt: skip
     slides.steer()
+    shown_heads = range(h)
+    if pages_of_heads > 1:
+        at = min(max(st.session_state.get(HEADS_PAGE, 1), 1), pages_of_heads)
+        shown_heads = range((at - 1) * GRID_COLUMNS, min(h, at * GRID_COLUMNS))
     if slides.shows("heads"):
         if not settings.presentation:  # on a slide the bar names it
             st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
@@ -61,12 +72,15 @@ with friendly_errors():
             if weights_are == "random"
             else f"the weights here are {weights_are}"
         )
-        st.markdown(
-            f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). In a "
-            f"trained model one head might follow grammar and another what “he” refers to; {here}. Their context "
-            "vectors are concatenated and W_O maps them back to d_model."
-        )
-        pattern_note(trace, range(h), settings.presentation)
+        if settings.presentation:  # a slide: one line, so that the grid keeps its room (lecture 003's 15 tokens)
+            st.markdown(f"{own_weights(trace)} ([multi-head](glossary#multi-head)); {here}.")
+        else:
+            st.markdown(
+                f"{own_weights(trace)}, so each can look for something else ([multi-head](glossary#multi-head)). In "
+                f"a trained model one head might follow grammar and another what “he” refers to; {here}. Their "
+                "context vectors are concatenated and W_O maps them back to d_model."
+            )
+        pattern_note(trace, shown_heads, settings.presentation)
         if h == 1 and not settings.presentation:
             st.info("One head: raise **heads** in the sidebar to see several side by side.")
         choices = [stage.key for stage in GRID_STAGES]
@@ -79,7 +93,9 @@ with friendly_errors():
         stage = left.segmented_control("map", choices, format_func=lambda k: BY_KEY[k].title, default="weights",
                                        key="mh_stage", bind="query-params")  # fmt: skip
         shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
-        show_figure(multihead_grid(trace, stage or "weights", shared, style), "multihead-grid")
+        tallest = style.max_map_pixels if settings.presentation else None  # a slide: no taller than a map
+        figure = multihead_grid(trace, stage or "weights", shared, style, tallest, shown_heads)
+        show_figure(figure, "multihead-grid")
     if slides.shows("peaked"):
         if settings.presentation:
             st.header("How peaked each head is")

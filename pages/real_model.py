@@ -24,6 +24,7 @@ from figures.reading import (
     sink_summary,
     special_shares,
     statistic_grid_figure,
+    without_first_figure,
     words_figure,
 )
 from figures.stages import stage_view, stages_for
@@ -92,24 +93,41 @@ def sink_note(layer_trace, head: int, special: bool) -> str:
     )
 
 
-def _what_if_causal(layer_trace, head: int, style) -> None:
-    st.subheader("What if this head were causal?")
-    on = st.toggle("what if causal", value=False, key="rm_whatif", bind="query-params")
+def _what_if_causal(model_trace, layer: int, head: int, style, places: tuple, presentation: bool) -> None:
+    """The head re-run with a causal mask (an encoder's): beside its weights read normally; on its slide, the
+    head's weights until the switch is on, then the what-if in their place."""
+    layer_trace = model_trace.layers[layer]
+    words, pictures = places
+    with words:
+        (st.header if presentation else st.subheader)("What if this head were causal?")
+        on = st.toggle("what if causal", value=False, key="rm_whatif", bind="query-params")
+        if on:
+            st.info(
+                "A one-head what-if: this head's captured q, k and scale with a causal mask added. The model was "
+                "trained without a mask and its other heads and layers are unchanged, so this is not what a causal "
+                "model would do."
+            )
+        else:
+            st.caption("Switch on to hide each token's future from this one head and see how its weights change.")
+    actual = stage_view(layer_trace, "weights", head, style).figures[0]
     if not on:
-        st.caption("Switch on to hide each token's future from this one head and see how its weights change.")
+        if presentation:
+            with pictures:
+                show_figure(actual, "rm-whatif")
         return
-    st.info(
-        "A one-head what-if: this head's captured q, k and scale with a causal mask added. The model was trained "
-        "without a mask and its other heads and layers are unchanged, so this is not what a causal model would do."
-    )
     what_if = rerun_head(
         layer_trace, head, causal_mask(layer_trace.n_tokens), label=f"what if causal · head {head + 1}"
     )
-    left, right = st.columns(2)
-    with left:
-        show_figure(stage_view(layer_trace, "weights", head, style).figures[0], "rm-actual")
-    with right:
-        show_figure(stage_view(what_if, "weights", 0, style).figures[0], "rm-whatif")
+    changed = stage_view(what_if, "weights", 0, style).figures[0]
+    with pictures:
+        if presentation:
+            show_figure(changed, "rm-whatif")
+            return
+        left, right = st.columns(2)
+        with left:
+            show_figure(actual, "rm-actual")
+        with right:
+            show_figure(changed, "rm-whatif")
 
 
 def _open_head(layer: int, head: int, presentation: bool) -> None:
@@ -186,31 +204,99 @@ def _rollout(model_trace, words: bool, hide_first: bool, style) -> None:
     st.markdown(drawn_on(rolled.numpy(), tokens, min(row or 0, len(tokens) - 1), hide_first=hide_first))
 
 
-def _by_words(model_trace, layer: int, head: int, style) -> None:
+def _without_first(model_trace, layer: int, head: int, style, places: tuple, presentation: bool) -> None:
+    """The head's weights with the first token hidden and each row re-normalized, for display only."""
+    trace = model_trace.layers[layer]
+    words, pictures = places
+    with words:
+        (st.header if presentation else st.subheader)("Without the first token")
+        note = sink_note(trace, head, model_trace.special[0])
+        st.markdown(
+            f"{note + ' ' if note and presentation else ''}The first token's column is greyed and each row "
+            "re-normalized over the other keys: what this head does with the attention it does not park there. "
+            "For display only: the head's captured weights, their numbers and exports keep the first token."
+        )
+    allowed = None if trace.mask is None else trace.mask.cpu().numpy()
+    with pictures:
+        figure = without_first_figure(trace.weights[head].cpu().numpy(), trace.tokens, allowed,
+                                      f"layer {layer + 1} · head {head + 1}", style)  # fmt: skip
+        show_figure(figure, "rm-without-first")
+
+
+def _by_words(model_trace, layer: int, head: int, style, places: tuple, presentation: bool) -> None:
     """The head's weights by words (reading.merge_words), where a word was split into pieces."""
+    words, pictures = places
     groups = word_groups(list(model_trace.words))
-    if len(groups) == len(model_trace.tokens):
-        st.caption("Words, not pieces: no word of this sentence is split, so the map above is already by words.")
+    split = len(groups) < len(model_trace.tokens)
+    with words:
+        if presentation:
+            st.header("By words, not pieces")
+        if not split:
+            st.caption("Words, not pieces: no word of this sentence is split, so the head's map is already by words.")
+        elif presentation:
+            st.markdown("A word's row is the mean of its pieces' rows, its column the sum of their columns, so each "
+                        "row still sums to 1. Hover a word to see its pieces.")  # fmt: skip
+    if not split:
+        if presentation:  # the slide shows the head's map, which is already by words
+            with pictures:
+                show_figure(stage_view(model_trace.layers[layer], "weights", head, style).figures[0], "rm-words")
         return
     trace = model_trace.layers[layer]
     merged = merge_words(trace.weights[head : head + 1].cpu(), groups)[0].numpy()
     pieces = [" + ".join(model_trace.tokens[i] for i in group) for group in groups]
-    show_figure(words_figure(merged, merged_tokens(model_trace.tokens, groups), pieces,
-                             f"layer {layer + 1} · head {head + 1}", style), "rm-words")  # fmt: skip
+    with pictures:
+        show_figure(words_figure(merged, merged_tokens(model_trace.tokens, groups), pieces,
+                                 f"layer {layer + 1} · head {head + 1}", style), "rm-words")  # fmt: skip
 
 
-def _norm_based(model_trace, layer: int, head: int, style) -> None:
+def _norm_based(model_trace, layer: int, head: int, style, places: tuple, presentation: bool) -> None:
     """Norm-based attention (Kobayashi et al. 2020) for the head shown: ‖α_ij·v_j·W_O^h‖ beside α_ij."""
     trace = model_trace.layers[layer]
     norms = weighted_norms(trace.weights[head : head + 1], model_trace.value_norms[layer][head : head + 1])[0]
     allowed = None if trace.mask is None else trace.mask.cpu().numpy()
-    st.subheader("What each weight moves")
-    show_figure(norms_figure(norms.numpy(), trace.tokens, allowed, f"layer {layer + 1} · head {head + 1}", style),
-                "rm-norms")  # fmt: skip
-    st.caption("Kobayashi et al. (2020): the head's output for token i is Σ_j α_ij · v_j·W_O, a sum of vectors, "
-               "one per key. A large weight on a token whose vector v_j·W_O is short moves little: this map is "
-               "the length of each term, to read beside the weights above. Summed over j the terms give the "
-               "head's output (checked against the model's own W_O).")  # fmt: skip
+    words, pictures = places
+    with words:
+        (st.header if presentation else st.subheader)("What each weight moves")
+    with pictures:
+        show_figure(norms_figure(norms.numpy(), trace.tokens, allowed, f"layer {layer + 1} · head {head + 1}",
+                                 style), "rm-norms")  # fmt: skip
+    with words:
+        st.caption("Kobayashi et al. (2020): the head's output for token i is Σ_j α_ij · v_j·W_O, a sum of vectors, "
+                   "one per key. A large weight on a token whose vector v_j·W_O is short moves little: this map is "
+                   "the length of each term, to read beside the weights. Summed over j the terms give the "
+                   "head's output (checked against the model's own W_O).")  # fmt: skip
+
+
+def beside_weights(model_trace) -> dict[str, str]:
+    """The head's weights read four more ways, each a slide after the weights' own (key: title): without the first
+    token, what each weight moves (where the model's W_O is known), by words, and, for an encoder, what if causal.
+    Read normally each is drawn under the weights where its switch is on."""
+    beside = {"without_first": "Without the first token"}
+    if model_trace.value_norms:
+        beside["norms"] = "What each weight moves"
+    if model_trace.words:
+        beside["words"] = "By words, not pieces"
+    if not model_trace.info.causal:
+        beside["whatif"] = "What if causal"
+    return beside
+
+
+def _read_beside(model_trace, layer: int, head: int, hide_first: bool, words: bool, slides, settings) -> None:
+    """The parts of beside_weights: on a slide each fills its own (words left, figure right); read normally, the
+    ones whose switch is on (hiding the first token, words), what each weight moves, and for an encoder, what if
+    causal, one under the other."""
+    presentation = settings.presentation
+    trace = model_trace.layers[layer]
+    if presentation:
+        style = style_for(settings, side_by_side=True, slide=True)
+    else:
+        style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
+    wanted = {"without_first": hide_first, "norms": True, "words": words, "whatif": True}
+    parts = {"without_first": _without_first, "norms": _norm_based, "words": _by_words, "whatif": _what_if_causal}
+    for key in beside_weights(model_trace):
+        if slides.shows(key) and (presentation or wanted[key]):
+            places = slide_columns() if presentation else (st.container(), st.container())
+            parts[key](model_trace, layer, head, style, places, presentation)
 
 
 def _ask_to_generate() -> None:
@@ -297,9 +383,12 @@ with friendly_errors():
 
     spec = BY_TITLE["Real model"]
     heads_stages = stages_for(model_trace.layers[0])  # every layer has the same stages
-    slides = Slides(spec.title, spec.slide_key,
-                    {**dict(spec.slides), **{stage.key: stage.label for stage in heads_stages}},
-                    settings.presentation)  # fmt: skip
+    titles = dict(spec.slides)
+    for stage in heads_stages:
+        titles[stage.key] = stage.label
+        if stage.key == "weights":
+            titles.update(beside_weights(model_trace))
+    slides = Slides(spec.title, spec.slide_key, titles, settings.presentation)
     slides.steer()
     if model_trace.truncated:
         st.warning(
@@ -385,7 +474,8 @@ with friendly_errors():
     if slides.shows("generate"):
         _generation(key, device, settings.text, info, model_trace, style)
 
-    if not settings.presentation or slides.shown in {stage.key for stage in heads_stages}:
+    head_slides = {stage.key for stage in heads_stages} | set(beside_weights(model_trace))
+    if not settings.presentation or slides.shown in head_slides:
         if not settings.presentation:
             st.header("One head, stage by stage")
         left, right = row[1:] if settings.presentation else st.columns(2)  # the layer and head a stage shows
@@ -408,23 +498,17 @@ with friendly_errors():
         beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
         special = model_trace.special[0]
         for stage in stages_for(layer_trace):
-            if not slides.shows(stage.key):
-                continue
-            if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
-                slide = style_for(settings, side_by_side=True, slide=True)
-                show_stage(layer_trace, stage.key, head, slide, prefix="rm-", query_key="rm_query",
-                           places=slide_columns())  # fmt: skip
-            else:
-                show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
-            if stage.key == "weights":
-                note = sink_note(layer_trace, head, special)
+            if slides.shows(stage.key):
+                if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
+                    slide = style_for(settings, side_by_side=True, slide=True)
+                    show_stage(layer_trace, stage.key, head, slide, prefix="rm-", query_key="rm_query",
+                               places=slide_columns())  # fmt: skip
+                else:
+                    show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
+                note = sink_note(layer_trace, head, special) if stage.key == "weights" else ""
                 if note:
                     st.info(note, icon="⚓")
-                if words and model_trace.words and not settings.presentation:  # read normally
-                    _by_words(model_trace, layer, head, beside)
-                if model_trace.value_norms and not settings.presentation:  # read normally
-                    _norm_based(model_trace, layer, head, beside)
-                if not info.causal and not settings.presentation:  # read normally: a slide has no room for it
-                    _what_if_causal(layer_trace, head, style)
+            if stage.key == "weights":  # the weights read more ways: each its own slide, read normally below them
+                _read_beside(model_trace, layer, head, hide_first, words, slides, settings)
             if not settings.presentation:
                 st.divider()

@@ -484,6 +484,37 @@ def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
     assert app.session_state["present"] is False and len(stage_headings(app)) > 1
 
 
+def test_many_heads_on_a_slide_are_paged_a_row_at_a_time_and_the_arrows_step_through_them(app):
+    """12 heads do not fit one slide: it shows 4 at a time, on the colour scale of all 12, and → steps through
+    heads 1–4, 5–8, 9–12 before the next slide; ← from there comes back to the last row."""
+    app.session_state["heads"] = 12
+    app.session_state["d_model"] = 48
+    app.toggle(key="present").set_value(True).run()
+    app.switch_page("pages/multihead.py").run()
+    no_problems(app)
+
+    def grid():
+        return [s for s in charts(app) if title_of(s).startswith("weights of")][0]
+
+    def press(label):
+        [b for b in app.button if b.label == label][0].click().run()
+        no_problems(app)
+
+    trace = trace_sentence(DEFAULT_TEXT, default_config(d_model=48, n_heads=12))
+    for first in (1, 5, 9):
+        spec = grid()
+        assert title_of(spec).startswith(f"weights of heads {first}–{first + 3} of 12")
+        shown = [t for t in spec["data"] if t.get("name", "").startswith("head") and "masked" not in
+                 str(t.get("hovertemplate", ""))]  # fmt: skip
+        assert [t["name"] for t in shown] == [f"head {first + i}" for i in range(4)]
+        np.testing.assert_allclose(decode(shown[0]["z"]), trace.weights[first - 1].numpy(), rtol=1e-5)
+        assert shown[0]["zmin"] == 0 and shown[0]["zmax"] == 1  # the scale of all the heads
+        press("next →")
+    assert app.session_state["mh_slide"] == "How peaked each head is"
+    press("← previous")
+    assert title_of(grid()).startswith("weights of heads 9–12 of 12")
+
+
 @pytest.mark.parametrize(
     "page", ["pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/training.py", "pages/glossary.py"]
 )

@@ -299,3 +299,61 @@ def test_words_not_pieces_reaches_the_thumbnails_and_the_heads_weights(models):
     plain = open_page(text="the cat sat")  # no split word: the page says the map above is already by words
     plain.toggle(key="rm_words").set_value(True).run()
     assert any("no word of this sentence is split" in c.value for c in plain.caption)
+
+
+def test_hiding_the_first_token_reaches_the_heads_weights_for_display_only(models):
+    """Read normally, the switch adds the head's weights with the first column greyed and each row re-normalized
+    over the other keys; the head's own map above (and so its exports) keeps the captured numbers."""
+    text = "the cat saw the dog"
+    at = open_page(text=text, rm_model="smollm2", rm_layer=3, rm_head=2)
+    assert not [p for spec in charts(at) for p in panels(spec) if "first token hidden" in p.title]
+    at.toggle(key="rm_hide_first").set_value(True).run()
+    no_problems(at)
+    weights = as_the_app_runs_it(models["smollm2"], text).layers[3].weights[2].double().numpy()
+    hidden = panel(at, "attention weights, the first token hidden")
+    assert np.isnan(hidden.z[:, 0]).all() and np.isnan(hidden.z[0]).all()  # row 1 sees only the first token
+    lower = causal_mask(5).numpy()  # the cells a causal row may see
+    lower[:, 0] = lower[0] = False
+    expected = weights[1:, 1:] / weights[1:, 1:].sum(axis=-1, keepdims=True)  # row 1 has no other key
+    np.testing.assert_allclose(hidden.z[1:, 1:][lower[1:, 1:]], expected[lower[1:, 1:]], rtol=1e-5)
+    np.testing.assert_allclose(np.nansum(hidden.z[1:], axis=-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(panel(at, "attention weights").z[lower], weights[lower], rtol=1e-5)  # unchanged
+
+
+def present_slide(model: str, title: str, text=None, **values):
+    """The Real model page in presentation mode, on the slide of this title."""
+    at = open_page(text, rm_model=model, **values)
+    at.toggle(key="present").set_value(True).run()
+    at.session_state["rm_slide"] = title
+    at.run()
+    no_problems(at)
+    return at
+
+
+@pytest.mark.parametrize("model", ["minilm", "smollm2"])
+def test_the_weights_read_more_ways_each_have_a_slide_after_the_weights(models, model):
+    """Without the first token, what each weight moves, by words and (an encoder) what if causal: each its own
+    slide, with the layer and head on it, right after the head's weights."""
+    at = present_slide(model, "Without the first token", rm_layer=1, rm_head=1)
+    titles = at.button_group(key="rm_slide").options
+    assert [h.value for h in at.header] == ["Without the first token"]
+    assert panel(at, "attention weights, the first token hidden").subtitle.startswith("layer 2 · head 2")
+    assert at.selectbox(key="rm_layer").value == 1 and at.selectbox(key="rm_head").value == 1
+    beside = ["Without the first token", "What each weight moves", "By words, not pieces"]
+    beside += ["What if causal"] if model == "minilm" else []
+    start = titles.index("softmax") + 1  # the weights' own slide
+    assert titles[start : start + len(beside) + 1] == [*beside, "·V"]
+    at = present_slide(model, "What each weight moves")
+    assert [h.value for h in at.header] == ["What each weight moves"] and panel(at, "‖α·v·W_O‖")
+    at = present_slide(model, "By words, not pieces")  # no word of the default sentence is split: the head's map
+    assert [h.value for h in at.header] == ["By words, not pieces"] and panel(at, "attention weights")
+    at = present_slide(model, "By words, not pieces", text="Tokenization is fun")  # a split word: merged
+    np.testing.assert_allclose(panel(at, "attention weights by words").z.sum(axis=-1), 1.0, atol=1e-6)
+    if model == "minilm":  # the what-if's switch is on its slide; the head's map is in its place until it is on
+        at = present_slide(model, "What if causal")
+        captured = as_the_app_runs_it(models["minilm"], DEFAULTS["text"]).layers[0].weights[0].numpy()
+        np.testing.assert_allclose(panel(at, "attention weights").z, captured, rtol=1e-6)
+        at.toggle(key="rm_whatif").set_value(True).run()
+        no_problems(at)
+        z = [p for spec in charts(at) for p in panels(spec) if "what if causal" in p.subtitle][0].z
+        assert np.isnan(z[~causal_mask(len(z)).numpy()]).all()

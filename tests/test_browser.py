@@ -747,11 +747,16 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
         context.close()
 
 
-@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
-@pytest.mark.parametrize("lecture", ["000", "002", "004"])
+GIVEN = [(lecture, *screen) for lecture in ("000", "002", "004") for screen in ((1400, 900, "light"),
+                                                                               (1920, 1080, "dark"))]  # fmt: skip
+
+
+@pytest.mark.parametrize(("lecture", "width", "height", "scheme"), [*GIVEN, ("001", 1400, 900, "dark"),
+                                                                   ("003", 1400, 900, "dark")])  # fmt: skip
 def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):
-    """Lectures 000, 002 and 004 from their shipped decks: opened on the Decks page, then → alone, view after view.
-    Every view says where it is in the deck, shows its slide, fits the screen, and nothing leaves the machine."""
+    """Lectures 000, 002 and 004 from their shipped decks, at both projector sizes (001 and 003 at one): opened on
+    the Decks page, then → alone, view after view. Every view says where it is in the deck, shows its slide, fits
+    the screen, passes axe-core, and nothing leaves the machine."""
     deck = decks.shipped()[f"lecture-{lecture}"]
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()

@@ -78,3 +78,13 @@ def test_a_token_escaped_for_plotly_is_named_as_the_reader_typed_it():
     summary = map_summary(trace.weights[0].numpy(), list(trace.tokens), list(trace.tokens))
     _, described = describe(stage_view(trace, "weights", 0, Style()).figures[0])
     assert summary in described and "&lt;" not in described and "&amp;" not in described
+
+
+def test_the_multi_head_grid_names_each_map_as_its_title_says():
+    """The keyboard walk (chart.js) and the summary call a head's map as the grid titles it, "head 2"."""
+    from figures.multihead import multihead_grid
+
+    trace = trace_sentence("Alice will eat pizza", AttentionConfig(n_heads=3))
+    name, summary = describe(multihead_grid(trace))
+    assert name == "weights of all 3 heads"
+    assert summary.startswith("head 1: 4 × 4 weights") and "head 3: " in summary

@@ -220,7 +220,8 @@ def numbers_fit(z: np.ndarray, cell_width: float, cell_height: float, font_size:
     if finite.size == 0:
         return True
     widest = max(f"{finite.max():.2f}", f"{finite.min():.2f}", key=len)
-    return number_width(widest, font_size) + 6 <= cell_width and font_size + 4 <= cell_height
+    # A line of type is ~1.25 font sizes tall: 4 pixels of room are enough at 13 px, not at a projector's 23 px.
+    return number_width(widest, font_size) + 6 <= cell_width and max(font_size + 4, 1.25 * font_size) <= cell_height
 
 
 def _colour_range(z: np.ndarray, diverging: bool) -> tuple[float, float]:
@@ -443,6 +444,12 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
         margin = margins(bar=True)
         if width - margin["l"] - margin["r"] < MAP_WIDTH_MIN and panel.colorbar is None:
             bar, margin = False, margins(bar=False)  # no room for a bar beside a readable map: hovers say the values
+    # The columns' labels again, for the map's own width now that its margins are known (x_most guessed them):
+    # slanted labels closer than 1.5 font sizes overlap (a 15-token map in a slide's half column: 120 pixels).
+    fewer = axis_ticks(panel.col_labels, cols, most=int((width - margin["l"] - margin["r"]) / (1.5 * label_font)),
+                       base=base, label_chars=chars)  # fmt: skip
+    if len(fewer["tickvals"]) < len(x_ticks["tickvals"]):
+        x_ticks, margin = fewer, margins(bar)
     cell_width = (width - margin["l"] - margin["r"]) / len(cols)
     return _Laid(panel, data, z, pooled, label_font, map_pixels, x_ticks, y_ticks, x_angle, title, subtitle,
                  title_size, numbers, bar, margin, 0.5 * min(cell_width, cell_height), rows_shown, width)  # fmt: skip

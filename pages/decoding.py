@@ -14,7 +14,15 @@ from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import check_choice, check_whole, current_settings
 from ui.pages import BY_TITLE
-from ui.show import friendly_errors, reduced_motion, show_figure, show_typed_refusals, style_for, typed_numbers
+from ui.show import (
+    friendly_errors,
+    reduced_motion,
+    show_figure,
+    show_typed_refusals,
+    slide_pixels,
+    style_for,
+    typed_numbers,
+)
 from ui.slides import Slides
 from ui.training import session_run, start, training_config
 
@@ -167,7 +175,7 @@ with friendly_errors():
             st.caption(f"The last of the model's {POSITIONS} learned positions: it predicts no word after it.")
         # One-row maps need little height, and on a slide the cache and the rows share what is left of 900 pixels.
         show_figure(step_figure(decoding, t, head, replace(style, max_map_pixels=ROW_MAP_PIXELS)), "dec-step")
-        below = replace(style, max_map_pixels=SLIDE_MAP_PIXELS) if settings.presentation else style
+        below = replace(style, max_map_pixels=slide_pixels(SLIDE_MAP_PIXELS)) if settings.presentation else style
         show_figure(cache_and_rows_figure(decoding, t, head, below), "dec-cache")
         if t and not settings.presentation:
             st.caption(f"Grey: not recomputed at this step. The cache's rows of the {t} earlier "

@@ -34,7 +34,7 @@ from ui.controls import check_choice, check_whole, current_settings
 from ui.memo import remember
 from ui.pages import BY_TITLE
 from ui.real import GENERATION, generate, model_for, model_trace_for, probe_trace
-from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, style_for
+from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, slide_pixels, style_for
 from ui.slides import Slides
 
 GRID_LABELS = 60  # pixels: how much shorter the entropy grid is on a slide than a map (see its slide)
@@ -428,7 +428,7 @@ with friendly_errors():
         if not settings.presentation:  # on a slide the bar names it
             st.header("Every layer and head: how peaked, and what each does")
         # On a slide the grids are a little shorter than a map: their slanted head labels take the room of a title.
-        shorter = GRID_LABELS + ROLE_ROWS if settings.presentation else 0
+        shorter = slide_pixels(GRID_LABELS + ROLE_ROWS) if settings.presentation else 0
         grid = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - shorter, side_by_side=True)
         _roles(key, device, model_trace, hide_first, grid, settings.presentation)
     if slides.shows("thumbs"):
@@ -454,7 +454,7 @@ with friendly_errors():
             beside = style
             if settings.presentation:  # the slide's right-hand column, as short as the other grids on a slide
                 beside = style_for(settings, side_by_side=True, slide=True)
-                beside = dataclasses.replace(beside, max_map_pixels=beside.max_map_pixels - GRID_LABELS)
+                beside = dataclasses.replace(beside, max_map_pixels=beside.max_map_pixels - slide_pixels(GRID_LABELS))
             figure = statistic_grid_figure(
                 model_trace.grid("first").numpy(),
                 sink,

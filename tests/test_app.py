@@ -18,6 +18,7 @@ from figures.palettes import PALETTES
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
+from ui.show import screen_scale
 from ui.training import lecture_model_for
 
 TIMEOUT = 120
@@ -482,6 +483,16 @@ def test_presentation_mode_shows_one_stage_steps_and_leaves(app):
     assert stage_headings(app) == [heading(stages_for(trace)[-1].key, trace)]
     app.button(key="leave_presentation").click().run()
     assert app.session_state["present"] is False and len(stage_headings(app)) > 1
+
+
+@pytest.mark.parametrize(
+    ("size", "scale"),
+    [(None, 1.0), ([1400, 900], 1.0), ([1920, 1080], 1.2), ([1280, 720], 1.0), ([3840, 2160], 1.5),
+     ([2560, 900], 1.0), (["wide", 900], 1.0), ([1920, float("nan")], 1.0), ([float("inf")] * 2, 1.0), ([1920], 1.0)],
+)  # fmt: skip
+def test_the_screen_scale_is_the_windows_size_over_1400x900_within_bounds(size, scale):
+    """What the browser says of its window is checked like any input: a size not told, or told wrong, is 1400x900."""
+    assert screen_scale(size) == pytest.approx(scale)
 
 
 def test_many_heads_on_a_slide_are_paged_a_row_at_a_time_and_the_arrows_step_through_them(app):

@@ -413,6 +413,30 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
         context.close()
 
 
+def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
+    """A 1920x1080 projector shows a slide 1.2 times as large as a 1400x900 screen does (the smaller of
+    1920/1400 and 1080/900): the page's type, the charts' type and a long sentence's maps, which a 1400x900
+    slide caps at 400 pixels. The window's size is told by the browser, so the larger slide comes on its rerun."""
+    measured = {}
+    for width, height in ((1400, 900), (1920, 1080)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        try:
+            page.goto(f"{server}/?present=true&stage=softmax&{LONG_LINKS['003']}")
+            page.get_by_role("button", name="next →").wait_for(timeout=60000)
+            settled(page, quiet=1.0)
+            root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
+            plot = chart_locator(page, "attention weights").locator(".nsewdrag").first.bounding_box()["height"]
+            measured[width] = {"root": root, "plot": plot, **sizes(page)}
+            assert page.evaluate(OVERFLOW) <= 2, (width, measured)  # the long-input walk checks the rest
+        finally:
+            context.close()
+    small, large = measured[1400], measured[1920]
+    assert large["root"] == pytest.approx(1.2 * small["root"], rel=0.02), measured
+    for size in ("text", "tick", "title", "plot"):
+        assert large[size] == pytest.approx(1.2 * small[size], rel=0.08), (size, measured)
+
+
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
 def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(server, browser, width, height, scheme):
     """Lecture 002's sentence on the weights slide: with random weights the slide says they learned nothing, with

@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import logging
+import math
 import threading
 
 import numpy as np
@@ -35,7 +36,10 @@ from ui.pages import PAGES
 
 log = logging.getLogger("attention_explorer")
 
-PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen
+PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen ...
+DESIGNED_FOR = (1400, 900)  # ... the screen the slides' sizes are set for: on a larger one they are scaled up
+SCALE_MOST = 1.5  # (1920 x 1080: 1.2, the smaller of 1920/1400 and 1080/900)
+SCREEN_SCALE = "screen_scale"  # session state: that scale, from the size the browser's window says it has
 SLIDE_COLUMNS = (2, 3)  # presentation mode: the words of a stage on the left, its figures on the right
 SLIDE_FIGURE_PIXELS = 700  # ... unless its figures would be taller than this there: then full width, below
 SLIDE_BAND = 6  # on a slide a map draws at most 6 dimensions a side (GPT-2's W_Q: 6 x 6 of 768 x 64, README)
@@ -90,6 +94,48 @@ _motion = st.components.v2.component(
   query.onchange = () => setStateValue("reduce", query.matches);
 }""",
 )
+
+
+# The browser window's size, told once the presentation bar is drawn and again after a resize (a projector
+# plugged in): a slide then draws its maps for the screen it is on.
+_screen = st.components.v2.component(
+    "screen_size",
+    js="""let told = "";
+export default function ({setStateValue}) {
+  const tell = () => {
+    const size = [window.innerWidth, window.innerHeight];
+    if (String(size) !== told) { told = String(size); setStateValue("size", size); }
+  };
+  tell();
+  let timer;
+  const resized = () => { clearTimeout(timer); timer = setTimeout(tell, 300); };
+  window.addEventListener("resize", resized);
+  return () => { clearTimeout(timer); window.removeEventListener("resize", resized); };
+}""",
+)
+
+
+def screen_scale(size) -> float:
+    """How much larger than DESIGNED_FOR a window of `size` ([width, height], as the browser told it) is: 1 for
+    a smaller one or one not told (or told wrong), at most SCALE_MOST."""
+    try:
+        width, height = (float(side) for side in size)
+    except (TypeError, ValueError):
+        return 1.0
+    if not (math.isfinite(width) and math.isfinite(height)):
+        return 1.0
+    return min(SCALE_MOST, max(1.0, min(width / DESIGNED_FOR[0], height / DESIGNED_FOR[1])))
+
+
+def measure_screen() -> None:
+    """Presentation mode: keep the scale of the browser's window in the session, for style_for."""
+    told = _screen(key="screen_size", on_size_change=lambda: None, height=0).get("size")
+    st.session_state[SCREEN_SCALE] = screen_scale(told)
+
+
+def slide_pixels(pixels: int) -> int:
+    """A size set for a 1400 x 900 slide, on the screen presenting it (measure_screen)."""
+    return round(pixels * st.session_state.get(SCREEN_SCALE, 1.0))
 
 
 def reduced_motion() -> bool:
@@ -204,11 +250,11 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
     without the sidebar, in presentation mode); `side_by_side` when a stage's figures share a row;
     `columns` when the page itself is split (Compare: 2); `slide` when the figures take the right-hand
     column of a slide (show_stage); the page's theme for its text colour."""
-    width = FULL_PAGE_PIXELS if settings.presentation else PAGE_PIXELS
+    width = slide_pixels(FULL_PAGE_PIXELS) if settings.presentation else PAGE_PIXELS
     if slide:
         width = width * SLIDE_COLUMNS[1] // sum(SLIDE_COLUMNS)
     style = Style(
-        font_size=settings.font_size,
+        font_size=slide_pixels(settings.font_size) if settings.presentation else settings.font_size,
         show_numbers=settings.show_numbers,
         width=width // columns,
         side_by_side=side_by_side,
@@ -218,7 +264,7 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
     )
     if not settings.presentation:
         return style
-    return dataclasses.replace(style, max_map_pixels=PRESENTATION_MAP_PIXELS, band=SLIDE_BAND)
+    return dataclasses.replace(style, max_map_pixels=slide_pixels(PRESENTATION_MAP_PIXELS), band=SLIDE_BAND)
 
 
 @contextlib.contextmanager
@@ -240,7 +286,12 @@ def presentation_bar(page: str) -> None:
     if not st.session_state.get("present"):
         slides.keys(False)  # once after leaving: back to the slide that was shown
         return
-    st.html(PRESENTATION_CSS)
+    with st.sidebar:  # hidden: it takes no room on a slide
+        measure_screen()
+    # The page's type (in rem) grows with the screen, as the figures do (style_for): a 1920 x 1080 projector shows a
+    # 1400 x 900 slide larger, not in its corner. (CSS zoom would do it in one line, but moves Plotly's hovers.)
+    scale = st.session_state.get(SCREEN_SCALE, 1.0)
+    st.html(PRESENTATION_CSS + (f"<style>html {{ font-size: {100 * scale:.0f}%; }}</style>" if scale > 1 else ""))
     # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
     row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide
@@ -371,9 +422,9 @@ def show_stage(
     options = tuple(sorted(chosen.items()))
     view = remember(trace, ("view", key, head, style, query, options),
                     lambda: stage_view(trace, key, head, style, query, chosen))  # fmt: skip
-    if places and any(figure.height > SLIDE_FIGURE_PIXELS for figure in view.figures):
+    if places and any(figure.height > slide_pixels(SLIDE_FIGURE_PIXELS) for figure in view.figures):
         # Too many maps for the slide's right-hand column (they were stacked): the page's whole width, below.
-        wide = dataclasses.replace(style, width=FULL_PAGE_PIXELS)
+        wide = dataclasses.replace(style, width=slide_pixels(FULL_PAGE_PIXELS))
         view = remember(trace, ("view", key, head, wide, query, options),
                         lambda: stage_view(trace, key, head, wide, query, chosen))  # fmt: skip
         pictures = st.container()

@@ -128,6 +128,8 @@ def test_every_view_of_every_shipped_deck_opens_without_a_message(name):
 
 
 def test_the_arrows_walk_a_deck_view_by_view_and_stay_at_its_ends():
+    """Forward and back: ← into a view that names its slide shows that slide (lecture 000's Decoding step), not
+    its page's last."""
     deck = SHIPPED["lecture-000"]
     at = _present(_app(), "lecture-000")
     for index, view in enumerate(deck.views):

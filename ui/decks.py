@@ -156,9 +156,10 @@ def shipped() -> dict[str, Deck]:
 
 
 def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
-    """Open view `index` of the open deck at `slide` (by default its own stage), as if its address were a link
-    just opened: the sidebar takes the view's settings (the defaults where it names none; the reader's own
-    display choices stay), and the page's own choices of the view before it are forgotten."""
+    """Open view `index` of the open deck at its own slide (where it names none, at `slide`: "first" or "last",
+    as → or ← came to it), as if its address were a link just opened: the sidebar takes the view's settings (the
+    defaults where it names none; the reader's own display choices stay), and the page's own choices of the view
+    before it are forgotten."""
     state = st.session_state
     deck: Deck = state[DECK]
     view = deck.views[index]
@@ -174,7 +175,7 @@ def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
         if key not in CONTROL_KEYS:
             state.pop(key, None)
     state[VIEW_AT] = index
-    state[slides.WANTED] = slide if slide == "last" or not view.stage else view.stage
+    state[slides.WANTED] = view.stage or slide  # a view that names its slide shows it, from either side
     state["link_choices"] = dict(params)  # the page names any own choice it cannot take (check_choice)
     state[GO] = (view.page.path, {key: value for key, value in params.items() if key not in CONTROL_KEYS})
 

@@ -93,6 +93,12 @@ def sink_note(layer_trace, head: int, special: bool) -> str:
     )
 
 
+def _head_weights(layer_trace, head: int, style):
+    """The head's weights map as its stage view draws it, kept with the trace (a slide redraws it per press)."""
+    return remember(layer_trace, ("head weights", head, style),
+                    lambda: stage_view(layer_trace, "weights", head, style).figures[0])  # fmt: skip
+
+
 def _what_if_causal(model_trace, layer: int, head: int, style, places: tuple, presentation: bool) -> None:
     """The head re-run with a causal mask (an encoder's): beside its weights read normally; on its slide, the
     head's weights until the switch is on, then the what-if in their place."""
@@ -109,11 +115,10 @@ def _what_if_causal(model_trace, layer: int, head: int, style, places: tuple, pr
             )
         else:
             st.caption("Switch on to hide each token's future from this one head and see how its weights change.")
-    actual = stage_view(layer_trace, "weights", head, style).figures[0]
     if not on:
         if presentation:
             with pictures:
-                show_figure(actual, "rm-whatif")
+                show_figure(_head_weights(layer_trace, head, style), "rm-whatif")
         return
     what_if = rerun_head(
         layer_trace, head, causal_mask(layer_trace.n_tokens), label=f"what if causal · head {head + 1}"
@@ -125,7 +130,7 @@ def _what_if_causal(model_trace, layer: int, head: int, style, places: tuple, pr
             return
         left, right = st.columns(2)
         with left:
-            show_figure(actual, "rm-actual")
+            show_figure(_head_weights(layer_trace, head, style), "rm-actual")
         with right:
             show_figure(changed, "rm-whatif")
 
@@ -239,7 +244,7 @@ def _by_words(model_trace, layer: int, head: int, style, places: tuple, presenta
     if not split:
         if presentation:  # the slide shows the head's map, which is already by words
             with pictures:
-                show_figure(stage_view(model_trace.layers[layer], "weights", head, style).figures[0], "rm-words")
+                show_figure(_head_weights(model_trace.layers[layer], head, style), "rm-words")
         return
     trace = model_trace.layers[layer]
     merged = merge_words(trace.weights[head : head + 1].cpu(), groups)[0].numpy()
@@ -281,7 +286,8 @@ def beside_weights(model_trace) -> dict[str, str]:
     return beside
 
 
-def _read_beside(model_trace, layer: int, head: int, hide_first: bool, words: bool, slides, settings) -> None:
+def _read_beside(model_trace, reads: dict[str, str], layer: int, head: int, hide_first: bool, words: bool,
+                 slides, settings) -> None:  # fmt: skip
     """The parts of beside_weights: on a slide each fills its own (words left, figure right); read normally, the
     ones whose switch is on (hiding the first token, words), what each weight moves, and for an encoder, what if
     causal, one under the other."""
@@ -291,12 +297,17 @@ def _read_beside(model_trace, layer: int, head: int, hide_first: bool, words: bo
         style = style_for(settings, side_by_side=True, slide=True)
     else:
         style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
-    wanted = {"without_first": hide_first, "norms": True, "words": words, "whatif": True}
-    parts = {"without_first": _without_first, "norms": _norm_based, "words": _by_words, "whatif": _what_if_causal}
-    for key in beside_weights(model_trace):
-        if slides.shows(key) and (presentation or wanted[key]):
+    parts = {
+        "without_first": (_without_first, hide_first),
+        "norms": (_norm_based, True),
+        "words": (_by_words, words),
+        "whatif": (_what_if_causal, True),
+    }  # (draw, read normally when)
+    for key in reads:
+        draw, wanted = parts[key]
+        if slides.shows(key) and (presentation or wanted):
             places = slide_columns() if presentation else (st.container(), st.container())
-            parts[key](model_trace, layer, head, style, places, presentation)
+            draw(model_trace, layer, head, style, places, presentation)
 
 
 def _ask_to_generate() -> None:
@@ -383,11 +394,12 @@ with friendly_errors():
 
     spec = BY_TITLE["Real model"]
     heads_stages = stages_for(model_trace.layers[0])  # every layer has the same stages
+    head_reads = beside_weights(model_trace)  # the weights read more ways: slides after theirs
     titles = dict(spec.slides)
     for stage in heads_stages:
         titles[stage.key] = stage.label
         if stage.key == "weights":
-            titles.update(beside_weights(model_trace))
+            titles.update(head_reads)
     slides = Slides(spec.title, spec.slide_key, titles, settings.presentation)
     slides.steer()
     if model_trace.truncated:
@@ -474,7 +486,7 @@ with friendly_errors():
     if slides.shows("generate"):
         _generation(key, device, settings.text, info, model_trace, style)
 
-    head_slides = {stage.key for stage in heads_stages} | set(beside_weights(model_trace))
+    head_slides = {stage.key for stage in heads_stages} | set(head_reads)
     if not settings.presentation or slides.shown in head_slides:
         if not settings.presentation:
             st.header("One head, stage by stage")
@@ -509,6 +521,6 @@ with friendly_errors():
                 if note:
                     st.info(note, icon="⚓")
             if stage.key == "weights":  # the weights read more ways: each its own slide, read normally below them
-                _read_beside(model_trace, layer, head, hide_first, words, slides, settings)
+                _read_beside(model_trace, head_reads, layer, head, hide_first, words, slides, settings)
             if not settings.presentation:
                 st.divider()

@@ -75,7 +75,10 @@ PLAIN = (str, int, float, type(None))  # values that JSON writes as they are (bo
 def _typed(value, key: str = ""):
     """A copy of a figure's plain value with each numpy array as a plotly.js typed array, as Plotly's
     to_dict makes them (_plotly_utils.utils.convert_to_base64: the same keys skipped, the same encoding);
-    a property set to None is left out, as Plotly leaves it out."""
+    a property set to None is left out, as Plotly leaves it out. Every other numpy value becomes Python's, as
+    Plotly's encoder would make it: nothing is left for that encoder to guess at, because its guesses look at
+    a pandas that another session may be halfway through importing (8 sessions at once: "partially
+    initialized module 'pandas' has no attribute 'NaT'", a traceback in front of the room)."""
     if isinstance(value, dict):
         return {k: v if isinstance(v, PLAIN) else _typed(v, k) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):  # a list of plain values (hover text, tick labels) is written as it is
@@ -84,22 +87,24 @@ def _typed(value, key: str = ""):
         return _typed_array(value)
     if hasattr(value, "to_plotly_json"):  # a Plotly object (the empty template)
         return _typed(value.to_plotly_json(), key)
+    if isinstance(value, np.ndarray | np.generic):  # an array Plotly writes as a list, or a numpy number
+        return value.tolist()
     return value
 
 
 def _typed_array(array: np.ndarray):
     """Plotly's to_typed_array_spec without its copy through narwhals (a tenth of a rerun): the bytes as
     they lie in memory, named by plotly.js's type code; 64-bit integers narrowed to the smallest type that
-    holds them, as Plotly does. An array of another kind (text) stays a list."""
+    holds them, as Plotly does. An array of another kind (text) is written as a list."""
     if array.dtype in (np.int64, np.uint64):
         narrower = (np.int8, np.int16, np.int32) if array.dtype == np.int64 else (np.uint8, np.uint16, np.uint32)
         fits = [t for t in narrower if np.iinfo(t).min <= array.min() and array.max() <= np.iinfo(t).max]
         if not fits:
-            return array
+            return array.tolist()
         array = array.astype(fits[0])
     code = plotlyjsShortTypes.get(str(array.dtype))
     if code is None:
-        return array
+        return array.tolist()
     spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(array)).decode("ascii")}
     if array.ndim > 1:
         spec["shape"] = str(array.shape)[1:-1]

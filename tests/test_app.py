@@ -591,6 +591,27 @@ def test_the_number_tables_are_made_when_their_box_opens(app):
     np.testing.assert_allclose(tables[0].value.to_numpy()[0], panel(app, "X").z[0], atol=1e-6)
 
 
+def test_a_fresh_servers_first_page_imports_no_table_library_and_no_emoji_catalogue():
+    """What a fresh server imports before its first chart is what a reader waits for (issue 29's cold start,
+    bench/bench_open.py). pandas with pyarrow (0.25 s) came with the first chart, whose data Streamlit
+    scanned for tables; the emoji catalogue (0.09 s) with the tab's icon. Neither is drawn by the first page.
+    A new process, as a fresh server is: this one has imported both."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "app = AppTest.from_file('app.py', default_timeout=120).run()\n"
+        "assert not app.exception, [e.value for e in app.exception]\n"
+        "assert app.get('bidi_component'), 'no chart drawn'\n"
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'streamlit.emojis') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 # ------------------------------------------------------------------------------------------------
 # Random weights and trained ones, said where a lecture's pattern is the point (issue 25).
 

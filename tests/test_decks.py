@@ -5,14 +5,18 @@ arrow keys walk a presented deck view by view; a deck is built from the views on
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, trace_sentence
+from attention_core.lectures import BY_KEY
+from attention_core.training import TrainingConfig
 from figures.stages import stages_for
 from ui import decks
 from ui.controls import DEFAULTS, settings_from
 from ui.pages import BY_TITLE
+from ui.training import lecture_model_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = decks.shipped()
@@ -37,6 +41,30 @@ def test_one_deck_ships_per_lecture_in_its_own_order():
     assert SHIPPED["lecture-004"].views[-1].stage == "sqrt"
     pages_of_002 = [view.page.title for view in SHIPPED["lecture-002"].views]
     assert pages_of_002.index("Training") < len(pages_of_002) - 1 and pages_of_002[-1] == "Walkthrough"
+
+
+def test_lecture_003s_trained_head_is_what_its_note_says():
+    """The note's claim, from the bundled model: of MiniLM's 72 heads, layer 6 head 12 is the one where "he"
+    puts the most weight on "Madd"'s pieces (mad, ##d): 0.45, and 0.13 on "Vatsal"'s (va, ##tsa, ##l)."""
+    from attention_core.models.capture import trace_text
+    from attention_core.models.sources import load_model
+
+    view = SHIPPED["lecture-003"].views[-1]
+    assert (view.page.title, view.stage) == ("Real model", "context")
+    assert (view.params["rm_layer"], view.params["rm_head"], view.params["rm_query"]) == (
+        "layer 6",
+        "head 12",
+        "15: he",
+    )
+    model_trace = trace_text(load_model("minilm", device="cpu"), view.params["text"])
+    tokens = list(model_trace.tokens)
+    he, madd, vatsal = tokens.index("he"), [tokens.index("mad"), tokens.index("##d")], [1, 2, 3]
+    assert (he, [tokens[i] for i in vatsal]) == (14, ["va", "##tsa", "##l"])
+    rows = np.stack([layer.weights[:, he].numpy() for layer in model_trace.layers])  # [layer, head, key]
+    on_madd, on_vatsal = rows[..., madd].sum(-1), rows[..., vatsal].sum(-1)
+    assert np.unravel_index(on_madd.argmax(), on_madd.shape) == (5, 11)
+    assert "(0.45; at “Vatsal” 0.13)" in view.note and "72 heads" in view.note and on_madd.size == 72
+    assert abs(on_madd[5, 11] - 0.45) < 0.005 and abs(on_vatsal[5, 11] - 0.13) < 0.005
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -185,6 +213,28 @@ def test_a_deck_link_loads_the_deck_and_a_bad_one_loads_nothing():
     shown = [e.value.replace("\\", "") for e in at.error]  # the page escapes what it quotes
     assert any("view 1: its address asks for d_k" in line and "'9999'" in line for line in shown), shown
     assert at.session_state[decks.DECK] == SHIPPED["lecture-004"]  # the open deck is untouched
+
+
+def test_a_view_of_trained_numbers_is_named_trained_after_its_file_is_loaded_and_opened():
+    """The Walkthrough with the Training page's weights, added to a deck, exports, loads back (its address
+    keeps numbers_from, which a view once refused) and opens naming the numbers trained, not typed."""
+    at = _app()
+    at.selectbox(key="example").set_value(BY_KEY["alice"].label).run()
+    at.button(key="pattern-trained").click().run()
+    at.button(key="deck_add").click().run()
+    deck = at.session_state[decks.DECK]
+    assert deck.views[-1].params["numbers_from"] == at.query_params["numbers_from"]
+    loaded = decks.deck_from_text(deck.to_json())
+    assert loaded == deck
+    model = lecture_model_for(TrainingConfig())
+    named = f"trained (Training page, seed {model.seed}, step {model.run.config.steps})"
+    fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    fresh.query_params["deck"] = loaded.to_token()
+    fresh.switch_page("pages/decks.py").run()
+    fresh.button(key=f"deck_open_{fresh.session_state[decks.VERSION]}_{len(loaded.views) - 1}").click().run()
+    _quiet(fresh, "the trained view")
+    assert fresh.session_state["slide_at"] == ("Walkthrough", "x")
+    assert any(f"Here X is {named}." in m.value for m in fresh.markdown)
 
 
 def test_the_mask_slide_switches_the_mask():

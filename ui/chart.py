@@ -10,20 +10,25 @@ and a chart more than a screen away from the viewport waits to be drawn until it
 
 The chart is ui/chart_frontend/chart.js, a components-v2 module that runs in the page itself (no frame of
 its own): every chart of a page shares one plotly.js, loaded and compiled once (in a frame per chart that was
-~150 ms of the page's main thread for each chart, and what five browsers on one machine waited for). The
-plotly.js that the plotly package ships (offline) is served by Streamlit from a folder declared as a v1
-component's, made once per version in the temporary folder (the app's own folder may be read-only, as in the
-Docker image).
+~150 ms of the page's main thread for each chart, and what five browsers on one machine waited for).
+
+That plotly.js is plotly.js's own "cartesian" bundle (npm plotly.js-cartesian-dist-min, MIT, kept beside
+chart.js: offline, and the same picture on every machine), of the version the plotly package ships: the app
+draws only heatmaps, bars and lines, which it has, and it is a third of the full bundle's size. On the 2-core
+machine the browser compiles it in ~0.3 s instead of ~0.85 s, while a fresh server imports torch
+(bench/bench_open.py). An exported chart (.html) carries the full plotly.js of the plotly package.
+Streamlit serves both files from a folder declared as a v1 component's, made once per version in the temporary
+folder (the app's own folder may be read-only, as in the Docker image).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
 
-import plotly
 import streamlit as st
 import streamlit.components.v1 as components
 import streamlit.components.v2
@@ -32,7 +37,7 @@ from figures.describe import describe
 from ui.memo import remember
 
 MODULE = Path(__file__).with_name("chart_frontend") / "chart.js"
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+PLOTLY_JS = MODULE.with_name("plotly-cartesian.min.js")  # heatmaps, bars and lines: all the app draws
 PLOTLY_CONFIG = {
     "displaylogo": False,
     # One tab stop per chart, the camera: zoom and pan stay on the mouse (drag, double-click to reset) and the
@@ -60,12 +65,10 @@ PLOTLY_CONFIG = {
 def _served_folder() -> Path:
     """The folder Streamlit serves the chart's module and plotly.js from; made once (atomically) per version."""
     module = MODULE.read_bytes()
-    version = hashlib.blake2b(module + plotly.__version__.encode(), digest_size=6).hexdigest()
+    version = hashlib.blake2b(module + PLOTLY_JS.read_bytes(), digest_size=6).hexdigest()
     folder = Path(tempfile.gettempdir()) / f"attention-explorer-chart-{version}"
     if (folder / "chart.js").exists():
         return folder
-    if not PLOTLY_JS.exists():
-        raise RuntimeError(f"the chart needs plotly.min.js ({PLOTLY_JS})")
     scratch = Path(tempfile.mkdtemp(prefix=".attention-explorer-chart-", dir=tempfile.gettempdir()))
     try:
         shutil.copyfile(PLOTLY_JS, scratch / "plotly.min.js")
@@ -91,7 +94,7 @@ _live_chart = st.components.v2.component("live_chart", js=LOADER, isolate_styles
 
 
 def preload() -> None:
-    """Start the browser on plotly.js (~4.6 MB to fetch and compile) before the server has a figure to send: app.py
+    """Start the browser on plotly.js (1.5 MB to fetch and compile) before the server has a figure to send: app.py
     calls this before it imports torch (~1 s), so the first chart finds plotly.js ready. Zero height, in the
     sidebar (hidden in presentation mode: it still runs), so that it moves nothing on the page."""
     with st.sidebar:
@@ -105,5 +108,7 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png, "plotlyServerURL": ""}  # no cloud to send to
     spec = remember(figure, "json", figure.to_json)  # once per figure
     name, summary = remember(figure, "words", lambda: describe(figure))  # its text alternative
-    _live_chart(data={"spec": spec, "config": config, "plotly": f"{FILES}/plotly.min.js", "name": name,
+    # Every value is text: Streamlit asks of each other value whether it is a table, and the first time
+    # that imports pandas and pyarrow (0.25 s before a fresh server's first chart; bench/bench_open.py).
+    _live_chart(data={"spec": spec, "config": json.dumps(config), "plotly": f"{FILES}/plotly.min.js", "name": name,
                       "summary": summary}, key=key, height="content")  # fmt: skip

@@ -23,8 +23,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui import slides
-from ui.controls import CONTROLS, refused_values
-from ui.pages import BY_TITLE, DISPLAY, PAGES, PageSpec
+from ui.controls import CONTROLS, NUMBERS_FROM, refused_values
+from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec
 
 SHIPPED_FOLDER = Path(__file__).resolve().parents[1] / "decks"
 MAX_VIEWS = 60
@@ -76,6 +76,12 @@ class Deck:
         return base64.urlsafe_b64encode(packed).decode().rstrip("=")
 
 
+def own_keys(spec: PageSpec) -> frozenset[str]:
+    """What a view's address may hold besides the sidebar's settings: the page's own choices and, on a page that
+    reads typed numbers, where they came from (numbers_from: the Training page's weights are named "trained")."""
+    return spec.own | ({NUMBERS_FROM.key} if spec.reads >= TYPED else frozenset())
+
+
 def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
     """A view from its JSON, or what is wrong with it (naming the view by its number, from 1)."""
     where = f"view {number}"
@@ -93,7 +99,7 @@ def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
         return None, (f"{where}: the address {raw['address'][:60]!r} names no page of this app: its path must be "
                       f"one of {', '.join(BY_ADDRESS)} (no host: a deck never leaves the app).")  # fmt: skip
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
-    allowed = CONTROL_KEYS | spec.own | {spec.slide_key}
+    allowed = CONTROL_KEYS | own_keys(spec) | {spec.slide_key}
     strange = sorted(set(params) - allowed - {"present"})
     if strange:
         return None, f"{where}: {spec.title} has no setting {', '.join(map(repr, strange))}."
@@ -247,7 +253,7 @@ def add_view(page: str) -> None:
         for control in CONTROLS
         if control.key != "present" and (value := state.get(control.key, control.default)) != control.default
     }
-    params |= {key: value for key, value in st.query_params.to_dict().items() if key in spec.own}  # fmt: skip
+    params |= {key: value for key, value in st.query_params.to_dict().items() if key in own_keys(spec)}
     at = state.get(slides.AT)  # the slide on screen; read normally, a page is all its slides
     stage = at[1] if state.get("present") and at and at[0] == page else ""
     deck: Deck = state.get(DECK) or Deck("My lecture", ())

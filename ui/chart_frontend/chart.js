@@ -200,7 +200,20 @@ function makeChart(parent) {
       draw(chart);
     });
   };
+  // Plotly's `responsive` follows the window only. A chart drawn while its column had another width (the page
+  // still laying out as presentation mode hides the sidebar) would keep it, its labels cut: fitted again here.
+  let width = 0;
+  const resized = new ResizeObserver(([entry]) => {
+    const now = Math.round(entry.contentRect.width);
+    if (now === width) return;
+    width = now;
+    if (chart.drawnSpec === null) return;  // not drawn yet: it is drawn at the width it has then
+    shared.turn = shared.turn.then(() => element.isConnected && loadPlotly(chart.latest.plotlyUrl)
+      .then(Plotly => Plotly.Plots.resize(element))).catch(error => console.error(error));
+  });
+  resized.observe(element);
   const forget = () => {
+    resized.disconnect();
     shared.waiting.delete(chart.check);
     if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
     document.removeEventListener("scroll", chart.check, {capture: true});
@@ -226,7 +239,7 @@ function prepare(spec, config, parent) {
   // saves, which Plotly draws from this layout.
   layout.paper_bgcolor = style.getPropertyValue("--st-background-color").trim() || "#ffffff";
   layout.plot_bgcolor = "rgba(0,0,0,0)";
-  return {figure, config: {...config, responsive: true}, font};
+  return {figure, config: {...JSON.parse(config), responsive: true}, font};
 }
 
 function draw(chart) {

@@ -430,7 +430,7 @@ def chromium_story(url: str, k: int, think: float, seed: int) -> list[Action]:
               lambda state: "√5" in state["title"])  # fmt: skip
         timed("causal", lambda: toggle(page, "causal mask").click(), "attention weights",
               lambda state: state["masked"] is not None)  # fmt: skip
-        timed("open multihead", lambda: page.goto(f"{url}/multihead?{address}&causal=true"), "weights of all")
+        timed("open multihead", lambda: page.goto(f"{url}/multihead?{address}&causal=true"), "weights of")
         timed("open real_model", lambda: page.goto(f"{url}/real_model?{address}"), "attention weights")
         browser.close()
     return actions

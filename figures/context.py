@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from figures.describe import number
 from figures.heatmap import Panel, heatmaps
 from figures.style import DEFAULT_STYLE, Figure, Matrix, Style, as_numpy, shorten
 
@@ -18,27 +19,34 @@ def context_terms(trace, head: int, query: int) -> list[tuple[int, str, float]]:
 
 
 def weighted_sum_text(trace, head: int, query: int, style: Style = DEFAULT_STYLE, limit: int = 12) -> str:
-    """ "context(next) = 0.10 × v(The) + 0.50 × v(next) + ..." (the largest `limit` terms if the row is long)."""
+    """ "context(next) = 0.10 × v(The) + 0.50 × v(next) + ..." (the largest `limit` terms if the row is long). A
+    weight too small for two decimals is written in two significant digits (0.0031), never a false 0.00."""
     terms = context_terms(trace, head, query)
     shown = terms if len(terms) <= limit else sorted(terms, key=lambda t: -t[2])[:limit]
-    parts = [f"{w:.2f} × v({token})" for _, token, w in shown]
+    parts = [f"{number(w)} × v({token})" for _, token, w in shown]
     rest = "" if len(shown) == len(terms) else f" + … ({len(terms) - limit} smaller terms)"
     if trace.mask is not None and len(terms) < trace.n_tokens:
         rest += f"   (the {trace.n_tokens - len(terms)} later tokens are masked)"
     return f"context({trace.tokens[query]}, row {style.index(query)}) = " + " + ".join(parts) + rest
 
 
-def context_sum_part(trace, head: int, query: int, style: Style = DEFAULT_STYLE) -> tuple[Panel, Matrix]:
-    """The weighted sum, drawn: one row w_j·v_j per key, then their sum (= the context row); and its export."""
+def context_sum_part(
+    trace, head: int, query: int, style: Style = DEFAULT_STYLE, most: int = TERMS_DRAWN
+) -> tuple[Panel, Matrix]:
+    """The weighted sum, drawn: one row w_j·v_j per key (the `most` largest, largest first, where there are more),
+    then their sum over every key (= the context row); and its export."""
     weights = as_numpy(trace.weights[head, query])
     values = as_numpy(trace.v[head])
-    order = np.argsort(-weights)[:TERMS_DRAWN] if len(weights) > TERMS_DRAWN else np.arange(len(weights))
+    cut = len(weights) > most
+    order = np.argsort(-weights, kind="stable")[:most] if cut else np.arange(len(weights))
     terms = np.vstack([weights[order, None] * values[order], as_numpy(trace.context[head, query])[None]])
-    rows = [f"{weights[j]:.2f} × v({shorten(trace.tokens[j])})" for j in order]
-    rows.append(f"= context({shorten(trace.tokens[query])})")
+    rows = [f"{number(weights[j])} × v({shorten(trace.tokens[j])})" for j in order]
+    rows.append(f"= context({shorten(trace.tokens[query])})" + (f": all {len(weights)} terms" if cut else ""))
     panel = Panel(
         terms,
-        f"context of “{shorten(trace.tokens[query], 24)}” as a weighted sum of value rows",
+        # As the sum is written (context(he, row 15) = 0.44 × v(mad) + …): short enough for a slide's column, and
+        # where a long token makes it too wide, " = " puts its second half on the subtitle line, not cut
+        f"context({shorten(trace.tokens[query], 24)}) = Σ weight × v(token)",
         row_labels=rows,
         x_title="value dimension",
         label_chars=40,  # the tokens inside are already cut to 16 characters

@@ -4,7 +4,9 @@ to the chart, for a screen reader; the chart also reads each cell out as the arr
 A map of weights (each row sums to 1) is summed up by its most focused row: "row 'eat' puts 0.70 on
 'Alice'". A map of other numbers by where its largest and smallest values are. Lines and bars by their
 range. The numbers are written as the cells write them (two decimals), except that a value too small to show
-in two decimals is written in two significant digits: "0.0012", never a false "0.00".
+in two decimals is written in two significant digits: "0.0012", never a false "0.00"; and a weight that two
+decimals would round up to 1 is written "> 0.99", never a false "1.00" (softmax gives a row that has a choice
+no weight of exactly 1), as the lectures' sentences write it (attention_core.lectures.weight_text).
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def number(value: float) -> str:
     if value != 0 and abs(value) < 0.005:
         return f"{value:.2g}"
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.2f}"
+
+
+def weight(value: float) -> str:
+    """A weight as number() writes it, but "> 0.99" for one under 1 that two decimals would round to 1.00."""
+    return ">\u00a00.99" if 0.995 <= value < 1 else number(value)  # no break space: one line
 
 
 def _labels(layout: dict, trace: dict, letter: str, count: int) -> list[str]:
@@ -77,7 +84,7 @@ def map_summary(z: np.ndarray, rows: list[str], cols: list[str]) -> str:
         row = int(np.argmax(peaks))
         col = int(np.argmax(filled[row]))
         return (f"{size} weights, each row sums to 1{masked_text}; the most focused row, '{rows[row]}', puts "
-                f"{number(z[row, col])} on '{cols[col]}'")  # fmt: skip
+                f"{weight(z[row, col])} on '{cols[col]}'")  # fmt: skip
     if np.nanmin(z) == np.nanmax(z):
         return f"{size}{masked_text}; every value {number(np.nanmax(z))}"
     high = np.unravel_index(int(np.argmax(filled)), z.shape)

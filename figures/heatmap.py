@@ -116,8 +116,9 @@ def _plain_width(text: str, font_size: float) -> float:
 def fit_title(title: str, subtitle: str, width: float, font_size: int) -> tuple[str, str, int]:
     """A title and subtitle (plain text) that fit `width` pixels. In turn: the title's shape (after a double
     space) and then its formula (after " = ") move down to the subtitle line; the title's type shrinks to the
-    body size; the moved parts are dropped again, shape first (the caller's subtitle, e.g. "head 1 of 2",
-    stays); only then is text cut with "…". Returns (title, subtitle, title size)."""
+    body size; the title's last words move down to the head of the subtitle line, whole ("q after" over "RoPE",
+    never "q aft…"); the moved formula and shape are dropped again, shape first (the caller's subtitle, e.g.
+    "head 1 of 2", stays); only then is text cut with "…". Returns (title, subtitle, title size)."""
     room = width - 24
     size = font_size + 4
 
@@ -132,9 +133,14 @@ def fit_title(title: str, subtitle: str, width: float, font_size: int) -> tuple[
         moved["formula"] = f"= {formula.strip()}"
     while too_wide(title, size) and size > font_size:
         size -= 1
+    words, rest = title.split(" "), []
+    while too_wide(" ".join(words), size) and len(words) > 1:
+        rest.insert(0, words.pop())
+    title = " ".join(words)
 
     def line() -> str:
-        return " · ".join(part for part in (moved.get("formula"), moved.get("shape"), subtitle) if part)
+        parts = (" ".join(rest), moved.get("formula"), moved.get("shape"), subtitle)
+        return " · ".join(part for part in parts if part)
 
     for part in ("shape", "formula"):
         if too_wide(line(), font_size, 1.0):
@@ -449,7 +455,8 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
     fewer = axis_ticks(panel.col_labels, cols, most=int((width - margin["l"] - margin["r"]) / (1.5 * label_font)),
                        base=base, label_chars=chars)  # fmt: skip
     if len(fewer["tickvals"]) < len(x_ticks["tickvals"]):
-        x_ticks, margin = fewer, margins(bar)
+        x_ticks = fewer  # first: the margins are measured on the labels drawn (fewer may have a longer one)
+        margin = margins(bar)
     cell_width = (width - margin["l"] - margin["r"]) / len(cols)
     return _Laid(panel, data, z, pooled, label_font, map_pixels, x_ticks, y_ticks, x_angle, title, subtitle,
                  title_size, numbers, bar, margin, 0.5 * min(cell_width, cell_height), rows_shown, width)  # fmt: skip
@@ -497,9 +504,16 @@ def _side_by_side(panels: list[Panel], style: Style) -> list[_Laid] | None:
     return None if narrow and n > 1 else laid
 
 
-def fit_side_by_side(panels: list[Panel], style: Style) -> bool:
-    """Whether these panels can share a row at this style's width (else heatmaps stacks them)."""
-    return _side_by_side(panels, style) is not None
+def fit_side_by_side(panels: list[Panel], style: Style, whole_titles: bool = False) -> bool:
+    """Whether these panels can share a row at this style's width (else heatmaps stacks them); with
+    `whole_titles`, also without a title or subtitle cut short for want of room (a slide's five RoPE maps: "q
+    bef…"; GQA's "key/value he…")."""
+    laid = _side_by_side(panels, style)
+    if laid is None:
+        return False
+    return not whole_titles or not any(
+        "…" in p.title + p.subtitle and "…" not in p.panel.title + p.panel.subtitle for p in laid
+    )
 
 
 def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool = False) -> Figure:

@@ -110,6 +110,8 @@ def multihead_grid(trace, stage: str = "weights", shared_scale: bool = True, sty
         )
     scale_note = "one colour scale for all heads" if shared_scale else "a colour scale per head: hover for values"
     which = f"all {h} heads"
+    if trace.n_heads == 1:  # not "all 1 heads", and one head's one scale is nothing to remark on
+        scale_note, which = "", "head 1"
     if h < trace.n_heads:  # a page of them
         first, last = heads[0] + 1, heads[-1] + 1
         which = f"heads {first}–{last} of {trace.n_heads}" if h > 1 else f"head {first} of {trace.n_heads}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from attention_core.statistics import PEAKINESS
-from figures.heatmap import axis_ticks, fit_title, tick_widths
+from figures.heatmap import BOLD, axis_ticks, fit_title, number_width, tick_widths
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, label_width, title_height
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
 PANEL_GAP = 0.06  # of the width, between the three panels
 TITLE_FONT_MIN = 11  # the panel titles' smallest type, where even their short names are wider than a panel
+NUMBERS_ROOM_MOST = 0.5  # a bar's number is written after it where it takes at most this share of its panel
 
 
 def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
@@ -27,7 +28,9 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         for s in PEAKINESS
     ]
     font = style.font_size - 2
-    ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], most=40)
+    # The rows are no taller than a map may be (a slide: 400 pixels), and name every token that has room for it.
+    rows_pixels = min(26 * len(y), style.max_map_pixels)
+    ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], most=min(40, max(2, int(rows_pixels / font))))
     left = round(16 + max(tick_widths(ticks, font)))
     width = (1.0 - 2 * PANEL_GAP) / 3
     traces, layout_axes, titles = [], {}, []
@@ -48,8 +51,18 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     widest = max(label_width(name, font) for name in names)
     title_font = font if widest <= panel_pixels else max(TITLE_FONT_MIN, int(font * panel_pixels / widest))
     panel_lines = max(name.count("<br>") + 1 for name in names)
+    number_font = max(11, font - 4)
     for index, ((name, _, values, top), shown) in enumerate(zip(columns, names, strict=True)):
         axis = "x" if index == 0 else f"x{index + 1}"
+        # Each bar's number after it, where the longest bar keeps half of its panel; the axis leaves room for it
+        # in pixels of this panel (a fixed 30% was too little in a slide's narrow column: "5.00" effective tokens of
+        # a uniform row ran past the chart's edge). Narrower, the hover and the table give the numbers.
+        after = number_width(f"{top:.2f}", number_font) + 8
+        numbers = len(y) <= 24 and after <= NUMBERS_ROOM_MOST * panel_pixels
+        stretch = max(1.3, panel_pixels / (panel_pixels - after)) if numbers else 1.05
+        # The axis is marked up to the statistic's largest possible value, never past it (weights: 1)
+        # (in a narrow panel only its end: "0" after the last panel's "1" read "10")
+        marks = [0, top / 2, top] if panel_pixels >= 8 * font else [top]
         start = index * (width + PANEL_GAP)
         traces.append(
             dict(
@@ -60,8 +73,8 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
                 orientation="h",
                 name=name,
                 marker={"color": "#3b6ea8"},
-                texttemplate="%{x:.2f}" if len(y) <= 24 else None,
-                textfont={"size": max(11, font - 4)},
+                texttemplate="%{x:.2f}" if numbers else None,
+                textfont={"size": number_font},
                 textposition="outside",
                 cliponaxis=False,
                 hovertemplate=f"{name}: %{{x:.3f}}<extra></extra>",
@@ -69,7 +82,9 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         )
         layout_axes[f"xaxis{index + 1 if index else ''}"] = {
             "domain": [start, start + width],
-            "range": [0, top * 1.3],  # room for the number written after each bar
+            "range": [0, top * stretch],  # room for the number written after each bar
+            "tickvals": marks,
+            "ticktext": [f"{mark:g}" for mark in marks],
             "automargin": False,
             "anchor": "y",
         }
@@ -88,7 +103,10 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         )
     which = f"head {head + 1} of {trace.n_heads}" if trace.n_heads > 1 else ""
     # The note is the title's detail: it moves to the subtitle line, and goes where there is no room for it.
-    title, note, title_size = fit_title(f"How peaked is each row?  {PEAKINESS_NOTE}", which, style.width, font)
+    asked = "How peaked is each row?"  # where that takes two lines, a slide's narrow column: the short question
+    if label_width(asked, font) * BOLD > style.width - 24:
+        asked = "How peaked?"
+    title, note, title_size = fit_title(f"{asked}  {PEAKINESS_NOTE}", which, style.width, font)
     line = 1.3
     top_margin = TITLE_PAD + title_height(title_size, font) + 12 + panel_lines * font * line + 8
     layout = style.layout(
@@ -97,7 +115,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         yaxis={**ticks, "range": [len(y) - 0.5, -0.5], "automargin": False},
         annotations=titles,
         showlegend=False,
-        height=int(min(700, max(260, top_margin + 40 + 26 * len(y)))),
+        height=int(min(700, max(260, top_margin + 40 + rows_pixels))),
         margin={"l": left, "r": 10, "t": round(top_margin), "b": round(14 + 1.3 * font), "autoexpand": False},
     )
     layout["font"] = {**layout["font"], "size": font}

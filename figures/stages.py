@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from attention_core.lectures import weight_text
 from attention_core.rotary import BASE as ROPE_BASE
 from attention_core.rotary import angles
 from attention_core.scaling import score_variances
@@ -32,7 +33,7 @@ from attention_core.variants import (
     rotation_matrix,
 )
 from figures.cache import BYTES, CONTEXTS, amount, cache_figure, compared_rows, preset_rows
-from figures.context import context_sum_part, weighted_sum_text
+from figures.context import TERMS_DRAWN, context_sum_part, weighted_sum_text
 from figures.glossary import link
 from figures.heatmap import Panel, fit_side_by_side, heatmaps
 from figures.peakiness import peakiness_figure
@@ -64,6 +65,7 @@ class Built:
     idea: str | None = None  # replaces the stage's idea where it would not be true (e.g. no projections)
     code: str = ""  # a computation written out, shown as text (a context vector as its weighted sum)
     stacked: bool = False  # its figures go one under the other, even where a stage's figures share a row
+    shares: tuple[int, ...] = ()  # where its figures share a row: their widths in proportion (none: equal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +135,7 @@ class StageView:
     matrices: list[Matrix]
     code: str = ""
     stacked: bool = False
+    shares: tuple[int, ...] = ()  # as Built's
 
 
 def _tokens(trace) -> list[str]:
@@ -216,10 +219,10 @@ class Drawn(list):
 
 def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[Figure], list[Matrix]]:
     """A stage's panels as ONE figure (side by side where the style says so, else stacked), and its exports. Too
-    many for one row (MLA's weights), or on a slide too narrow to share one (GPT-2's concat, W_O and output): two
-    rows of shorter maps, one screen."""
+    many for one row (MLA's weights), or on a slide too narrow to share one (GPT-2's concat, W_O and output) or to
+    write their titles whole (RoPE's five maps): two rows of shorter maps, one screen."""
     panels, matrices = zip(*parts, strict=True)
-    crowded = style.side_by_side and style.band and len(panels) > 1 and not fit_side_by_side(list(panels), style)
+    crowded = style.side_by_side and style.band and len(panels) > 1 and not fit_side_by_side(list(panels), style, True)
     if style.side_by_side and (len(panels) > MOST_IN_A_ROW or crowded):
         half = math.ceil(len(panels) / 2)
         rows = [list(panels[:half]), list(panels[half:])]
@@ -472,7 +475,8 @@ def _build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     )
     masked = np.where(allowed, as_numpy(trace.scaled_scores[head]), np.nan)
     masked_part = _square_panel(
-        trace, masked, "masked_scores", "masked scores (−∞ where hidden)", diverging=True, masked=True,
+        # two spaces: where the title is too wide, what follows them moves to the subtitle line, not cut
+        trace, masked, "masked_scores", "masked scores  (−∞ where hidden)", diverging=True, masked=True,
         subtitle=_head(trace, head),
     )  # fmt: skip
     figures, matrices = _figure(
@@ -507,9 +511,17 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
     return text
 
 
+WIDE_MAP_TOKENS = 8  # with more tokens the weights map takes 3/5 of the row it shares with the peakiness bars
+
+
 def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
     values, n = as_numpy(trace.weights[head]), trace.n_tokens
-    beside = style.beside(2)
+    # Many tokens: the map needs the room more than the bars do (lecture 003's 15 on a slide: a map 112 pixels
+    # wide in half of the column, 190 in 3/5 of it).
+    shares = (3, 2) if n > WIDE_MAP_TOKENS else (1, 1)
+    beside = bars = style  # one under the other: each the whole width
+    if style.side_by_side:
+        beside, bars = (dataclasses.replace(style, width=style.width * share // sum(shares)) for share in shares)
     part = _square_panel(
         trace,
         values,
@@ -533,9 +545,13 @@ def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
         token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown
         notes.append(
             f"Of the rows with more than one token to look at, the most peaked is “{token}” "
-            f"(row {style.index(peaked)}): {top[peaked]:.2f} of its attention on one token."
+            f"(row {style.index(peaked)}): {weight_text(top[peaked])} of its attention on one token."
         )
-    return Built([figure, peakiness_figure(trace, head, beside)], [part[1]], notes)
+    return Built([figure, peakiness_figure(trace, head, bars)], [part[1]], notes, shares=shares)
+
+
+SLIDE_SUM_TERMS = 6  # a slide (style.band set) draws and writes the weighted sum's largest 6 terms: 12 wrapped past
+# its screen, and 20 drawn rows were 7 pixels each
 
 
 def _build_context(trace, head: int, style: Style, query: int | None) -> Built:
@@ -546,8 +562,9 @@ def _build_context(trace, head: int, style: Style, query: int | None) -> Built:
     parts = [_rows_panel(trace, values, "context", title, style, subtitle=_head(trace, head))]
     code = ""
     if query is not None:
-        parts.append(context_sum_part(trace, head, query, style))
-        code = weighted_sum_text(trace, head, query, style)
+        slide = bool(style.band)  # a slide draws and writes the same largest terms
+        parts.append(context_sum_part(trace, head, query, style, most=SLIDE_SUM_TERMS if slide else TERMS_DRAWN))
+        code = weighted_sum_text(trace, head, query, style, limit=SLIDE_SUM_TERMS if slide else 12)
     notes = ["Under the causal mask each row mixes only the values of its own token and the ones before it."]
     return Built(*_figure(parts, style), notes if trace.mask is not None else [], code=code)
 
@@ -557,7 +574,7 @@ def _build_output(trace, head: int, style: Style, query: int | None) -> Built:
     if trace.x is not None and not trace.params:
         return Built([], [], idea="Without projections there is no W_O: the context vectors are the output.")
     concat = as_numpy(trace.concat)
-    heads = {1: "head 1", 2: "head 1, head 2"}.get(h, f"head 1 … head {h}")
+    heads = {1: "head 1", 2: "heads 1, 2"}.get(h, f"heads 1–{h}")  # short: a slide's column is narrow
     concat_panel = Panel(banded(concat, style, rows=False, cols=True), f"concat({heads})  {shape_text(n, h * dv)}",
                          row_labels=_tokens(trace), x_title="head · dimension", y_title="token")  # fmt: skip
     parts = [(concat_panel, Matrix("concat", concat, _tokens(trace), _dims(h * dv, style)))]
@@ -922,7 +939,7 @@ def stage_view(trace, key: str, head: int = 0, style: Style = DEFAULT_STYLE, que
     drawn = built.figures if isinstance(built.figures, Drawn) else Drawn(built.figures)
     explanation = " ".join(filter(None, [built.idea or stage.idea_for(trace), *built.notes, drawn.band]))
     return StageView(key, heading(key, trace), stage.formula_for(trace), explanation, list(built.figures),
-                     built.matrices, built.code, built.stacked or drawn.rows)  # fmt: skip
+                     built.matrices, built.code, built.stacked or drawn.rows, built.shares)  # fmt: skip
 
 
 __all__ = [

@@ -84,13 +84,15 @@ with friendly_errors():
         if h == 1 and not settings.presentation:
             st.info("One head: raise **heads** in the sidebar to see several side by side.")
         choices = [stage.key for stage in GRID_STAGES]
-        check_choice("mh_stage", "map", [BY_KEY[k].title for k in choices])
+        check_choice("mh_stage", "map", [BY_KEY[k].label for k in choices])
         check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
-        left, middle, right = st.columns([3, 1, 1], vertical_alignment="bottom")
+        left, middle, right = st.columns([3, 1, 2], vertical_alignment="bottom")  # the toggle's words whole
         if settings.presentation:  # the slide is about the heads: their number is on it (the sidebar is hidden)
             st.session_state["heads_slide"] = h
             middle.slider("heads", 1, APP_MAX_HEADS, key="heads_slide", on_change=_set_heads)
-        stage = left.segmented_control("map", choices, format_func=lambda k: BY_KEY[k].title, default="weights",
+        # The stages' short names, as the Walkthrough's pills write them: the titles ran past the column and the
+        # control scrolled its first choice out of sight ("ttention scores QKᵀ"). The address holds them too.
+        stage = left.segmented_control("map", choices, format_func=lambda k: BY_KEY[k].label, default="weights",
                                        key="mh_stage", bind="query-params")  # fmt: skip
         shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
         tallest = style.max_map_pixels if settings.presentation else None  # a slide: no taller than a map

@@ -10,7 +10,7 @@ import pytest
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.decoding import decode_sentence
 from figures.decoding import cache_and_rows_figure, step_figure
-from figures.describe import describe, is_weights, map_summary, number
+from figures.describe import describe, is_weights, map_summary, number, weight
 from figures.stages import stage_view
 from figures.style import Style
 from tests.test_figures import _every_figure
@@ -36,7 +36,8 @@ def test_a_weights_map_names_its_most_focused_row_and_what_it_looks_at():
     col = int(weights[row].argmax())
     assert name == "attention weights = softmax(rows)"
     assert (f"4 × 4 weights, each row sums to 1; the most focused row, '{trace.tokens[row]}', puts "
-            f"{weights[row, col]:.2f} on '{trace.tokens[col]}'") in summary  # fmt: skip
+            f"{weight(weights[row, col])} on '{trace.tokens[col]}'") in summary  # fmt: skip
+    assert 0.995 <= weights[row, col] < 1 and weight(weights[row, col]) == ">\u00a00.99"  # not a false "1.00"
 
 
 def test_a_causal_first_row_whose_one_key_takes_all_is_not_called_the_most_focused():

@@ -199,6 +199,28 @@ def test_maps_are_placed_in_pixels_and_make_room_for_their_labels():
     assert _map_box(two_lines)["top"] > _map_box(heatmap(np.eye(3), title="t"))["top"]
 
 
+def test_the_column_title_sits_below_the_subtitle_when_the_labels_are_thinned_again():
+    """Column labels thinned again for the map's real width can include a longer one ("studies" where "a" was):
+    the room above the map was once measured on the labels before, and "key (attended to)" sat over the subtitle
+    (MiniLM's 20 tokens on a slide, 8 pixels)."""
+    from figures.heatmap import TITLE_PAD
+
+    # MiniLM's word pieces of lecture 003's sentence
+    tokens = ["[CLS]", "va", "##tsa", "##l", "studies", "a", "lot", ",", "mad", "##d", "does", "not", ".", "yet",
+              "he", "gets", "high", "scores", ".", "[SEP]"]  # fmt: skip
+    z = np.full((20, 20), 0.05)
+    for width in range(380, 520, 6):
+        spec = heatmap(z, title="attention weights = softmax(rows)", subtitle="head 1 of 12", row_labels=tokens,
+                       col_labels=tokens, x_title="key (attended to)", style=Style(font_size=22, width=width,
+                       max_map_pixels=400)).to_plotly_json()  # fmt: skip
+        layout, meta = spec["layout"], spec["data"][0]["meta"]
+        lines = 2 if meta["subtitle"] else 1
+        below_titles = TITLE_PAD + 1.3 * 26 + (lines - 1) * 1.3 * 22
+        key = next(a for a in layout["annotations"] if a["text"] == "key (attended to)")
+        top_of_key = (1 - key["y"]) * layout["height"] - key["yshift"] - 1.3 * 22
+        assert top_of_key >= below_titles, (width, top_of_key, below_titles, layout["xaxis"]["ticktext"])
+
+
 def test_a_stage_is_one_figure_of_panels_side_by_side_or_stacked(causal_trace):
     beside = stage_view(causal_trace, "projections", 0, Style(side_by_side=True)).figures
     stacked = stage_view(causal_trace, "projections", 0, Style(side_by_side=False)).figures
@@ -328,11 +350,64 @@ def test_multihead_grid_per_head_scales_draw_no_colour_bar(causal_trace):
         assert data["zmax"] == pytest.approx(finite)  # each head fitted to its own numbers
 
 
+def test_a_grid_of_one_head_is_named_head_1_not_all_1_heads(causal_trace):
+    """One head: "weights of all 1 heads" over "one colour scale for all heads" said nothing true."""
+    title = multihead_grid(trace_sentence("The next day is bright", AttentionConfig())).to_plotly_json()["layout"][
+        "title"
+    ]
+    assert (title["text"], title["subtitle"]["text"]) == ("weights of head 1", "")
+    title = multihead_grid(causal_trace).to_plotly_json()["layout"]["title"]
+    assert (title["text"], title["subtitle"]["text"]) == ("weights of all 2 heads", "one colour scale for all heads")
+
+
 def test_weighted_sum_text_lists_visible_keys(causal_trace):
     text = weighted_sum_text(causal_trace, 0, 10)  # "saw" sees the 11 tokens up to itself
     assert text.startswith("context(saw, row 11) = ")
     assert text.count(" × v(") == 11 and "v(saw)" in text and "v(dog)" not in text
     assert "the 2 later tokens are masked" in text
+
+
+def test_a_weighted_sum_never_writes_a_false_zero_and_a_slide_writes_its_largest_terms():
+    """Unscaled at d_k = 64 a row is nearly one-hot: its other weights are below 0.005, written in two significant
+    digits (as the chart's words write them), in the sum and in the drawn rows' labels. A slide writes 6 terms."""
+    from figures.context import context_sum_part
+    from figures.describe import number
+
+    trace = trace_sentence("the cat saw the dog and the bird", AttentionConfig(d_k=64, scaled=False, seed=0))
+    weights = trace.weights[0, 0].numpy()
+    assert ((weights > 0) & (weights < 0.005)).sum() >= 3
+    text = weighted_sum_text(trace, 0, 0)
+    written = re.findall(r"([-\d.e]+) × v\((\w+)\)", text.split(" = ", 1)[1])
+    assert [w for w, _ in written] == [number(w) for w in weights]  # sentence order, every key
+    assert "0.00 ×" not in text or (weights == 0).any()
+    _, matrix = context_sum_part(trace, 0, 0)
+    assert all(label.split(" × ")[0] == number(weights[j]) for label, j in
+               zip(matrix.row_labels[:-1], range(len(weights)), strict=True))  # fmt: skip
+    view = stage_view(trace, "context", 0, Style(band=8, side_by_side=True), query=0)
+    assert view.code.count(" × v(") == 6 and view.code.endswith("… (2 smaller terms)")
+    # The slide draws the terms it writes, in its order (largest first), and the sum of all 8 below them.
+    drawn = find_panel([figure.to_plotly_json() for figure in view.figures], "context(the)")
+    labels = [html.unescape(t) for t in drawn.spec["layout"]["yaxis" + drawn.trace["yaxis"][1:]]["ticktext"]]
+    written = re.findall(r"[-\d.e]+ × v\(\w+\)", view.code)
+    assert labels == [*written, "= context(the): all 8 terms"]
+    largest = np.argsort(-weights, kind="stable")[:6]
+    np.testing.assert_allclose(drawn.z[:6], weights[largest, None] * trace.v[0, largest].numpy(), atol=1e-6)
+    np.testing.assert_allclose(drawn.z[6], trace.context[0, 0].numpy(), atol=1e-6)
+
+
+def test_the_weighted_sums_title_moves_its_second_half_down_instead_of_being_cut():
+    """On a slide the weighted sum shares its row with the context map: its title once read "context of “Alice”
+    as a weig…". It fits a slide's column on one line; narrower, it names the context and the subtitle says
+    what the map is, neither cut."""
+    from figures.context import context_sum_figure
+
+    trace = trace_sentence("Alice will eat pizza", AttentionConfig(d_k=4, seed=0))
+    for width, font, lines in ((1400, 16, 1), (700, 22, 1), (420, 22, 2)):
+        spec = context_sum_figure(trace, 0, 0, Style(width=width, font_size=font)).to_plotly_json()
+        drawn = find_panel([spec], "context(").trace["meta"]
+        assert "…" not in drawn["title"] + drawn["subtitle"], (width, drawn)
+        assert (drawn["title"] + " " + drawn["subtitle"]).strip() == "context(Alice) = Σ weight × v(token)", drawn
+        assert bool(drawn["subtitle"]) == (lines == 2), (width, drawn)
 
 
 def test_no_caller_patches_a_figure_after_it_is_built():
@@ -411,6 +486,39 @@ def test_overview_labels_show_shared_key_value_heads():
     assert figure.data[0].texttemplate == "%{z:.2f}"  # 4 heads across the page: the numbers fit their cells
 
 
+def test_each_peakiness_bar_has_room_for_its_number_in_its_panel():
+    """A uniform row is as wide as a bar gets (5 tokens: entropy 1, effective tokens 5). Its number is written after
+    it: on a slide's narrow column "5.00" ran past the chart's edge. At every width it ends inside its panel, or,
+    where it would leave the bar less than half the panel, it is not written (the hover gives it). The axis is
+    marked up to the statistic's largest value, never past it."""
+    import torch
+
+    from attention_core import compute_attention
+    from figures.heatmap import number_width
+    from figures.peakiness import peakiness_figure
+
+    flat = torch.zeros(8, 4)  # W_Q = 0: every score 0, every row uniform
+    trace = compute_attention(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)),
+                              AttentionConfig(d_model=8, d_k=4), weights={"w_q": flat},
+                              tokens=["The", "next", "day", "is", "bright"])  # fmt: skip
+    assert np.allclose(trace.weights[0].numpy(), 0.2)
+    written = {}
+    for width, font in ((300, 22), (402, 22), (482, 26), (700, 16), (1000, 16)):  # 402, 482: a slide's half
+        spec = peakiness_figure(trace, 0, Style(width=width, font_size=font)).to_plotly_json()
+        layout, inner = spec["layout"], width - spec["layout"]["margin"]["l"] - spec["layout"]["margin"]["r"]
+        for bar, top in zip(spec["data"], (1, 1, 5), strict=True):
+            axis = layout["xaxis" + bar["xaxis"][1:]]
+            assert axis["tickvals"][-1] == top and axis["range"][1] >= top, (width, axis)
+            panel = inner * (axis["domain"][1] - axis["domain"][0])
+            longest = float(decode(bar["x"]).max())
+            end = longest / axis["range"][1] * panel
+            if bar.get("texttemplate"):
+                end += number_width(f"{longest:.2f}", bar["textfont"]["size"])
+            assert end <= panel, (width, bar["name"], end, panel)
+            written[width] = bool(bar.get("texttemplate"))
+    assert written[402] and written[482] and written[700] and not written[300]
+
+
 def _every_figure():
     """(name, figure) for every figure builder of figures/, on traces that reach their branches: one and
     several heads, causal, no projections, a trace long enough to be pooled, a real-model overview."""
@@ -471,6 +579,8 @@ def test_every_figure_is_what_plotly_validation_would_have_made():
     import plotly.graph_objects as go
     import plotly.io
 
+    from figures.style import _typed
+
     count = typed = 0
     for name, fig in _every_figure():
         built = fig.to_plotly_json()
@@ -482,8 +592,49 @@ def test_every_figure_is_what_plotly_validation_would_have_made():
         for spec in (validated, sent):
             spec["layout"].pop("template", None)  # ours is empty; validated, Plotly's stub of one
         assert sent == validated, name
+        # Nothing left for Plotly's encoder to guess at: its guesses read a pandas that another session may be
+        # importing (figures.style._typed). Python's own json writes the figure, or raises on what it cannot.
+        json.dumps({"data": _typed(fig.traces), "layout": _typed(fig.parts)})
         count += 1
     assert count > 150 and typed > 120
+
+
+def test_the_pages_plotly_bundle_draws_every_trace_the_app_makes_at_plotlys_version():
+    """The page loads plotly.js's cartesian bundle (ui/chart.py: a third of the full one's size): it must hold
+    every kind of trace a figure of the app has, and be the plotly.js the plotly package ships, whose
+    figures the app writes (a new plotly package without a new bundle fails here)."""
+    import plotly
+
+    from attention_core import AttentionConfig
+    from attention_core.decoding import decode_sentence
+    from figures.decoding import cache_and_rows_figure, step_figure
+    from ui.chart import PLOTLY_JS
+
+    bundle = PLOTLY_JS.read_text()
+    full = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:200]
+    version = re.search(r"plotly\.js \(cartesian - minified\) (v[\d.]+)", bundle[:200]).group(1)
+    assert f"plotly.js {version}\n" in full
+    drawable = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
+    decoding = decode_sentence("the cat saw the dog", AttentionConfig(n_heads=2, causal=True))
+    figures = [fig for _, fig in _every_figure()] + [step_figure(decoding, 2, 1), cache_and_rows_figure(decoding, 2, 1)]
+    used = {trace.get("type", "scatter") for fig in figures for trace in fig.to_plotly_json()["data"]}
+    assert {"heatmap", "bar", "scatter"} <= used <= drawable, used - drawable
+
+
+def test_the_pages_plotly_bundle_is_npms_own_file():
+    """The copy the app serves is byte for byte the npm package's file (package.json pins it; `make test` installs
+    it), so where it came from can be checked, and a newer pin without a newer copy fails here."""
+    import os
+
+    from ui.chart import PLOTLY_JS
+
+    package = Path(__file__).resolve().parents[1] / "node_modules" / "plotly.js-cartesian-dist-min"
+    if not package.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must check the plotly.js copy: `npm ci` installs its package (see the Makefile)")
+        pytest.skip("the npm packages are not installed here (npm ci); `make test` installs them")
+    assert PLOTLY_JS.read_bytes() == (package / "plotly-cartesian.min.js").read_bytes()
+    assert PLOTLY_JS.with_name("plotly-LICENSE").read_bytes() == (package / "LICENSE").read_bytes()
 
 
 def test_typed_arrays_are_written_as_plotly_writes_them():

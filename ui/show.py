@@ -128,9 +128,13 @@ def screen_scale(size) -> float:
 
 
 def measure_screen() -> None:
-    """Presentation mode: keep the scale of the browser's window in the session, for style_for."""
+    """Presentation mode: keep the scale of the browser's window in the session, for style_for. A page switch
+    forgets what the component was told, and the browser tells its size again only when it changes: a run
+    without a size keeps the scale the session has (a deck's view on another page was drawn at 1400 x 900 in a
+    1920 x 1080 window)."""
     told = _screen(key="screen_size", on_size_change=lambda: None, height=0).get("size")
-    st.session_state[SCREEN_SCALE] = screen_scale(told)
+    if told is not None or SCREEN_SCALE not in st.session_state:
+        st.session_state[SCREEN_SCALE] = screen_scale(told)
 
 
 def slide_pixels(pixels: int) -> int:
@@ -369,10 +373,11 @@ def slide_columns() -> tuple:
     return tuple(st.columns(SLIDE_COLUMNS, gap="large"))
 
 
-def show_figures(figures, key: str, side_by_side: bool, name: str | None = None) -> None:
+def show_figures(figures, key: str, side_by_side: bool, name: str | None = None, shares: tuple[int, ...] = ()) -> None:
     """The figures, keyed `key`-0, `key`-1, ... (a chart with the same key next time is updated in place);
-    `name`: what their PNG files are called (by default the key)."""
-    places = st.columns(len(figures)) if side_by_side and len(figures) > 1 else None
+    `name`: what their PNG files are called (by default the key); `shares`: side by side, their widths in
+    proportion (by default equal)."""
+    places = st.columns(shares or len(figures)) if side_by_side and len(figures) > 1 else None
     for i, figure in enumerate(figures):
         with places[i] if places else contextlib.nullcontext():
             show_figure(figure, f"{key}-{i}", filename=f"{name or key}-{i}")
@@ -431,7 +436,7 @@ def show_stage(
     sentences.markdown(view.explanation)
     with pictures:
         chart_key = f"{prefix}slide" if places else f"{prefix}{key}"
-        show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, name=f"{prefix}{key}")
+        show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, f"{prefix}{key}", view.shares)
     with words:
         if view.code:
             st.code(view.code, language=None, wrap_lines=True)

@@ -60,8 +60,8 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         after = number_width(f"{top:.2f}", number_font) + 8
         numbers = len(y) <= 24 and after <= NUMBERS_ROOM_MOST * panel_pixels
         stretch = max(1.3, panel_pixels / (panel_pixels - after)) if numbers else 1.05
-        # The axis is marked up to the statistic's largest possible value, never past it (weights: 1)
-        # (in a narrow panel only its end: "0" after the last panel's "1" read "10")
+        # The axis is marked up to the statistic's largest possible value, never past it (a weight: 1); a narrow
+        # panel marks only that end ("1" of one panel beside "0" of the next read "10").
         marks = [0, top / 2, top] if panel_pixels >= 8 * font else [top]
         start = index * (width + PANEL_GAP)
         traces.append(

@@ -222,7 +222,12 @@ def _figure(parts: list[tuple[Panel, Matrix]], style: Style) -> tuple[list[Figur
     many for one row (MLA's weights), or on a slide too narrow to share one (GPT-2's concat, W_O and output) or to
     write their titles whole (RoPE's five maps): two rows of shorter maps, one screen."""
     panels, matrices = zip(*parts, strict=True)
-    crowded = style.side_by_side and style.band and len(panels) > 1 and not fit_side_by_side(list(panels), style, True)
+    crowded = (
+        style.side_by_side
+        and style.band
+        and len(panels) > 1
+        and not fit_side_by_side(list(panels), style, whole_titles=True)
+    )
     if style.side_by_side and (len(panels) > MOST_IN_A_ROW or crowded):
         half = math.ceil(len(panels) / 2)
         rows = [list(panels[:half]), list(panels[half:])]
@@ -516,8 +521,8 @@ WIDE_MAP_TOKENS = 8  # with more tokens the weights map takes 3/5 of the row it 
 
 def _build_weights(trace, head: int, style: Style, query: int | None) -> Built:
     values, n = as_numpy(trace.weights[head]), trace.n_tokens
-    # Many tokens: the map needs the room more than the bars do (lecture 003's 15 on a slide: a map 112 pixels
-    # wide in half of the column, 190 in 3/5 of it).
+    # Many tokens: the map needs the room more than the bars do (lecture 003's 15 on a 1400 x 900 slide: a map 112
+    # pixels wide in half of the column, 186 in 3/5 of it).
     shares = (3, 2) if n > WIDE_MAP_TOKENS else (1, 1)
     beside = bars = style  # one under the other: each the whole width
     if style.side_by_side:

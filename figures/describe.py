@@ -39,7 +39,9 @@ def number(value: float) -> str:
 
 
 def weight(value: float) -> str:
-    """A weight as number() writes it, but "> 0.99" for one under 1 that two decimals would round to 1.00."""
+    """A weight as number() writes it, but "> 0.99" for one under 1 that two decimals would round to 1.00: the
+    rule of attention_core.lectures.weight_text, not imported from there because that loads torch, and this
+    module comes with ui.chart, before app.py's preload of plotly.js."""
     return ">\u00a00.99" if 0.995 <= value < 1 else number(value)  # no break space: one line
 
 

@@ -3,6 +3,7 @@ is the full causal pass's row, the cache holds the full pass's K and V, and the 
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from attention_core import AttentionConfig, compute_attention, trace_sentence
@@ -10,6 +11,9 @@ from attention_core.decoding import MAX_DECODE_TOKENS, bytes_read, decode, decod
 from attention_core.engine import prepared
 from attention_core.training import TrainingConfig, continue_greedily, encode, model_at, train
 from attention_core.variants import VARIANTS
+from tests import numerics as nm
+
+pytestmark = pytest.mark.numeric
 
 SENTENCE = "the quick brown fox jumps over the lazy dog"
 CONFIGS = {
@@ -31,32 +35,33 @@ def config_of(name, **changes):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_each_step_is_the_full_causal_passs_row_and_the_cache_its_k_and_v(name):
-    """Step t's weights equal row t of compute_attention with the causal mask (float32 within 1e-6); its scores
-    and context agree to float32's precision (the new token alone is a matrix-vector product, the full pass a
-    matrix product: their sums may round apart in the last bits); in float64 all agree within 1e-12. After t
-    steps the cache holds the first t rows of the parts the full pass keeps."""
-    for dtype, weights_tol, rest_tol in (("float32", 1e-6, 1e-5), ("float64", 1e-12, 1e-12)):
+    """Step t's row is row t of compute_attention with the causal mask: its scores, weights, context and output,
+    within the rounding of the formula (tests/numerics.py: the new token alone is a matrix-vector product, the full
+    pass a matrix product, and their sums may round apart). After t steps the cache holds the first t rows of the
+    parts the full pass keeps. In float32 and in float64."""
+    for dtype in ("float32", "float64"):
         config = config_of(name, dtype=dtype)
         decoding, trace = decode_sentence(SENTENCE, config), trace_sentence(SENTENCE, config)
+        bound = nm.trace_bound(trace, nm.Rounding.throughout(dtype))
         n = trace.n_tokens
         assert len(decoding.steps) == n and decoding.tokens == trace.tokens
         for step in decoding.steps:
             t = step.position
-            torch.testing.assert_close(step.weights, trace.weights[:, t, : t + 1], atol=weights_tol, rtol=0)
-            torch.testing.assert_close(step.scaled_scores, trace.scaled_scores[:, t, : t + 1], atol=rest_tol,
-                                       rtol=rest_tol)  # fmt: skip
-            torch.testing.assert_close(step.context, trace.context[:, t], atol=rest_tol, rtol=rest_tol)
+            for stage in ("scaled_scores", "weights"):
+                nm.assert_agree(getattr(step, stage), getattr(trace, stage)[:, t, : t + 1],
+                                bound[stage][:, t, : t + 1], what=f"{stage} at step {t}")  # fmt: skip
+            nm.assert_agree(step.context, trace.context[:, t], bound["context"][:, t], what=f"context at step {t}")
             if trace.output is None:  # Q = K = V = X has no W_O
                 assert step.output is None
             else:
-                torch.testing.assert_close(step.output, trace.output[t], atol=rest_tol, rtol=rest_tol)
+                nm.assert_agree(step.output, trace.output[t], bound["output"][t], what=f"output at step {t}")
             assert step.k.shape[-2] == t + 1  # the keys of every token so far, and no more
         for t in (1, n // 2, n):
             cache = decoding.cache_at(t)
             assert set(cache) == {p for p in VARIANTS[config.variant].cached if p in trace.parts}
             for part, rows in cache.items():
                 assert rows.shape[-2] == t
-                torch.testing.assert_close(rows, trace.parts[part][..., :t, :], atol=rest_tol, rtol=rest_tol)
+                nm.assert_agree(rows, trace.parts[part][..., :t, :], bound[part][..., :t, :], what=f"cached {part}")
 
 
 def test_the_cache_grows_one_token_per_step_by_the_variants_formula():
@@ -83,11 +88,49 @@ def test_the_flops_formulas_are_what_torch_counts(name):
         with FlopCounterMode(display=False) as counted:
             compute_attention(x[:t], config)
         assert counted.get_total_flops() == step_flops(config.variant, config.sizes, t, cached=False), t
-        weights = sum(w.numel() * 4 for w in params.values())
-        assert bytes_read(params, after, xs, cached=True) == weights + sum(p.numel() * 4 for p in after.values()) + (
-            config.d_model * 4
-        )
-        assert bytes_read(params, {}, xs, cached=False) == weights + t * config.d_model * 4
+
+
+class _Reads(TorchDispatchMode):
+    """The storages every operation reads while it is on: what a computation takes from memory."""
+
+    def __init__(self):
+        super().__init__()
+        self.storages: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        for value in torch.utils._pytree.tree_leaves((args, kwargs or {})):
+            if isinstance(value, torch.Tensor):
+                self.storages.add(value.untyped_storage().data_ptr())
+        return func(*args, **(kwargs or {}))
+
+
+def _read(tensors: dict[str, torch.Tensor], reads: _Reads) -> int:
+    """Bytes of those of `tensors` (made before the computation) whose storage an operation read."""
+    return sum(
+        t.numel() * t.element_size() for t in tensors.values() if t.untyped_storage().data_ptr() in reads.storages
+    )
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_the_bytes_a_step_reads_are_what_its_operations_read(name):
+    """bytes_read, against a count of what the step's operations really read (every tensor an operation takes,
+    under a dispatch mode) among what existed before it: every weight, the cache of the tokens before, and the new
+    token's row of X; and, written by the step and read back by it, the new token's row of the cache. Without the
+    cache: every weight and all t rows of X."""
+    config = config_of(name)
+    x = torch.randn(7, config.d_model, generator=torch.Generator().manual_seed(1))
+    for t in (1, 2, 5, 7):
+        xs, params, tokens = prepared(x[:t], config, None, None)
+        cache = decode(x[: t - 1], config).cache if t > 1 else {}
+        before = {**params, **{f"cached {part}": rows for part, rows in cache.items()}, "x_new": xs[t - 1 : t]}
+        with _Reads() as reads:
+            _, after = decode_step(xs[t - 1 : t], t - 1, tokens[-1], cache, params, config)
+        assert all(w.untyped_storage().data_ptr() in reads.storages for w in params.values())  # every weight
+        new_rows = sum(rows[..., -1:, :].numel() * rows.element_size() for rows in after.values())
+        assert _read(before, reads) + new_rows == bytes_read(params, after, xs, cached=True), t
+        with _Reads() as reads:
+            compute_attention(xs, config, weights=params)
+        assert _read({**params, "x": xs}, reads) == bytes_read(params, {}, xs, cached=False), t
 
 
 def test_without_a_cache_a_step_costs_more_and_grows_faster():
@@ -112,8 +155,8 @@ def test_edges_one_token_d_k_one_and_the_cap():
 
 def test_the_trained_models_greedy_words_are_its_own_most_probable_next_words():
     """continue_greedily decodes with the cache; its next-word probabilities are the TinyLM's own forward pass's
-    (within 1e-5), and each word it appends is the most probable one. At step 0 (random weights) and after a
-    short run: a structural check that holds whatever a CPU's kernels make of a run."""
+    (within float32's rounding), and each word it appends is the most probable one. At step 0 (random weights) and
+    after a short run: a structural check that holds whatever a CPU's kernels make of a run."""
     config = TrainingConfig(steps=100)
     _, run = train(config)
     for checkpoint in (run.checkpoints[0], run.checkpoints[-1]):
@@ -121,9 +164,12 @@ def test_the_trained_models_greedy_words_are_its_own_most_probable_next_words():
         for prompt in (("Alice",), ("Alice", "will", "eat"), ("Bob", "can", "drink", "tea")):
             continued = continue_greedily(checkpoint, run, prompt)
             assert continued.words[: len(prompt)] == prompt and len(continued.words) == 4
-            with torch.no_grad():
-                logits, _ = model(encode(run.vocabulary, [continued.words[: len(continued.next_word)]]))
-            torch.testing.assert_close(torch.stack(continued.next_word), torch.softmax(logits[0], -1), atol=1e-5,
-                                       rtol=0)  # fmt: skip
+            ids = encode(run.vocabulary, [continued.words[: len(continued.next_word)]])
+            with torch.no_grad():  # the model's own forward pass, and the same in float64 for float32's rounding
+                logits, _ = model(ids)
+                exact, _ = model.double()(ids)
+                model.float()
+            nm.assert_like_reference(torch.stack(continued.next_word), torch.softmax(logits[0], -1),
+                                     torch.softmax(exact[0], -1), "next-word probabilities")  # fmt: skip
             for t in range(len(prompt) - 1, len(continued.next_word)):
                 assert continued.words[t + 1] == run.vocabulary[int(continued.next_word[t].argmax())]

@@ -2,9 +2,12 @@
 
 import math
 
+import pytest
 import torch
 
 from attention_core import AttentionConfig, compute_attention, embed, tokenize
+
+pytestmark = pytest.mark.numeric
 
 
 def test_hand_computed_two_dimensional_example():

@@ -1,16 +1,20 @@
-"""Parity: our stage-by-stage engine against PyTorch's own attention implementations."""
+"""Parity: our stage-by-stage engine against PyTorch's own attention implementations, within the rounding that
+tests/numerics.py derives from the values' sizes and the sums' lengths (both sides rounding at the dtype's unit
+roundoff): ~1e-15 relative in float64, and in float32 what any CPU's summation order may give."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from attention_core import AttentionConfig, compute_attention
+from tests import numerics as nm
+
+pytestmark = pytest.mark.numeric
 
 # (d_model, d_k, d_v, heads): the first three satisfy d_k = d_model / heads, as
 # nn.MultiheadAttention requires; the rest have free head sizes, as in the lectures.
 MHA_CONFIGS = [(8, 4, 4, 2), (16, 4, 4, 4), (12, 12, 12, 1)]
 FREE_CONFIGS = MHA_CONFIGS + [(8, 3, 5, 2), (5, 7, 2, 3), (16, 4, 8, 1), (6, 6, 6, 4)]
-TOLERANCE = {"float32": 1e-5, "float64": 1e-10}
 
 
 def _random_x(n, d_model, dtype, seed):
@@ -37,9 +41,10 @@ def test_output_matches_nn_multihead_attention(d_model, d_k, d_v, heads, causal,
     blocked = ~torch.ones(6, 6, dtype=torch.bool).tril() if causal else None
     out, per_head = mha(x[None], x[None], x[None], attn_mask=blocked, average_attn_weights=False)
 
-    tol = TOLERANCE[dtype]
-    torch.testing.assert_close(trace.output, out[0], atol=tol, rtol=tol)
-    torch.testing.assert_close(trace.weights.to(per_head.dtype), per_head[0], atol=tol, rtol=tol)
+    bound = nm.trace_bound(trace, nm.Rounding.throughout(dtype))
+    nm.assert_within(out[0], bound["output"], "nn.MultiheadAttention's output")
+    nm.assert_agree(trace.output, out[0], bound["output"], what="output")
+    nm.assert_agree(trace.weights, per_head[0], bound["weights"], what="weights")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -52,12 +57,14 @@ def test_context_matches_scaled_dot_product_attention(d_model, d_k, d_v, heads, 
     )
     x = _random_x(7, d_model, config.torch_dtype, seed=2)
     trace = compute_attention(x, config).to("cpu")
-    expected = F.scaled_dot_product_attention(trace.q, trace.k, trace.v, is_causal=causal, scale=trace.scale)
-    tol = TOLERANCE[dtype]
-    torch.testing.assert_close(trace.context, expected, atol=tol, rtol=tol)
+    # Scaled: SDPA's own default scale, 1/√(q's width); not scaled: SDPA told so.
+    expected = F.scaled_dot_product_attention(trace.q, trace.k, trace.v, is_causal=causal,
+                                              **({} if scaled else {"scale": 1.0}))  # fmt: skip
+    bound = nm.trace_bound(trace, nm.Rounding.throughout(dtype))
+    nm.assert_agree(trace.context, expected, bound["context"], what="context")
     # concat·W_O by hand, so that free head sizes are covered for the output too
     by_hand = torch.cat(list(expected), dim=-1) @ trace.w_o
-    torch.testing.assert_close(trace.output, by_hand, atol=tol, rtol=tol)
+    nm.assert_agree(trace.output, by_hand, bound["output"], what="output")
 
 
 def test_stages_are_each_others_definitions():

@@ -1,26 +1,47 @@
-"""SmolLM2 writing with its own KV cache (attention_core/models/generation.py): the tokens model.generate gives,
-each step's captured row and logits those of a full forward pass without a cache, in the model worker too."""
+"""SmolLM2 writing with its own KV cache (attention_core/models/generation.py), against transformers' stock model
+(the same files, no capture): the tokens its generate() writes with eager attention and with SDPA, and at every
+step the captured rows and the logits of its full forward pass without a cache, within float32's rounding as the
+model's float64 run measures it (tests/numerics.py). In the model worker too."""
 
 import os
 import signal
 
 import pytest
 import torch
+import transformers
 
 from attention_core.config import MAX_MODEL_TOKENS
-from attention_core.models import capture, load_model
 from attention_core.models.generation import MAX_NEW_TOKENS, GenerationLost, generate, start, step
 from attention_core.models.worker import RUN_THREADS
+from tests import numerics as nm
+
+# With every test of a real model on one worker under pytest-xdist (--dist loadgroup): the models load once.
+pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
 
 KNOWN = {"The capital of France is": " Paris", "One, two, three, four,": " five, six, seven, eight,"}
 
 
-@pytest.fixture(scope="module")
-def smollm2():
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Each test on one thread, as the model worker runs the model."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(RUN_THREADS)  # as the worker runs it
-    yield load_model("smollm2", device="cpu")
+    torch.set_num_threads(RUN_THREADS)
+    yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def stock(smollm2):
+    """The same files loaded as transformers ships the model, without our attention: eager and SDPA in float32,
+    and eager in float64 (the exact answer, to float32's eyes)."""
+    path = smollm2.model.name_or_path
+
+    def load(implementation, dtype):
+        return transformers.AutoModelForCausalLM.from_pretrained(path, attn_implementation=implementation,
+                                                                 dtype=dtype).eval()  # fmt: skip
+
+    return {"eager": load("eager", torch.float32), "sdpa": load("sdpa", torch.float32),
+            "float64": load("eager", torch.float64)}  # fmt: skip
 
 
 def _written(loaded, generation) -> str:
@@ -28,30 +49,32 @@ def _written(loaded, generation) -> str:
 
 
 @pytest.mark.parametrize("prompt", KNOWN)
-def test_greedy_generation_is_model_generate_token_for_token_and_knows_the_answers(smollm2, prompt):
+def test_greedy_generation_is_the_stock_models_generate_token_for_token_and_knows_the_answers(smollm2, stock, prompt):
     generation = generate(smollm2, prompt, 16)
     ids = smollm2.tokenizer(prompt, return_tensors="pt")["input_ids"]
-    reference = smollm2.lm.generate(ids, max_new_tokens=16, do_sample=False)[0, ids.shape[1] :].tolist()
-    assert list(generation.new_ids) == reference
+    for implementation in ("eager", "sdpa"):
+        reference = stock[implementation].generate(ids, max_new_tokens=16, do_sample=False)
+        assert list(generation.new_ids) == reference[0, ids.shape[1] :].tolist(), implementation
     assert _written(smollm2, generation).startswith(KNOWN[prompt])
 
 
-def test_each_step_is_a_full_pass_without_the_cache(smollm2):
-    """At every step the captured rows (every layer and head) equal the last row of a full forward pass over the
-    same tokens without a cache, and so do the next-token logits (within 1e-4); the cache holds one position
-    more at each step."""
+def test_each_step_is_the_stock_models_full_pass_without_the_cache(smollm2, stock):
+    """At every step the captured rows (every layer and head) are the last rows of the stock model's full forward
+    pass over the same tokens without a cache, and so are the next-token logits; the cache holds one position more
+    at each step."""
     running = start(smollm2, "Alice will eat", 6)
     prompt = running.generation.prompt
     for written in range(1, 7):
         position = step(smollm2, running)
         ids = torch.tensor([[p.token_id for p in running.generation.positions]])
         assert position.cached == running.cache.get_seq_length() == prompt + written
-        layers, _ = capture(smollm2.model, ids, tuple(p.token for p in running.generation.positions))
-        full_rows = torch.stack([layer.weights[:, -1] for layer in layers])  # [layers, heads, t]
-        torch.testing.assert_close(position.rows, full_rows, atol=1e-4, rtol=0)
         with torch.inference_mode():
-            full_logits = smollm2.lm(input_ids=ids, use_cache=False).logits[0, -1]
-        torch.testing.assert_close(running.logits, full_logits, atol=1e-4, rtol=0)
+            full = {name: stock[name](input_ids=ids, use_cache=False, output_attentions=True)
+                    for name in ("eager", "float64")}  # fmt: skip
+        rows = {name: torch.stack([layer[0, :, -1] for layer in out.attentions]) for name, out in full.items()}
+        nm.assert_like_reference(position.rows, rows["eager"], rows["float64"], f"rows at step {written}")
+        logits = {name: out.logits[0, -1] for name, out in full.items()}
+        nm.assert_like_reference(running.logits, logits["eager"], logits["float64"], f"logits at step {written}")
         assert position.rows.shape == (smollm2.info.n_layers, smollm2.info.n_heads, prompt + written)
     first = running.generation.positions[0]
     assert first.rows.shape[-1] == 1 and torch.all(first.rows == 1)  # the first token sees itself alone
@@ -69,7 +92,7 @@ def test_generation_is_deterministic_and_its_cache_size_is_the_formula(smollm2):
     )
 
 
-def test_bad_requests_are_refused_with_what_is_allowed(smollm2):
+def test_bad_requests_are_refused_with_what_is_allowed(smollm2, minilm):
     for count in (0, MAX_NEW_TOKENS + 1, 2.5, True):
         with pytest.raises(ValueError, match=f"new tokens must be a whole number from 1 to {MAX_NEW_TOKENS}"):
             start(smollm2, "hello", count)
@@ -78,9 +101,8 @@ def test_bad_requests_are_refused_with_what_is_allowed(smollm2):
         start(smollm2, long, 8)
     with pytest.raises(ValueError, match="no tokens"):
         start(smollm2, "", 4)
-    encoder = load_model("minilm", device="cpu")
     with pytest.raises(ValueError, match="encoder"):
-        start(encoder, "hello", 4)
+        start(minilm, "hello", 4)
 
 
 def test_the_worker_generates_the_same_tokens_and_a_killed_worker_loses_the_generation(worker, smollm2):

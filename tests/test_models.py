@@ -1,5 +1,8 @@
 """attention_core.models on tiny randomly initialised models built here (fast), checked against the
-models' own eager attention: capture, shapes, parity, rotary, grouped-query heads, masks, threads."""
+models' own eager attention: capture, shapes, parity, rotary, grouped-query heads, masks, threads.
+
+Across whole models the tolerance is the reference's own float32 rounding, measured against the same model in
+float64 (tests/numerics.py, assert_like_reference); within one layer it is derived from the sums' lengths."""
 
 import copy
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +14,10 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from attention_core import attend, causal_mask, rerun_head
 from attention_core.models import CAPTURE, available_models, capture, load_model
+from tests import numerics as nm
+from tests.numerics import F32
+
+pytestmark = pytest.mark.numeric
 
 N_LAYERS = 2
 
@@ -54,8 +61,9 @@ IDS = torch.tensor([[5, 17, 42, 17, 8, 99, 3]])
 TOKENS = tuple(f"t{i}" for i in range(IDS.shape[1]))
 
 
-def _reference(model, implementation):
-    other = copy.deepcopy(model)
+def _reference(model, implementation, dtype=torch.float32):
+    """The same model with transformers' own attention (`implementation`), no capture; in `dtype`."""
+    other = copy.deepcopy(model).to(dtype)
     other.set_attn_implementation(implementation)
     with torch.inference_mode():
         return other(input_ids=IDS, output_attentions=implementation == "eager")
@@ -65,30 +73,39 @@ def _reference(model, implementation):
 def test_captured_weights_equal_the_models_own_eager_attentions(name, request):
     model = request.getfixturevalue(name)
     layers, _ = capture(model, IDS, TOKENS)
-    eager = _reference(model, "eager")
+    eager, exact = _reference(model, "eager"), _reference(model, "eager", torch.float64)
     assert len(layers) == len(eager.attentions) == N_LAYERS
-    for layer, theirs in zip(layers, eager.attentions, strict=True):
-        torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
+    for index, (layer, theirs, truth) in enumerate(zip(layers, eager.attentions, exact.attentions, strict=True)):
+        nm.assert_like_reference(layer.weights, theirs[0], truth[0], f"layer {index}'s weights")
 
 
 @pytest.mark.parametrize("name", ["bert", "llama"])
 def test_capture_does_not_change_the_forward_pass(name, request):
+    """The captured model's output is the model's own, against its SDPA attention (PyTorch's fused kernel)."""
     model = request.getfixturevalue(name)
     with torch.inference_mode():
         ours = model(input_ids=IDS).last_hidden_state
-    torch.testing.assert_close(ours, _reference(model, "sdpa").last_hidden_state, atol=1e-5, rtol=1e-5)
+    sdpa, exact = _reference(model, "sdpa"), _reference(model, "sdpa", torch.float64)
+    nm.assert_like_reference(ours, sdpa.last_hidden_state, exact.last_hidden_state, "output")
 
 
 @pytest.mark.parametrize("name", ["bert", "llama"])
 def test_captured_stages_reproduce_each_other(name, request):
     model = request.getfixturevalue(name)
     for layer in capture(model, IDS, TOKENS)[0]:
-        torch.testing.assert_close(layer.scores, layer.q @ layer.k.transpose(-2, -1))
+        # From the captured q, k and v, taken as given: the bound of one layer's attention.
+        bound = nm.attention(nm.exact(layer.q), nm.exact(layer.k), nm.exact(layer.v), factor=layer.scale,
+                             mask=layer.mask, u=F32)  # fmt: skip
+        nm.assert_agree(layer.scores, layer.q @ layer.k.transpose(-2, -1), bound["scores"], what="scores")
         assert layer.scale == pytest.approx(layer.d_k**-0.5)
         again = attend(layer.q, layer.k, layer.v, scale=layer.scale, mask=layer.mask)
-        for stage in ("scaled_scores", "masked_scores", "weights", "context"):
-            torch.testing.assert_close(getattr(layer, stage), again[stage], atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(layer.weights.sum(-1), torch.ones(layer.n_heads, layer.n_tokens))
+        for stage in ("scaled_scores", "weights", "context"):
+            nm.assert_agree(getattr(layer, stage), again[stage], bound[stage], what=stage)
+        assert torch.equal(layer.masked_scores.isneginf(), again["masked_scores"].isneginf())
+        visible = ~layer.masked_scores.isneginf()
+        torch.testing.assert_close(layer.masked_scores[visible], layer.scaled_scores[visible], atol=0, rtol=0)
+        off_one = (layer.weights.double().sum(-1) - 1).abs()
+        assert bool((off_one <= bound["weights"].error.sum(-1) + nm.gamma(layer.n_tokens, F32)).all())
 
 
 def test_shapes_and_encoder_has_no_mask(bert):

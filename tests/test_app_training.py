@@ -22,12 +22,13 @@ from attention_core.training import (
     held_out_sentences,
     learning_rate,
     lesson,
+    load_lecture_model,
     train,
 )
 from figures.training import shown_against
 from tests.plotly_spec import decode
 from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems, panel, shown
-from ui.training import GRAMMAR, lecture_model_for, untrained
+from ui.training import GRAMMAR, untrained
 
 STEPS = TrainingConfig().steps
 
@@ -217,6 +218,7 @@ def test_the_trained_weights_load_into_the_walkthrough_with_every_stage(page):
     assert any(f"Here: W_Q, W_K, W_V {named}." in m.value for m in at.markdown)  # not "typed"
 
 
+@pytest.mark.slow  # trains runs of its own
 def test_the_sqrt_dk_experiment_states_what_its_runs_measured(page):
     page.button(key="t_sqrt").click().run()
     for scaled in (True, False):
@@ -298,27 +300,30 @@ def test_one_word_has_no_next_word_prediction_and_says_so(page):
     assert any("needs two words at least" in i.value for i in page.info)
 
 
-def test_lecture_002s_model_is_the_first_seed_whose_eat_looks_at_alice_and_the_layer_shows_it(page):
+def test_lecture_002s_model_is_the_shipped_run_and_its_layer_shows_eat_looking_at_alice(page):
+    """The switch shows the shipped run at once, finished (nothing trains, ▶ Train is off), whatever the sidebar's
+    sizes and seed; its caption names the seed and how it was found; the layer's "eat" looks at "Alice"."""
     page.text_area(key="text").input("Alice will eat pizza").run()
+    page.slider(key="d_model").set_value(12).run()  # not the lecture model's size: the switch shows its own
     page.toggle(key="t_lecture").set_value(True).run()
     no_problems(page)
-    model = lecture_model_for(TrainingConfig())
+    model = load_lecture_model()
     [said] = [c.value for c in page.caption if c.value.startswith("Lecture 002's model")]
-    assert f"seed {model.seed}, the first seed from the sidebar's" in said
+    assert f"the default run with seed {model.seed}, the first seed whose run learned the rule" in said
+    assert model.made_on in said and "It ships with the app" in said
     for seed, _, _ in model.tried[:-1]:
         assert f"seed {seed}: " in said
-    if "training" in page.session_state:  # a step in the address (a run shown before): the page trains it at once
-        page.session_state["training"].join(timeout=120)
-        at = page.run()
-    else:
-        at = trained(page)
-    assert at.session_state["training"].run.config.seed == model.seed
-    trace = checkpoint_trace(at.session_state["training"].run.checkpoints[-1], model.run, LECTURE_SENTENCE)
-    weights = panel(at, "attention weights").z
-    assert weights[VERB][SUBJECT] == pytest.approx(trace.weights[0, VERB, SUBJECT].item(), abs=1e-6)
+    assert page.button(key="t_start").disabled
+    assert any(c.value == f"Trained: {model.run.config.steps} steps, shipped." for c in page.caption)
+    assert any(c.value.startswith(f"d_model {model.run.config.d_model} · d_k") for c in page.caption)
+    trace = checkpoint_trace(model.run.checkpoints[-1], model.run, LECTURE_SENTENCE)
+    weights = panel(page, "attention weights").z
+    assert weights[VERB][SUBJECT] == trace.weights[0, VERB, SUBJECT].item()  # the same numbers, drawn
     assert weights[VERB][SUBJECT] >= LEARNED_WEIGHT
+    assert "t_run" not in page.query_params  # the switch names the run
 
 
+@pytest.mark.slow  # trains runs of its own
 def test_on_lecture_002s_sentence_a_run_that_leaves_alice_to_its_default_says_so_and_offers_the_lectures(page):
     """Whether this run's "eat" looks at "Alice" depends on the CPU; the page says so exactly when it does not."""
     at = trained(page, seed=2)

@@ -11,12 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.lectures import BY_KEY
-from attention_core.training import TrainingConfig
+from attention_core.training import load_lecture_model
 from figures.stages import stages_for
 from ui import decks
 from ui.controls import DEFAULTS, settings_from
 from ui.pages import BY_TITLE
-from ui.training import lecture_model_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = decks.shipped()
@@ -43,11 +42,11 @@ def test_one_deck_ships_per_lecture_in_its_own_order():
     assert pages_of_002.index("Training") < len(pages_of_002) - 1 and pages_of_002[-1] == "Walkthrough"
 
 
-def test_lecture_003s_trained_head_is_what_its_note_says():
+@pytest.mark.models
+def test_lecture_003s_trained_head_is_what_its_note_says(minilm):
     """The note's claim, from the bundled model: of MiniLM's 72 heads, layer 6 head 12 is the one where "he"
     puts the most weight on "Madd"'s pieces (mad, ##d): 0.45, and 0.13 on "Vatsal"'s (va, ##tsa, ##l)."""
     from attention_core.models.capture import trace_text
-    from attention_core.models.sources import load_model
 
     view = SHIPPED["lecture-003"].views[-1]
     assert (view.page.title, view.stage) == ("Real model", "context")
@@ -56,7 +55,7 @@ def test_lecture_003s_trained_head_is_what_its_note_says():
         "head 12",
         "15: he",
     )
-    model_trace = trace_text(load_model("minilm", device="cpu"), view.params["text"])
+    model_trace = trace_text(minilm, view.params["text"])
     tokens = list(model_trace.tokens)
     he, madd, vatsal = tokens.index("he"), [tokens.index("mad"), tokens.index("##d")], [1, 2, 3]
     assert (he, [tokens[i] for i in vatsal]) == (14, ["va", "##tsa", "##l"])
@@ -141,7 +140,17 @@ def _quiet(at, where):
     assert not at.warning, (where, [w.value for w in at.warning])  # a refused link value is a warning
 
 
-@pytest.mark.parametrize("name", sorted(SHIPPED))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.models)
+        if any(  # a view of a real model
+            view.page.title == "Real model" for view in SHIPPED[name].views
+        )
+        else name
+        for name in sorted(SHIPPED)
+    ],
+)
 def test_every_view_of_every_shipped_deck_opens_without_a_message(name):
     deck = SHIPPED[name]
     for index, view in enumerate(deck.views):
@@ -226,7 +235,7 @@ def test_a_view_of_trained_numbers_is_named_trained_after_its_file_is_loaded_and
     assert deck.views[-1].params["numbers_from"] == at.query_params["numbers_from"]
     loaded = decks.deck_from_text(deck.to_json())
     assert loaded == deck
-    model = lecture_model_for(TrainingConfig())
+    model = load_lecture_model()
     named = f"trained (Training page, seed {model.seed}, step {model.run.config.steps})"
     fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     fresh.query_params["deck"] = loaded.to_token()

@@ -14,12 +14,11 @@ import streamlit as st
 
 from attention_core.lectures import pattern_for
 from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
-from attention_core.training import LECTURE_SENTENCE, TrainingConfig, checkpoint_npz
+from attention_core.training import LECTURE_SENTENCE, checkpoint_npz, load_lecture_model
 from attention_core.variants import VARIANTS
 from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import NUMBERS_FROM, Settings, current_example, numbers_from
-from ui.training import lecture_model_for
 
 
 def _copies(trace, name: str) -> list[np.ndarray]:
@@ -173,7 +172,7 @@ def lecture_panel(trace) -> None:
 
 def _use_lecture_model() -> None:
     """Lecture 002's trained model (the Training page's, at its default sizes) into the typed-number fields."""
-    run = lecture_model_for(TrainingConfig()).run
+    run = load_lecture_model().run
     checkpoint = run.checkpoints[-1]
     use_weights(checkpoint_npz(checkpoint, run, LECTURE_SENTENCE), trained=(run.config.seed, checkpoint.step),
                 causal=run.config.causal, scaled=run.config.scaled)  # fmt: skip

@@ -18,7 +18,6 @@ from attention_core.training import (
     Checkpoint,
     Grammar,
     HeldOut,
-    LectureModel,
     Lesson,
     Run,
     Training,
@@ -26,7 +25,6 @@ from attention_core.training import (
     checkpoint_trace,
     held_out_attention,
     held_out_sentences,
-    lecture_model,
     lesson,
     train,
 )
@@ -134,11 +132,3 @@ def lesson_at(run: Run, checkpoint: Checkpoint, words: tuple[str, ...]) -> Lesso
 @st.cache_resource(max_entries=STEPS_CACHED, show_spinner=False)
 def _lesson(config: TrainingConfig, step: int, words: tuple[str, ...], _run: Run, _checkpoint: Checkpoint) -> Lesson:
     return lesson(_checkpoint, _run, words)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Training lecture 002's model (a few seconds, once)…")
-def lecture_model_for(config: TrainingConfig) -> LectureModel:
-    """Lecture 002's model (attention_core.training.lecture_model) from this config's seed on, once per server;
-    its runs take the slots every training run takes."""
-    with HEAVY_SLOTS:
-        return lecture_model(config, GRAMMAR)

@@ -426,7 +426,7 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
     title, subtitle, title_size = fit_title(panel.title, panel.subtitle, width, font)
 
     def margins(bar: bool) -> dict:
-        return fixed_margins(
+        margin = fixed_margins(
             title=bool(title),
             subtitle=bool(subtitle),
             title_size=title_size,
@@ -439,6 +439,12 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
             y_title=bool(panel.y_title) and rows_shown,
             colorbar=bar,
         )
+        # A y title longer than a short map (3 rows of W_Q on a projector: "input dimension") is centred on it and
+        # hangs past both ends: room below the map for it (above it, the title lines are taller than the overhang).
+        if panel.y_title and rows_shown:
+            overhang = (label_width(panel.y_title, font) - map_pixels) / 2
+            margin["b"] = max(margin["b"], round(overhang + 10))
+        return margin
 
     margin = margins(bar=False)
     cell_height = map_pixels / len(rows)
@@ -520,7 +526,7 @@ def heatmaps(panels: list[Panel], style: Style = DEFAULT_STYLE, *, stacked: bool
     """One figure of several maps: side by side, each a share of style.width, or stacked one above the other.
 
     A stage's matrices (W_Q, W_K and W_V; Q, K and V; ...) are one figure: Streamlit mounts and draws every
-    chart it is sent, so one figure of three maps repaints in less time than three figures (bench/README).
+    chart it is sent, so one figure of three maps repaints in less time than three figures.
     Each panel has its own axes, colour scale and bar, numbers where they fit its cells, and title; its value
     trace is named after its title (tests and exports find a panel by that name). The figure's margins are
     zero: everything is placed here, in pixels, so Plotly draws the figure once without measuring it.

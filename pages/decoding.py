@@ -23,11 +23,10 @@ from ui.show import (
     style_for,
     typed_numbers,
 )
-from ui.slides import Slides
+from ui.slides import PLAY_SECONDS, Slides
 from ui.training import session_run, start, training_config
 
 SENTENCE, TRAINED = "the sentence", "the trained model"  # where the next token comes from
-PLAY_SECONDS = 1.2  # between steps while ▶ play runs
 LECTURE_PROMPT = ("Alice", "will", "eat")  # lecture 002's example
 ROW_MAP_PIXELS = 60  # the height of a one-row map (the new token's q, weights and context)
 SLIDE_MAP_PIXELS = 160  # in presentation mode, the tallest the cache and the rows so far may be

@@ -5,6 +5,7 @@ text, contrast on screen and in the exported image). Used by the browser tests a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import socket
@@ -15,6 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -77,34 +80,40 @@ CHART_Z = """prefix => {
   return null;
 }"""
 
-# The text of every chart label (ticks, axis titles, colour-bar numbers, titles) that sticks out of its chart.
+# The text of every chart label (ticks, axis titles, colour-bar numbers, titles) that sticks out of its chart, and
+# how many labels were looked at.
 CLIPPED = """() => {
-  const out = [];
+  const found = [];
+  let looked = 0;
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const chart = gd.querySelector('.main-svg').getBoundingClientRect();
     for (const label of gd.querySelectorAll(
         'g[class$="tick"] text, .g-xtitle, .g-ytitle, .cbaxis text, .gtitle, .gtitle-subtitle, .annotation-text')) {
       const box = label.getBoundingClientRect();
       if (box.width === 0) continue;
+      looked++;
       const slack = 4;  // a text box includes the line's leading above the glyphs
       if (box.left < chart.left - slack || box.right > chart.right + slack ||
           box.top < chart.top - slack || box.bottom > chart.bottom + slack)
-        out.push(label.textContent);
+        found.push(label.textContent);
     }
   }
-  return out;
+  return {found, looked};
 }"""
 
 # Pairs of texts in one chart that are drawn over each other: the title, subtitle and sub-plot titles,
-# and the numbers written in neighbouring cells ("-1.42-0.99" run together).
+# and the numbers written in neighbouring cells ("-1.42-0.99" run together); and how many pairs were looked at.
 OVERLAPS = """() => {
-  const out = [];
+  const found = [];
+  let looked = 0;
   const hit = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 2 && b.top < a.bottom - 2;
   const boxes = texts => texts.map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
   const pairs = (one, other) => {  // other === null: every pair within `one`
     for (let i = 0; i < one.length; i++)
-      for (const b of other === null ? one.slice(i + 1) : other)
-        if (hit(one[i][1], b[1])) out.push(`${one[i][0]} | ${b[0]}`);
+      for (const b of other === null ? one.slice(i + 1) : other) {
+        looked++;
+        if (hit(one[i][1], b[1])) found.push(`${one[i][0]} | ${b[0]}`);
+      }
   };
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const titles = boxes([...gd.querySelectorAll(
@@ -113,7 +122,7 @@ OVERLAPS = """() => {
     pairs(boxes([...gd.querySelectorAll('.heatmaplayer text, .hm text')]), null);  // numbers in neighbouring cells
     pairs(titles, boxes([...gd.querySelectorAll('g[class$="tick"] > text')]));  // a title over the tick labels
   }
-  return out;
+  return {found, looked};
 }"""
 
 LUMINANCE = """const luminance = colour => {
@@ -133,24 +142,30 @@ LUMINANCE = """const luminance = colour => {
     return `rgb(${part(1)}, ${part(3)}, ${part(5)})`;
   };"""
 
-# The lowest contrast (WCAG: text needs 4.5) between any chart label, of every sub-plot and legend, and
-# the page behind it, with the label that has it.
+# The lowest contrast (WCAG: text needs 4.5) between any chart label, of every sub-plot and legend, and the numbers
+# written after bars, and what is behind it (the chart's paper as drawn, or the page where the paper is clear), with
+# the label that has it, and how many labels were looked at.
 CONTRAST = (
     """() => {
   """
     + LUMINANCE
     + """
-  const app = document.querySelector('.stApp');
-  const back = luminance(getComputedStyle(app).backgroundColor);
-  let worst = [Infinity, ''];
+  const page = getComputedStyle(document.querySelector('.stApp')).backgroundColor;
+  let worst = [Infinity, ''], looked = 0;
   const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
-                 '.legendtext, .legendtitletext, .cbaxis text';
-  for (const label of document.querySelectorAll(`.js-plotly-plot :is(${labels})`)) {
-    if (!label.textContent.trim()) continue;
-    const r = ratio(luminance(getComputedStyle(label).fill), back);
-    if (r < worst[0]) worst = [r, label.textContent];
+                 '.legendtext, .legendtitletext, .cbaxis text, text.bartext';  // the app's bar numbers are outside
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    const paper = rgb(gd._fullLayout?.paper_bgcolor ?? 'rgba(0, 0, 0, 0)');
+    const clear = /rgba\\(.*,\\s*0\\)$/.test(paper);
+    const back = luminance(clear ? page : paper);
+    for (const label of gd.querySelectorAll(`:is(${labels})`)) {
+      if (!label.textContent.trim()) continue;
+      looked++;
+      const r = ratio(luminance(getComputedStyle(label).fill), back);
+      if (r < worst[0]) worst = [r, label.textContent];
+    }
   }
-  return worst;
+  return [...worst, looked];
 }"""
 )
 
@@ -161,7 +176,7 @@ EXPORT_CONTRAST = (
   """
     + LUMINANCE
     + """
-  let worst = [Infinity, ''];
+  let worst = [Infinity, ''], looked = 0;
   for (const gd of document.querySelectorAll('.js-plotly-plot')) {
     const L = gd._fullLayout;
     const paper = luminance(rgb(L.paper_bgcolor));
@@ -171,11 +186,12 @@ EXPORT_CONTRAST = (
     for (const a of L.annotations || []) texts.push([`annotation ${a.text}`, a.font?.color]);
     for (const [name, colour] of texts) {
       if (!colour) continue;
+      looked++;
       const r = ratio(luminance(rgb(colour)), paper);
       if (r < worst[0]) worst = [r, `${L.title.text}: ${name} ${colour} on ${L.paper_bgcolor}`];
     }
   }
-  return worst;
+  return [...worst, looked];
 }"""
 )
 
@@ -280,34 +296,67 @@ def offline(asked: list[str]) -> list[str]:
     return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
 
 
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """What an in-page measurement found wrong, and how many things it looked at: a measurement that looked at
+    nothing checked nothing (`assert_none` fails it)."""
+
+    found: list
+    looked_at: int
+
+
 def across_frames(page, script: str, arg=None) -> list:
     """What `script` returns in every frame of the page: the page itself, where the charts are (ui/chart.py), and
-    any frame a page embeds (whatever runs there is checked too)."""
-    results = []
+    any frame a page embeds (whatever runs there is checked too). The page's own frame must answer: an error there
+    (the script throws, the page is gone) is raised, never read as "nothing found". A child frame that went away
+    with a rerun is left out."""
+    results = [page.main_frame.evaluate(script, arg)]
     for frame in page.frames:
+        if frame is page.main_frame:
+            continue
         try:
             results.append(frame.evaluate(script, arg))
-        except Exception:  # a frame that went away with a rerun
-            continue
+        except PlaywrightError:
+            if not frame.is_detached():
+                raise
     return results
 
 
-def clipped(page) -> list[str]:
-    return [label for found in across_frames(page, CLIPPED) for label in found]
+def _measured(page, script: str) -> Measured:
+    answers = across_frames(page, script)
+    return Measured([item for answer in answers for item in answer["found"]], sum(a["looked"] for a in answers))
 
 
-def overlaps(page) -> list[str]:
-    return [pair for found in across_frames(page, OVERLAPS) for pair in found]
+def clipped(page) -> Measured:
+    """Chart labels that stick out of their chart, of how many labels."""
+    return _measured(page, CLIPPED)
 
 
-def worst_contrast(page, script: str = CONTRAST) -> tuple[float, str]:
-    return min((tuple(found) for found in across_frames(page, script)), default=(float("inf"), ""))
+def overlaps(page) -> Measured:
+    """Pairs of chart texts drawn over each other, of how many pairs."""
+    return _measured(page, OVERLAPS)
+
+
+def worst_contrast(page, script: str = CONTRAST) -> tuple[float, str, int]:
+    """The lowest contrast of any chart label against what is behind it, that label, and how many were looked at."""
+    answers = across_frames(page, script)
+    ratio, label = min(((a[0] if a[0] is not None else float("inf"), a[1]) for a in answers),
+                       default=(float("inf"), ""))  # fmt: skip
+    return ratio, label, sum(a[2] for a in answers)
+
+
+def assert_none(measured: Measured, what: str, charts: bool = True) -> None:
+    """Nothing found, and (where the view has charts) something looked at."""
+    if charts:
+        assert measured.looked_at > 0, f"{what}: nothing was measured (no chart label on the page?)"
+    assert measured.found == [], f"{what}: {measured.found}"
 
 
 def sizes(page) -> dict:
     """The smallest tick label, title and hover font of every chart, and the page's button, formula and text."""
     charts = across_frames(page, CHART_SIZES)
     smallest = {name: min((v for found in charts for v in found[name]), default=None) for name in charts[0]}
+    assert all(value is not None for value in smallest.values()), f"no chart text measured: {smallest}"
     return {**smallest, "title": max((v for found in charts for v in found["title"]), default=None),
             **page.evaluate(PAGE_SIZES)}  # fmt: skip
 
@@ -339,45 +388,136 @@ def chart_z(page, prefix):
     while True:  # a rerun may redraw the chart between the two looks: look again
         wait_for_chart(page, prefix)
         z = page.evaluate(CHART_Z, prefix)
-        if z is not None or time.time() > deadline:
+        if z is not None:
             return z
+        assert time.time() < deadline, f"chart {prefix!r} is drawn but holds no numbers"
         time.sleep(0.1)
 
 
-def settled(page, quiet: float = 1.0, timeout: float = 30) -> None:
-    """Until no frame of the page has changed for `quiet` seconds (a rerun updates its charts in turn)."""
-    arm = """() => { window.__drawn = Date.now();
-      new MutationObserver(() => { window.__drawn = Date.now(); })
-        .observe(document.body, {subtree: true, childList: true, attributes: true}); }"""
-    across_frames(page, arm)
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        latest = max((t for t in across_frames(page, "window.__drawn ?? 0") if t), default=0)
-        if time.time() * 1000 - latest > quiet * 1000:
-            return
-        time.sleep(0.2)
+# True once Streamlit's script has run and ended and nothing in the frame has changed for `quiet` seconds (polled
+# by the browser at each frame; the first look arms the watch). A frame without Streamlit's app in it (a fixture
+# page) is judged by its changes alone.
+QUIET = """quiet => {
+  const watch = window.__quiet ??= (() => {
+    const w = {changed: Date.now()};
+    new MutationObserver(() => { w.changed = Date.now(); })
+      .observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+    return w;
+  })();
+  // Streamlit's page (its #root) is busy until the script has run and ended: "initial" (the first run not begun
+  // yet), "running", "rerunRequested".
+  const app = document.querySelector('[data-testid=stApp]');
+  if ((app || document.getElementById('root')) && app?.getAttribute('data-test-script-state') !== 'notRunning')
+    watch.changed = Date.now();
+  // Nor while an element is faded as stale (from the run before), a colour is still in its transition (a scheme
+  // switched) or a widget is a grey placeholder while its code loads (stSkeleton): what is read then is neither
+  // the old view nor the new one (axe saw grey text at 3.8:1; a slide with its sliders still placeholders).
+  const moving = document.getAnimations().some(a => a.playState === 'running'
+    && Number.isFinite(a.effect?.getComputedTiming?.().endTime));
+  if (moving || document.querySelector('[data-stale=true], [data-testid=stSkeleton]')) watch.changed = Date.now();
+  return Date.now() - watch.changed > quiet * 1000;
+}"""
+
+
+def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
+    """Until Streamlit's script has finished its run and nothing on the page (and in any frame it embeds) has
+    changed for `quiet` seconds (a rerun updates its charts in turn); fails if it is still changing after
+    `timeout` seconds."""
+    try:
+        page.main_frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
+        for frame in page.frames:
+            if frame is not page.main_frame and not frame.is_detached():
+                frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the page was still changing after {timeout:.0f} s (never quiet for {quiet} s)") from None
+
+
+RUN_ENDED = "document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'"
+
+
+def idle(page, quiet: float = 1.0, timeout: float = 60) -> None:
+    """Until Streamlit's script has ended its run and nothing on the page has changed for `quiet` seconds: what
+    a check that something does NOT happen waits for (instead of a fixed sleep)."""
+    page.wait_for_function(f"() => {RUN_ENDED}", timeout=timeout * 1000)
+    settled(page, quiet=quiet, timeout=timeout)
 
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # from npm: package.json, installed by `make test`
 # Where the app's readers see serious trouble: axe-core's impacts "serious" and "critical" (WCAG 2 A and AA and
-# best practice), each as its rule, how many elements, and the first three of them with what to fix.
+# best practice), each as its rule, how many elements, and the first three of them with what to fix; and how many
+# rules found something to check.
 AXE_RUN = """async () => {
-  const found = await axe.run(document, {resultTypes: ["violations"]});
-  return found.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v =>
+  const result = await axe.run(document, {resultTypes: ["violations"]});
+  const found = result.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v =>
     `${v.id} (${v.impact}, ${v.nodes.length}): ` +
     v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`).join(" | "));
+  return {found, looked: result.passes.length + result.violations.length};
 }"""
+# axe-core's answer for each (address, window size, colour scheme) already checked in this test session: a walk
+# that comes back to a view (a deck shows the Walkthrough's slides again) does not run it twice.
+_axe_answers: dict[tuple, Measured] = {}
 
 
-def accessibility_problems(page) -> list[str]:
-    """The serious and critical violations axe-core finds on the page as it is now (injected from npm's copy)."""
+def accessibility(page) -> Measured:
+    """The serious and critical violations axe-core finds on the page as it is now (injected from npm's copy), and
+    how many of its rules applied. Cached by address, window size and colour scheme."""
     if not AXE.exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the accessibility checks: `npm ci` installs axe-core (see the Makefile)")
         pytest.skip("axe-core is not installed here (npm ci); `make test` installs it")
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(AXE))
-    return page.evaluate(AXE_RUN)
+    size = page.viewport_size or {}
+    dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+    key = (page.url, size.get("width"), size.get("height"), dark)
+    if key not in _axe_answers:
+        if not page.evaluate("typeof axe !== 'undefined'"):
+            page.add_script_tag(path=str(AXE))
+        answer = page.evaluate(AXE_RUN)
+        _axe_answers[key] = Measured(answer["found"], answer["looked"])
+    return _axe_answers[key]
+
+
+def accessibility_problems(page) -> list[str]:
+    """axe-core's serious and critical violations here (`accessibility`), failing if it checked nothing."""
+    measured = accessibility(page)
+    assert measured.looked_at > 0, "axe-core applied no rule: it did not run on this page"
+    return measured.found
+
+
+def check_view(page, what: str, charts: bool | None = None) -> None:
+    """What every view a walk reaches must pass: no traceback; no chart label outside its chart and no two chart
+    texts over each other (where the view has charts, with some looked at); no serious accessibility problem.
+    `charts`: whether the view has charts; by default, whether the server sent it any (a chart sent but not drawn
+    then fails: nothing is measured)."""
+    if charts is None:
+        charts = page.locator(".live-chart").count() > 0
+    no_traceback(page)
+    assert_none(clipped(page), f"{what}: labels outside their chart", charts)
+    assert_none(overlaps(page), f"{what}: texts drawn over each other", charts)
+    assert accessibility_problems(page) == [], what
+
+
+def scheme(page) -> str:
+    """The colour scheme the page is shown in now: "light" or "dark"."""
+    return "dark" if page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches") else "light"
+
+
+def check_view_in_both_schemes(page, what: str, shot: str | None = None, charts: bool | None = None) -> None:
+    """check_view and the charts' contrast (4.5:1 against what is behind each label) in the scheme the page is in,
+    then again after the reader's system switches to the other one, live, as a laptop's evening switch does during
+    a lecture (the page is not reloaded: Streamlit repaints it and the charts follow). The page is left in the
+    other scheme, so a walk alternates. `shot`: a screenshot's name, taken in each scheme."""
+    for turn in range(2):
+        if turn:
+            page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
+            settled(page)
+        now = scheme(page)
+        if shot:
+            screenshot(page, f"{shot}-{now}")  # before the checks: a failure is seen
+        check_view(page, f"{what} ({now})", charts)
+        ratio, label, looked = worst_contrast(page)
+        drawn = page.locator(".live-chart").count() > 0 if charts is None else charts
+        assert looked > 0 or not drawn, f"{what} ({now}): no chart label to measure"
+        assert ratio >= 4.5, f"{what} ({now}): {label!r} has contrast {ratio:.1f}"
 
 
 def no_traceback(page):

@@ -5,11 +5,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import trace_sentence
-from attention_core.decoding import step_flops
+from attention_core.decoding import decode_sentence, step_flops
+from attention_core.variants import PARTS, VARIANTS
+from tests import numerics as nm
+from tests.plotly_spec import panels
 from tests.test_app import DEFAULT_TEXT, charts, default_config, no_problems, panel, shown
+from ui.controls import DEFAULTS, settings_from
 
 TIMEOUT = 200
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,18 +34,22 @@ def step_line(at) -> str:
 def test_each_step_shows_the_full_causal_rows_numbers_and_the_cache(page):
     no_problems(page)
     trace = trace_sentence(DEFAULT_TEXT, default_config(causal=True))
+    bound = nm.trace_bound(trace, nm.Rounding(nm.F32))  # a step's row and the full pass's: the same sums, rounded
     n = trace.n_tokens
     for t in (1, n):
         page.slider(key="dec_step").set_value(t).run()
         no_problems(page)
         assert step_line(page).startswith(f"**Step {t} of {n}**")
-        np.testing.assert_allclose(panel(page, "its weights").z[0], trace.weights[0, t - 1, :t].numpy(), atol=1e-6)
-        scores = trace.scaled_scores[0, t - 1, :t].numpy()
-        np.testing.assert_allclose(panel(page, "its scores").z[0], scores, atol=1e-5, rtol=1e-5)
+        for name, stage in (("its weights", "weights"), ("its scores", "scaled_scores")):
+            row = bound[stage][0, t - 1, :t]
+            nm.assert_agree(torch.from_numpy(panel(page, name).z[0].copy()), getattr(trace, stage)[0, t - 1, :t], row,
+                            what=name)  # fmt: skip
         cached = panel(page, "cached K")
         assert cached.z.shape[0] == t and cached.y_ticks[-1] == trace.tokens[t - 1]
-        rows = panel(page, "every row so far").z
-        np.testing.assert_allclose(np.nan_to_num(rows), np.tril(trace.weights[0, :t, :t].numpy()), atol=1e-6)
+        rows = torch.from_numpy(np.nan_to_num(panel(page, "every row so far").z))
+        weights = bound["weights"][0, :t, :t]
+        nm.assert_agree(rows, trace.weights[0, :t, :t].tril(), nm.Bound(weights.value.tril(), weights.error.tril()),
+                        what="every row so far")  # fmt: skip
     said = next(m.value for m in page.markdown if m.value.startswith("With the cache"))
     sizes = default_config().sizes
     with_cache, without = step_flops("mha", sizes, n, True), step_flops("mha", sizes, n, False)
@@ -49,13 +58,34 @@ def test_each_step_shows_the_full_causal_rows_numbers_and_the_cache(page):
 
 @pytest.mark.parametrize("variant", ["gqa", "mqa", "mla", "identity"])
 def test_every_variant_decodes_and_its_cache_holds_what_the_registry_says(page, variant):
+    """The page's cache panels are the registry's cached parts (Variant.cached), no more and no fewer, each with
+    the numbers decoding keeps for the head shown and the widths the registry gives; together they are the
+    registry's elements per token."""
     page.slider(key="heads").set_value(4).run()
     page.selectbox(key="variant").set_value(variant).run()
+    page.slider(key="dec_step").set_value(3).run()
     no_problems(page)
-    names = {"gqa": ["cached K", "cached V"], "mqa": ["cached K", "cached V"], "mla": ["cached c_KV", "cached k^R"],
-             "identity": ["cached X (as K and V)"]}[variant]  # fmt: skip
-    for name in names:
-        panel(page, name)
+    config = settings_from({k: page.session_state[k] for k in DEFAULTS if k in page.session_state}).config
+    assert config.variant == variant and config.n_heads == (1 if variant == "identity" else 4)  # X: one head
+    decoding = decode_sentence(DEFAULT_TEXT, config)
+    spec, sizes = VARIANTS[variant], config.sizes
+    cache = decoding.cache_at(3)
+    assert set(cache) == {name for name in spec.cached if spec.parts(sizes).get(name)}
+    shown, elements = set(), 0
+    for name, part in cache.items():
+        label = PARTS[name][0].replace(" (per key/value head)", "")
+        drawn = panel(page, f"cached {label}")
+        per_head = name in ("k_kv", "v_kv")  # one key/value head of them, the one head 1 reads
+        expected = (part[decoding.steps[0].kv_head_of[0]] if per_head else part).numpy()
+        np.testing.assert_array_equal(drawn.z, expected)
+        assert drawn.z.shape[0] == 3  # a row per token so far
+        copies = config.kv_heads if per_head else 1
+        assert copies * drawn.z.shape[1] == spec.parts(sizes)[name], name  # the registry's width
+        elements += copies * drawn.z.shape[1]
+        shown.add(f"cached {label}")
+    assert elements == spec.cache_per_token(sizes)
+    titles = {p.name for chart in charts(page) for p in panels(chart) if p.name.startswith("cached ")}
+    assert titles == shown  # nothing cached that the registry does not keep
     assert any("Cache" in m.value for m in page.markdown)
 
 
@@ -114,6 +144,7 @@ def test_the_trained_model_continues_the_lecture_prompt_and_says_its_next_word(p
     assert charts(page)
 
 
+@pytest.mark.models
 def test_smollm2_writes_after_the_sentence_what_generate_writes():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"rm_model": SMOLLM2, "text": "The capital of France is", "rm_new": "4"})

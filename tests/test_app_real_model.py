@@ -6,7 +6,6 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import causal_mask, rerun_head
-from attention_core.models import load_model
 from attention_core.models.capture import trace_probe
 from attention_core.models.worker import RUN_THREADS
 from attention_core.reading import merge_words, rollout, word_groups
@@ -18,12 +17,15 @@ from tests.test_models_bundled import as_the_app_runs_it
 from ui.controls import DEFAULTS
 from ui.pages import MODEL_TRACE
 
+# With every test of a real model on one worker under pytest-xdist (--dist loadgroup): the models load once.
+pytestmark = [pytest.mark.models, pytest.mark.xdist_group("models")]
+
 PAYLOAD_MAX = 2 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def models():
-    return {key: load_model(key, device="cpu") for key in ("minilm", "smollm2")}
+def models(minilm, smollm2):
+    return {"minilm": minilm, "smollm2": smollm2}
 
 
 def open_page(text=None, **page_values):
@@ -184,8 +186,11 @@ def test_the_role_grid_is_the_registrys_score_and_its_top_heads_open_in_the_stag
         assert any("](glossary#head-roles)" in c.value for c in at.caption)  # the role's name links its definition
     at.button(key=f"rm_top_{best[0][0]}_{best[0][1]}").click().run()
     weights = panel(at, "attention weights")
-    assert weights.title.startswith(f"layer {best[0][0] + 1}") or f"head {best[0][1] + 1} of 9" in weights.subtitle
-    assert at.session_state["rm_layer"] == best[0][0] and at.session_state["rm_head"] == best[0][1]
+    layer, head = best[0][0], best[0][1]
+    assert weights.subtitle.endswith(f"head {head + 1} of 9")
+    lower = np.tril(np.ones(weights.z.shape, dtype=bool))  # the numbers are that layer's head's (no other's)
+    np.testing.assert_array_equal(weights.z[lower], traced.layers[layer].weights[head].numpy()[lower])
+    assert at.session_state["rm_layer"] == layer and at.session_state["rm_head"] == head
 
 
 def test_smollm2s_induction_heads_are_found_on_the_repeated_probe(models):

@@ -221,6 +221,19 @@ def test_the_column_title_sits_below_the_subtitle_when_the_labels_are_thinned_ag
         assert top_of_key >= below_titles, (width, top_of_key, below_titles, layout["xaxis"]["ticktext"])
 
 
+@pytest.mark.parametrize("font", [16, 19, 22, 24])
+def test_a_y_title_longer_than_a_short_map_stays_inside_its_chart(font):
+    """Lecture 002's W_Q (3 rows of its 3-d hand numbers) on a 1920x1080 slide: "input dimension", centred on a
+    map shorter than it, hung past the chart's bottom and was cut ("nput dimension"; the deck walk found it)."""
+    for rows in (1, 2, 3, 5):
+        spec = heatmap(np.ones((rows, 2)), title="W_Q  [3x2]", x_title="output dimension", y_title="input dimension",
+                       style=Style(font_size=font, width=300)).to_plotly_json()  # fmt: skip
+        layout = spec["layout"]
+        title = next(a for a in layout["annotations"] if a["text"] == "input dimension")
+        centre, half = (1 - title["y"]) * layout["height"], label_width("input dimension", font) / 2
+        assert half <= centre and centre + half <= layout["height"], (font, rows, centre, half, layout["height"])
+
+
 def test_a_stage_is_one_figure_of_panels_side_by_side_or_stacked(causal_trace):
     beside = stage_view(causal_trace, "projections", 0, Style(side_by_side=True)).figures
     stacked = stage_view(causal_trace, "projections", 0, Style(side_by_side=False)).figures
@@ -379,7 +392,9 @@ def test_a_weighted_sum_never_writes_a_false_zero_and_a_slide_writes_its_largest
     text = weighted_sum_text(trace, 0, 0)
     written = re.findall(r"([-\d.e]+) × v\((\w+)\)", text.split(" = ", 1)[1])
     assert [w for w, _ in written] == [number(w) for w in weights]  # sentence order, every key
-    assert "0.00 ×" not in text or (weights == 0).any()
+    for (shown, _), weight in zip(written, weights, strict=True):  # what each term says, read back as a number
+        if weight > 0:  # never a false 0.00: a positive weight is written positive, to two significant digits
+            assert float(shown) > 0 and abs(float(shown) - weight) <= max(0.005, 0.05 * weight), (shown, weight)
     _, matrix = context_sum_part(trace, 0, 0)
     assert all(label.split(" × ")[0] == number(weights[j]) for label, j in
                zip(matrix.row_labels[:-1], range(len(weights)), strict=True))  # fmt: skip
@@ -700,3 +715,13 @@ def test_maps_too_narrow_to_share_a_slides_row_go_in_two_rows_one_under_the_othe
     view = stage_view(trace, "output", 11, SLIDE)
     assert len(view.figures) == 2 and view.stacked  # concat and W_O, then the output
     assert sum(figure.height for figure in view.figures) <= 700  # ui.show.SLIDE_FIGURE_PIXELS: beside the words
+
+
+def test_the_live_chart_knows_the_text_colours_the_figures_write():
+    """ui/chart_frontend/chart.js draws every figure in the page's colours as they are when it is drawn: it finds the
+    text the server wrote in the theme's colour by these two values (figures/style.py TEXT_COLOURS)."""
+    from figures.style import TEXT_COLOURS
+
+    chart_js = (Path(__file__).resolve().parents[1] / "ui" / "chart_frontend" / "chart.js").read_text()
+    written = re.search(r"THEME_TEXT = new Set\(\[(.*?)\]\)", chart_js)
+    assert written and sorted(re.findall(r'"(#[0-9A-F]{6})"', written.group(1))) == sorted(TEXT_COLOURS.values())

@@ -2,9 +2,8 @@
 
 Why not st.plotly_chart: Streamlit derives a chart's identity from its figure, so a figure whose numbers
 change (every chart, when d_k moves) is a new element: its old chart is torn down, the new one mounted and
-drawn, and drawn a second time when Streamlit re-applies its theme after mounting. Measured on the 2-core
-machine, sixteen small heatmaps took ~940 ms to settle after a slider step; the same sixteen in this
-component ~210 ms (bench/README). The component keeps its identity by key (only its name and address
+drawn, and drawn a second time when Streamlit re-applies its theme after mounting (bench/bench_repaint.py
+measures a slider step; docs/benchmarks.md). The component keeps its identity by key (only its name and address
 are part of it), so a rerun sends new numbers to the same Plotly chart, which updates with Plotly.react;
 and a chart more than a screen away from the viewport waits to be drawn until it comes near.
 

@@ -22,6 +22,7 @@ AT = "slide_at"  # (page title, slide key) of the slide shown: where "Leave pres
 VIEW_AT = "deck_view"  # the index of the view of the open deck that is presented (ui/decks.py)
 SCROLL_TO = "scroll_to"  # the anchor to scroll to once, after leaving presentation mode
 SHOWN = "slide_shown"  # {session key: value} of the slide and inner step the last run drew: what ← and → step from
+PLAY_SECONDS = 1.2  # between steps while a page's ▶ play runs on (Decoding's tokens)
 STEPS = "slide_steps"  # how many times ← or → has been pressed in this session: ui/keys.js waits for each to be run
 
 _keys = st.components.v2.component(

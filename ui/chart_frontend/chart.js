@@ -11,7 +11,8 @@ const FALLBACK_FONT = '"Source Sans", sans-serif';
 // before the next begins. A rerun sends several figures at once; drawn in one go, the first would show
 // only when the last is done (the Decoding page's step: 140 ms to its first chart, 110 ms without the
 // second chart there).
-const shared = (window.__liveCharts ??= {plotly: null, busy: 0, waiting: new Set(), turn: Promise.resolve()});
+const shared = (window.__liveCharts ??= {plotly: null, busy: 0, waiting: new Set(), turn: Promise.resolve(),
+                                          charts: new Set()});
 
 function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
   return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -187,7 +188,7 @@ function makeChart(parent) {
   element.className = "live-chart";
   element.style.width = "100%";
   parent.appendChild(element);
-  const chart = {element, latest: null, drawnSpec: null, queuedSpec: null, counted: false,
+  const chart = {element, latest: null, drawnSpec: null, drawn: null, queued: null, counted: false,
                  drawing: Promise.resolve(), checking: false, cursor: null};
   makeWords(chart, parent);
 
@@ -213,6 +214,7 @@ function makeChart(parent) {
   });
   resized.observe(element);
   const forget = () => {
+    shared.charts.delete(chart);
     resized.disconnect();
     shared.waiting.delete(chart.check);
     if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
@@ -222,6 +224,7 @@ function makeChart(parent) {
   // The page scrolls inside its own pane: listen in the capture phase to hear every scroll.
   document.addEventListener("scroll", chart.check, {capture: true, passive: true});
   window.addEventListener("resize", chart.check);
+  shared.charts.add(chart);
   return chart;
 }
 
@@ -229,26 +232,67 @@ function pageFont(element) {  // the font Streamlit's theme gives the page
   return getComputedStyle(element).getPropertyValue("--st-font").trim() || FALLBACK_FONT;
 }
 
-function prepare(spec, config, parent) {
+// The figures write their text in the page's text colour, as the server last knew the theme (figures/style.py
+// TEXT_COLOURS), and their paper in the page's background. The server learns of a change of theme late (Streamlit
+// tells st.context.theme on a later rerun), and when the reader's system switches between light and dark during a
+// lecture the page repaints at once. So every chart is drawn in the page's colours as they are when it is drawn,
+// and drawn again when the scheme changes: text the server wrote in either theme's colour takes the page's, and the
+// paper (behind the labels on screen and in the PNG the camera button saves) the page's background.
+const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
+
+function pageColours(element) {
+  const style = getComputedStyle(element);
+  return {text: style.getPropertyValue("--st-text-color").trim() || style.color,
+          paper: style.getPropertyValue("--st-background-color").trim() || "#ffffff"};
+}
+
+function recolour(value, text) {  // in place: every colour the server wrote as the theme's text colour
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => { value[i] = recolour(item, text); });
+  } else if (value && typeof value === "object") {
+    for (const key of Object.keys(value)) value[key] = recolour(value[key], text);
+  } else if (typeof value === "string" && THEME_TEXT.has(value.toUpperCase())) {
+    return text;
+  }
+  return value;
+}
+
+if (!shared.followsScheme) {
+  shared.followsScheme = true;
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+    let looks = 0;
+    const look = () => {  // for 3 s: Streamlit sets the page's new colours a moment after the switch
+      for (const chart of shared.charts) chart.check();
+      if (++looks < 20) setTimeout(look, 150);
+    };
+    look();
+  });
+}
+
+function prepare(spec, config, parent, colours) {
   const figure = JSON.parse(spec);
   const layout = figure.layout;
-  const style = getComputedStyle(parent);
   const font = pageFont(parent);
   layout.font = {family: font, ...layout.font};
-  // The page's own background: the same on screen, and behind the labels of the PNG the camera button
-  // saves, which Plotly draws from this layout.
-  layout.paper_bgcolor = style.getPropertyValue("--st-background-color").trim() || "#ffffff";
+  if (colours) {  // drawn: in the page's colours now (see pageColours)
+    recolour(figure, colours.text);
+    layout.paper_bgcolor = colours.paper;
+  }
   layout.plot_bgcolor = "rgba(0,0,0,0)";
   return {figure, config: {...JSON.parse(config), responsive: true}, font};
 }
 
 function draw(chart) {
   const {near, onScreen} = place(chart.element);
-  if (!near || chart.latest === null || chart.latest.spec === chart.queuedSpec) return;
-  const first = chart.queuedSpec === null;
+  if (!near || chart.latest === null) return;
+  const colours = pageColours(chart.element);
+  const drawing = `${colours.text} ${colours.paper}\n${chart.latest.spec}`;  // a figure, in the page's colours
+  if (drawing === chart.queued) return;
+  const first = chart.queued === null;
   if (first && !onScreen && shared.busy > 0) { shared.waiting.add(chart.check); return; }
-  const {figure, config, spec, font, plotlyUrl} = chart.latest;
-  chart.queuedSpec = spec;
+  const {spec, configText, plotlyUrl} = chart.latest;
+  const {figure, config, font} = prepare(spec, configText, chart.element, colours);
+  chart.queued = drawing;
   if (first && onScreen) { chart.counted = true; shared.busy++; }
   chart.drawing = shared.turn = shared.turn.then(async () => {
     try {
@@ -256,13 +300,14 @@ function draw(chart) {
       await document.fonts.load(`16px ${font}`);  // Plotly measures its labels once: in the right font
       const plot = chart.drawnSpec === null ? Plotly.newPlot : Plotly.react;  // react: the same DOM, new numbers
       await plot(chart.element, figure.data, figure.layout, config);
+      if (chart.drawnSpec !== spec) chart.cursor = null;  // new numbers: the walk starts again at the first cell
       chart.drawnSpec = spec;
+      chart.drawn = drawing;
       chart.element.__spec = spec;
-      chart.cursor = null;  // new numbers: the walk starts again at the first cell
       if (chart.table.open) fillTable(chart);
     } catch (error) {  // shown in the browser's console; the next figure (or scroll) tries again
       console.error(error);
-      chart.queuedSpec = chart.drawnSpec;
+      chart.queued = chart.drawn;
       setTimeout(chart.check, 2000);
     } finally {
       if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
@@ -278,9 +323,10 @@ export default function ({data, parentElement}) {
     return;
   }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
-  chart.latest = {...prepare(spec, config, parentElement), spec, plotlyUrl: plotly};
-  nameChart(chart, name, summary, chart.latest.figure.data.some(isValueMap));
+  const {figure} = prepare(spec, config, parentElement);
+  chart.latest = {spec, configText: config, plotlyUrl: plotly, height: figure.layout.height};
+  nameChart(chart, name, summary, figure.data.some(isValueMap));
   chart.element.__latest = spec;  // what the server sent last (tests find a chart by it before it is drawn)
-  chart.element.style.height = `${chart.latest.figure.layout.height}px`;
+  chart.element.style.height = `${chart.latest.height}px`;
   draw(chart);
 }

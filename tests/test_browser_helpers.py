@@ -1,0 +1,139 @@
+"""The browser measurements (tests/browser.py) against a page with their faults planted (tests/fixtures/faults.html):
+each must find its fault there, find nothing on the same page without them (?clean), and say how much it looked at.
+A measurement that cannot see its own failure is no check."""
+
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+
+from tests.browser import (
+    EXPORT_CONTRAST,
+    OVERFLOW,
+    ROOT,
+    accessibility,
+    across_frames,
+    assert_none,
+    check_view,
+    clipped,
+    no_traceback,
+    offline,
+    outside_requests,
+    overlaps,
+    require_chromium,
+    settled,
+    sizes,
+    worst_contrast,
+)
+
+pytestmark = pytest.mark.browser
+LONG_LABEL = "a row label far too long to fit in its chart's margin"
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def fixture_url():
+    """The repository served on a free local port, for the fixture page and the plotly.js it loads."""
+    require_chromium()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(ROOT)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/tests/fixtures/faults.html"
+    server.shutdown()
+
+
+@pytest.fixture(params=["planted", "clean"])
+def opened(request, browser, fixture_url):
+    """(the fixture page, whether its faults are planted, the addresses it asked for)."""
+    planted = request.param == "planted"
+    context = browser.new_context(viewport={"width": 800, "height": 600})
+    page = context.new_page()
+    asked = outside_requests(page)
+    page.goto(fixture_url + ("" if planted else "?clean"))
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .annotation-text').length > 0")
+    yield page, planted, asked
+    context.close()
+
+
+def test_clipped_finds_the_label_out_of_its_chart(opened):
+    page, planted, _ = opened
+    measured = clipped(page)
+    assert measured.looked_at >= 6  # the title, two notes, two row and two column labels
+    assert (LONG_LABEL in measured.found) == planted and (measured.found == []) == (not planted)
+
+
+def test_overlaps_finds_the_two_notes_drawn_over_each_other(opened):
+    page, planted, _ = opened
+    measured = overlaps(page)
+    assert measured.looked_at > 0
+    assert measured.found == (["a note | another note"] if planted else [])
+
+
+def test_contrast_finds_dark_labels_on_the_charts_dark_paper_on_screen_and_in_the_exported_image(opened):
+    """Against what is behind each label, the chart's paper: the page around it is white in both cases."""
+    page, planted, _ = opened
+    for script in (None, EXPORT_CONTRAST):
+        ratio, label, looked = worst_contrast(page) if script is None else worst_contrast(page, script)
+        assert looked > 0
+        assert (ratio < 1.5) == planted and (ratio >= 4.5) == (not planted), (ratio, label)
+
+
+def test_axe_finds_the_image_without_words(opened):
+    page, planted, _ = opened
+    measured = accessibility(page)
+    assert measured.looked_at > 0
+    assert any(found.startswith("image-alt (critical") for found in measured.found) == planted
+    assert (measured.found == []) == (not planted)
+    assert accessibility(page) is measured  # a view already checked is not checked again
+
+
+def test_a_request_to_another_host_is_found(opened):
+    page, planted, asked = opened
+    page.wait_for_load_state("load")
+    assert asked, "no request was seen at all"
+    assert offline(asked) == (["http://example.invalid/pixel.png"] if planted else [])
+
+
+def test_settled_fails_on_a_page_that_never_stops_changing(opened):
+    page, planted, _ = opened
+    if planted:
+        with pytest.raises(AssertionError, match="still changing"):
+            settled(page, quiet=0.5, timeout=2)
+    else:
+        settled(page, quiet=0.5, timeout=10)
+
+
+def test_a_traceback_a_page_too_tall_and_every_check_of_a_view(opened):
+    page, planted, _ = opened
+    assert (page.evaluate(OVERFLOW) > 2) == planted
+    if planted:
+        with pytest.raises(AssertionError):
+            no_traceback(page)
+        with pytest.raises(AssertionError):
+            check_view(page, "planted")
+        with pytest.raises(AssertionError, match="planted: labels outside their chart"):
+            assert_none(clipped(page), "planted: labels outside their chart")
+    else:
+        check_view(page, "clean")
+
+
+def test_an_error_in_the_page_is_raised_not_read_as_nothing_found(opened):
+    page, _, _ = opened
+    with pytest.raises(PlaywrightError, match="planted"):
+        across_frames(page, "() => { throw new Error('planted'); }")
+    empty = page.context.new_page()
+    empty.set_content("<p>no chart</p>")
+    with pytest.raises(AssertionError, match="nothing was measured"):
+        assert_none(clipped(empty), "a page without charts")
+    with pytest.raises(AssertionError, match="no chart text measured"):
+        sizes(empty)
+
+
+def test_sizes_reads_the_charts_type(opened):
+    page, _, _ = opened
+    assert sizes(page)["tick"] == 12  # plotly's default tick font

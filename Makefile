@@ -1,18 +1,40 @@
 # Two commands: `make run` starts the app at http://localhost:8501, `make test` runs every check.
+# `make check` is the fast tier (no browser, no model, no long run); `make mutants` plants known bugs and reports
+# how many the fast tier catches (docs/mutants.md).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+WORKERS ?= 2
+FAST := not browser and not models and not slow
+# The numeric tests' second pass: MKL's and oneDNN's most conservative code paths and torch's plainest kernels, so
+# that a tolerance only one CPU's rounding meets fails here, on whatever machine runs it (tests/numerics.py). The
+# real models' comparisons measure float32's rounding on each run (assert_like_reference): they need no second pass.
+# Nor do the learning tests (marker `learns`): they assert what runs learn across seeds, not a rounding, and under
+# the plainest kernels their runs take six times as long; `make learns-plain` runs them so.
+CONSERVATIVE := MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 DNNL_MAX_CPU_ISA=SSE41
 
-.PHONY: run test install install-dev bench
+.PHONY: run test check lint mutants learns-plain install install-dev bench
 
 run: install
 	$(BIN)/streamlit run app.py --server.port 8501
 
-test: install-dev
+test: lint
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
+	$(CONSERVATIVE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "numeric and not models and not learns"
+
+check: lint
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "$(FAST)"
+
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/hadolint Dockerfile
-	$(BIN)/python -m pytest
+
+learns-plain: install-dev
+	$(CONSERVATIVE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m learns
+
+mutants: install-dev
+	$(BIN)/python scripts/mutants.py
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev node_modules/.installed

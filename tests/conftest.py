@@ -1,4 +1,10 @@
-"""Shared test setup: the repository root on sys.path, and small helpers."""
+"""Shared test setup: the repository root on sys.path, the markers' rule, and the fixtures several modules share.
+
+Markers (pyproject.toml): `browser` (real Chromium), `models` (the bundled pretrained models), `slow` (a long run:
+training many seeds, servers and replicas of their own), `numeric` (arithmetic compared across implementations:
+`make test` runs these a second time under MKL's and oneDNN's most conservative code paths). `make check` runs every
+test that is none of browser, models and slow. A test that uses the browser or the model worker without its marker
+is refused at collection, so the fast tier cannot quietly grow a browser or a model."""
 
 import sys
 from pathlib import Path
@@ -8,6 +14,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+# Fixtures that bring a browser or a model, and the marker a test using them must carry.
+NEEDS = {"browser": "browser", "worker": "models"}
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = [f"{item.nodeid} uses {fixture} but is not marked {marker}" for item in items
+               for fixture, marker in NEEDS.items()
+               if fixture in item.fixturenames and item.get_closest_marker(marker) is None]  # fmt: skip
+    if missing:
+        raise pytest.UsageError("tests that need a browser or a model must say so (tests/conftest.py):\n" +
+                                "\n".join(missing))  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """all-MiniLM-L6-v2, loaded once for the run (tests marked `models` share it; they run on one xdist worker)."""
+    from attention_core.models import load_model
+
+    return load_model("minilm", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct, loaded once for the run (see minilm)."""
+    from attention_core.models import load_model
+
+    return load_model("smollm2", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -20,13 +55,59 @@ def worker():
     worker.close()
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app as the README runs it, one per browser-test module (tests/browser.py)."""
+# One app server for every browser test of the run, as a class shares one server: started by the process that
+# runs the session (under pytest-xdist, the controller, which hands its address to every worker), so that its
+# caches (traces, model runs, training runs) are made once, not once per worker. Left unstarted where the run
+# leaves the browser tests out (`-m "not browser"`).
+SHARED_SERVER = "shared_app_url"
+
+
+def _wants_browser(config) -> bool:
+    """Whether the run's marker expression can select a browser test: none given, or one naming `browser` not
+    negated."""
+    expression = config.getoption("markexpr") or ""
+    return not expression or ("browser" in expression and "not browser" not in expression)
+
+
+def pytest_sessionstart(session):
+    config = session.config
+    if hasattr(config, "workerinput") or not _wants_browser(config):
+        return
+    from tests.browser import CHROMIUM, free_port, start_server, wait_healthy  # after the root is on sys.path
+
+    if not Path(CHROMIUM).exists():
+        return  # the browser tests skip (or, under CI, fail) on their own
+    port = free_port()
+    config._shared_app = start_server(port)
+    config._shared_app_url = f"http://127.0.0.1:{port}"
+    wait_healthy(config._shared_app_url)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # pytest-xdist, in the controller: what each worker is told
+    node.workerinput[SHARED_SERVER] = getattr(node.config, "_shared_app_url", None)
+
+
+def pytest_sessionfinish(session):
+    process = getattr(session.config, "_shared_app", None)
+    if process is not None:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def server(request):
+    """The app as the README runs it (`streamlit run app.py`), shared by every browser test of the run."""
+    config = request.config
+    url = config.workerinput.get(SHARED_SERVER) if hasattr(config, "workerinput") else None
+    url = url or getattr(config, "_shared_app_url", None)
+    if url:
+        yield url
+        return
     from tests.browser import running_app
 
-    with running_app() as url:
-        yield url
+    with running_app() as started:  # not started for the session (Chromium missing: the tests say so)
+        yield started
 
 
 @pytest.fixture(scope="module")

@@ -88,6 +88,8 @@ def test_haproxy_accepts_the_configuration_and_its_local_variant():
 
 
 @needs_haproxy
+@pytest.mark.browser
+@pytest.mark.slow
 def test_two_replicas_behind_haproxy_keep_their_browsers_and_survive_losing_one():
     """Three browsers through HAProxy: each keeps its replica across a reload; after the replica of the first
     is killed, every page shows its own sentence again (reconnected, rerun from its address) on the live

@@ -15,6 +15,8 @@ import pytest
 from bench.load import NAMES, Server, Session, run_waves, sentence
 from tests.browser import require_chromium
 
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 
 @pytest.fixture(scope="module")
 def server():

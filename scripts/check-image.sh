@@ -74,7 +74,10 @@ if [ -d "$WHEELS" ]; then  # the PyTorch index is unreachable here; this holds i
     mounts+=(-v "$WHEELS:$WHEELS:ro")
     build_args+=(--build-arg TORCH_INDEX_URL= --build-arg "PIP_FIND_LINKS=$WHEELS")
 fi
-buildah bud --isolation chroot --layers=false "${mounts[@]}" "${build_args[@]}" -t "$IMAGE" .
+# --format docker: buildah's default OCI format has no HEALTHCHECK, and drops the Dockerfile's (podman users then get none).
+buildah bud --isolation chroot --format docker --layers=false "${mounts[@]}" "${build_args[@]}" -t "$IMAGE" .
+healthcheck=$(buildah inspect --type image --format '{{.Docker.Config.Healthcheck}}' "$IMAGE")
+[[ "$healthcheck" == *"_stcore/health"* ]] || { echo "the image has no HEALTHCHECK: $healthcheck" >&2; exit 1; }
 buildah images --format 'image size: {{.Size}}' "$IMAGE"
 
 # Run it as the image would (its user, environment and command); chroot isolation shares this

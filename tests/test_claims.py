@@ -126,6 +126,14 @@ def test_the_edges_one_token_and_d_k_1_say_only_what_holds(scaled, causal):
     assert "the most peaked is" in stage_view(two, "weights").explanation  # row 2 sees two tokens either way
 
 
+def test_near_1_and_unit_variance_are_as_wide_below_1_as_above():
+    """A variance is "near 1" (or "unit") by a ratio: half is as far from 1 as double. Each rule's range is the
+    same factor either side of 1, so the page never calls 0.4 near 1 while 2.5 is not (a moved bound fails)."""
+    for low, high in (NEAR_ONE, UNIT_VARIANCE):
+        assert low < 1 < high and math.isclose(low * high, 1.0), (low, high)
+    assert NEAR_ONE[1] / NEAR_ONE[0] > UNIT_VARIANCE[1] / UNIT_VARIANCE[0]  # one small map's variance is noisier
+
+
 def test_near_1_is_one_rule_and_the_sentence_states_it(traces):
     for trace in traces:
         text = " ".join(scaling_notes(trace, 0))

@@ -469,6 +469,7 @@ def accessibility(page) -> Measured:
     dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
     key = (page.url, size.get("width"), size.get("height"), dark)
     if key not in _axe_answers:
+        settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
         if not page.evaluate("typeof axe !== 'undefined'"):
             page.add_script_tag(path=str(AXE))
         answer = page.evaluate(AXE_RUN)
@@ -493,7 +494,23 @@ def check_view(page, what: str, charts: bool | None = None) -> None:
     no_traceback(page)
     assert_none(clipped(page), f"{what}: labels outside their chart", charts)
     assert_none(overlaps(page), f"{what}: texts drawn over each other", charts)
-    assert accessibility_problems(page) == [], what
+    problems = accessibility_problems(page)
+    assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
+
+
+# Whether every chart drawn on the page has followed the page's colour scheme: its paper is the page's background
+# and its labels are there. After a switch chart.js redraws each chart once Streamlit has repainted the page; on a
+# busy machine that comes after a quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
+IN_PAGE_COLOURS = (
+    """() => {
+  """
+    + LUMINANCE
+    + """
+  const page = rgb(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
+  return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
+    && rgb(gd._fullLayout.paper_bgcolor) === page && gd.querySelector('g[class$="tick"] > text, text[class$="title"]'));
+}"""
+)
 
 
 def scheme(page) -> str:
@@ -509,6 +526,7 @@ def check_view_in_both_schemes(page, what: str, shot: str | None = None, charts:
     for turn in range(2):
         if turn:
             page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
+            page.wait_for_function(IN_PAGE_COLOURS, timeout=30_000)  # not a quiet moment before the redraw
             settled(page)
         now = scheme(page)
         if shot:

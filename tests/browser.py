@@ -469,7 +469,6 @@ def accessibility(page) -> Measured:
     dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
     key = (page.url, size.get("width"), size.get("height"), dark)
     if key not in _axe_answers:
-        settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
         if not page.evaluate("typeof axe !== 'undefined'"):
             page.add_script_tag(path=str(AXE))
         answer = page.evaluate(AXE_RUN)
@@ -489,6 +488,7 @@ def check_view(page, what: str, charts: bool | None = None) -> None:
     texts over each other (where the view has charts, with some looked at); no serious accessibility problem.
     `charts`: whether the view has charts; by default, whether the server sent it any (a chart sent but not drawn
     then fails: nothing is measured)."""
+    settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
     if charts is None:
         charts = page.locator(".live-chart").count() > 0
     no_traceback(page)

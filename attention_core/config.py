@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import os
 
 import torch
 
+from attention_core.checks import check_bool, check_choice, check_int
 from attention_core.device import DEVICE_CHOICES
-from attention_core.variants import VARIANTS, Sizes, default_kv_heads
+from attention_core.variants import DEFAULT, VARIANTS, Sizes, sizes_only_some_use
 
 MAX_TOKENS = 4096
 MAX_DIM = 4096
@@ -75,7 +75,6 @@ INITS = {
     "unit": "N(0, 1/fan_in): q and k keep the variance of X's entries, whatever d_k",
 }
 INIT_CHOICES = tuple(INITS)
-VARIANT_CHOICES = tuple(VARIANTS)  # mha, gqa, mqa, mla, identity: attention_core/variants.py
 POSITIONAL_CHOICES = ("none", "sinusoidal", "rotary")
 DTYPE_CHOICES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -90,20 +89,6 @@ def memory_budget_bytes() -> int:
     return int(megabytes * 2**20)
 
 
-def _check_int(field: str, value: object, low: int, high: int, why: str = "") -> int:
-    """Accept Python/NumPy integers (not bools, not floats) inside [low, high]."""
-    if isinstance(value, bool):
-        raise ValueError(f"{field} must be an integer between {low} and {high}; got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{field} must be an integer between {low} and {high}; got {value!r}") from None
-    if not low <= number <= high:
-        reason = f" ({why})" if why else ""
-        raise ValueError(f"{field} must be between {low} and {high}{reason}; got {number}")
-    return number
-
-
 def check_text(text: object, field: str = "text") -> str:
     """Refuse anything but a string of at most MAX_TEXT_CHARS characters (before any tokenizer sees it)."""
     if not isinstance(text, str):
@@ -113,27 +98,11 @@ def check_text(text: object, field: str = "text") -> str:
     return text
 
 
-def _check_bool(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{field} must be True or False; got {value!r}")
-    return value
-
-
-def _check_choice(field: str, value: object, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"{field} must be one of {', '.join(choices)}; got {value!r}")
-    return value
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 @dataclasses.dataclass(frozen=True)
 class AttentionConfig:
     """Settings of one self-attention layer.
 
-    variant: how q, k and v are made (attention_core/variants.py): "mha", "gqa", "mqa", "mla", or "identity"
+    variant: how q, k and v are made: the key of a record of attention_core/variants.py (VARIANTS).
     (no projections, Q = K = V = X: lecture 003's first attempt; then d_k = d_v = d_model and one head).
     d_model: width of each input row of X.  d_k: width of each head's queries and keys (MLA: their content
     part).  d_v: width of each head's values (defaults to d_k).  n_heads: query heads; W_O maps the
@@ -158,7 +127,7 @@ class AttentionConfig:
     init: str = "normal"
     dtype: str = "float32"
     device: str = "auto"
-    variant: str = "mha"
+    variant: str = DEFAULT
     kv_heads: int | None = None
     d_c: int = 4
     d_cq: int = 0
@@ -168,56 +137,35 @@ class AttentionConfig:
 
     def __post_init__(self):
         set_ = object.__setattr__  # frozen dataclass: normalise once, here
-        variant = _check_choice("variant", self.variant, VARIANT_CHOICES)
-        set_(self, "d_model", _check_int("d_model", self.d_model, 1, MAX_DIM))
-        set_(self, "d_k", _check_int("d_k", self.d_k, 1, MAX_DIM))
+        variant = VARIANTS[check_choice("variant", self.variant, tuple(VARIANTS))]
+        set_(self, "d_model", check_int("d_model", self.d_model, 1, MAX_DIM))
+        set_(self, "d_k", check_int("d_k", self.d_k, 1, MAX_DIM))
         d_v = self.d_k if self.d_v is None else self.d_v
-        set_(self, "d_v", _check_int("d_v", d_v, 1, MAX_DIM))
-        set_(self, "n_heads", _check_int("n_heads", self.n_heads, 1, MAX_HEADS))
-        _check_bool("causal", self.causal)
-        _check_bool("scaled", self.scaled)
-        set_(self, "seed", _check_int("seed", self.seed, 0, MAX_SEED))
-        _check_choice("init", self.init, INIT_CHOICES)
+        set_(self, "d_v", check_int("d_v", d_v, 1, MAX_DIM))
+        set_(self, "n_heads", check_int("n_heads", self.n_heads, 1, MAX_HEADS))
+        check_bool("causal", self.causal)
+        check_bool("scaled", self.scaled)
+        set_(self, "seed", check_int("seed", self.seed, 0, MAX_SEED))
+        check_choice("init", self.init, INIT_CHOICES)
         dtype = self.dtype
         if isinstance(dtype, torch.dtype):  # accept torch.float32 as well as "float32"
             dtype = str(dtype).removeprefix("torch.")
-        set_(self, "dtype", _check_choice("dtype", dtype, tuple(DTYPE_CHOICES)))
-        _check_choice("device", self.device, DEVICE_CHOICES)
-        _check_choice("positional encoding", self.positional, POSITIONAL_CHOICES)
+        set_(self, "dtype", check_choice("dtype", dtype, tuple(DTYPE_CHOICES)))
+        check_choice("device", self.device, DEVICE_CHOICES)
+        check_choice("positional encoding", self.positional, POSITIONAL_CHOICES)
         base = self.rope_base
         if isinstance(base, bool) or not isinstance(base, int | float) or not 2 <= base <= 1e9:
             raise ValueError(f"rope_base must be a number from 2 to 1,000,000,000; got {base!r}")
         set_(self, "rope_base", float(base))
-        if variant == "identity":  # Q = K = V = X: the widths are X's, and heads would all be the same one
-            set_(self, "d_k", self.d_model)
-            set_(self, "d_v", self.d_model)
-            set_(self, "n_heads", 1)
-        h = self.n_heads
-        if variant == "gqa":
-            g = _check_int("key/value heads", default_kv_heads(h) if self.kv_heads is None else self.kv_heads, 1, h)
-            if h % g:
-                raise ValueError(
-                    f"key/value heads must divide the heads, so that each serves as many query heads: {h} "
-                    f"head{'s' if h > 1 else ''} cannot be shared evenly by {g}; with {h} head{'s' if h > 1 else ''} "
-                    f"choose one of {', '.join(map(str, _divisors(h)))}"
-                )
-            set_(self, "kv_heads", g)
-        else:
-            set_(self, "kv_heads", 1 if variant in ("mqa", "identity") else h)
         defaults = {field.name: field.default for field in dataclasses.fields(AttentionConfig)}
-        if variant == "mla":
-            set_(self, "d_c", _check_int("d_c (MLA's latent width)", self.d_c, 1, MAX_DIM))
-            set_(self, "d_cq", _check_int("d_cq (MLA's query latent width; 0: none)", self.d_cq, 0, MAX_DIM))
-            set_(self, "d_rope", _check_int("d_h^R (MLA's rotary width; 0: none)", self.d_rope, 0, MAX_DIM))
-            if self.d_rope % 2:
-                raise ValueError(f"d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions; "
-                                 f"got {self.d_rope}")  # fmt: skip
-        else:
-            for name in ("d_c", "d_cq", "d_rope"):
-                set_(self, name, defaults[name])
-        if self.positional == "rotary" and variant != "mla" and self.d_k % 2:
-            raise ValueError(f"rotary positions turn pairs of dimensions, so d_k must be even with positional "
-                             f"encoding 'rotary'; got d_k = {self.d_k}")  # fmt: skip
+        for name in sizes_only_some_use() - set(variant.uses):  # equal layers have equal configs
+            set_(self, name, defaults[name])
+        for name, value in variant.settle(dataclasses.asdict(self), MAX_DIM).items():
+            set_(self, name, value)
+        if self.positional == "rotary" and getattr(self, variant.rope_width) % 2:
+            raise ValueError(f"rotary positions turn pairs of dimensions, so {variant.rope_width} must be even with "
+                             f"positional encoding 'rotary'; got {variant.rope_width} = "
+                             f"{getattr(self, variant.rope_width)}")  # fmt: skip
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -225,11 +173,11 @@ class AttentionConfig:
 
     @property
     def sizes(self) -> Sizes:
-        """The widths the variant's shapes are made of."""
-        mla = self.variant == "mla"
-        rotary = self.positional == "rotary" and (not mla or self.d_rope > 0)
-        latent = (self.d_c, self.d_cq, self.d_rope) if mla else (0, 0, 0)  # only MLA has them
-        return Sizes(self.d_model, self.n_heads, self.kv_heads, self.d_k, self.d_v, *latent, rotary)
+        """The widths the variant's shapes are made of (a size only other variants use: 0)."""
+        variant = VARIANTS[self.variant]
+        own = {name: getattr(self, name) for name in variant.uses if name != "kv_heads"}
+        sizes = Sizes(self.d_model, self.n_heads, self.kv_heads, self.d_k, self.d_v, **own)
+        return dataclasses.replace(sizes, rotary=self.positional == "rotary" and sizes.of(variant.rope_width) > 0)
 
     def replace(self, **changes) -> AttentionConfig:
         """A copy with some fields changed (and validated again)."""
@@ -241,7 +189,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     b = torch.finfo(config.torch_dtype).bits // 8
     variant, sizes = VARIANTS[config.variant], config.sizes
     h, d, dv = config.n_heads, config.d_model, config.d_v
-    d_qk = config.d_k + (config.d_rope if config.variant == "mla" else 0)  # MLA: q = [q^C, q^R]
+    d_qk = variant.qk(sizes)[0]  # MLA: q = [q^C, q^R]
     maps = 2 + int(config.scaled) + int(config.causal)
     square = b * h * n * n * (maps + 2)
     rows = b * n * (2 * d + h * (2 * d_qk + 2 * dv) + sum(variant.parts(sizes).values()))
@@ -251,7 +199,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
 
 def check_request(n: int, config: AttentionConfig, budget: int | None = None) -> None:
     """Refuse a request with too many tokens or a trace larger than the memory budget."""
-    _check_int("number of tokens", n, 1, MAX_TOKENS, "each head keeps several n x n maps")
+    check_int("number of tokens", n, 1, MAX_TOKENS, "each head keeps several n x n maps")
     budget = memory_budget_bytes() if budget is None else budget
     need = estimate_trace_bytes(n, config)
     if need > budget:

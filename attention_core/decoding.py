@@ -147,15 +147,6 @@ class Term:
     flops: int
 
 
-def _d_qk(variant: str, s: Sizes) -> tuple[int, str]:
-    """The width of q and k as they meet, and its name: d_k, MLA's d_k + d_h^R, X's d_model."""
-    if variant == "identity":
-        return s.d_model, "d_model"
-    if variant == "mla" and s.d_rope:
-        return s.d_k + s.d_rope, "(d_k + d_h^R)"
-    return s.d_k, "d_k"
-
-
 def _copies_name(copies: str) -> str:
     return {"heads": "h·", "kv_heads": "g·", "": ""}[copies]
 
@@ -167,9 +158,8 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool) -> list[Term]:
     variant = VARIANTS[variant_key]
     rows = 1 if cached else t
     row_name = "" if cached else "t·"
-    heads = 1 if variant_key == "identity" else s.n_heads
-    h_name = "" if variant_key == "identity" else "h·"
-    d_v, d_v_name = (s.d_model, "d_model") if variant_key == "identity" else (s.d_v, "d_v")
+    heads, h_name = (s.n_heads, variant.heads_name) if variant.heads_name else (1, "")
+    d_v, d_v_name = s.of(variant.v_name), variant.v_name
     terms = []
     for spec in variant.weight_specs(s):
         if spec.kind == "gain":
@@ -179,7 +169,7 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool) -> list[Term]:
         what = f"{spec.label}: {who} {'row' if spec.name != 'w_o' else 'heads, back to d_model'}"
         formula = f"{'t·' if each > 1 else ''}2·{_copies_name(spec.copies)}{spec.rows}·{spec.cols}"
         terms.append(Term(what, formula.replace("concat", "h·d_v"), each * spec.flops_per_row(s)))
-    d_qk, d_qk_name = _d_qk(variant_key, s)
+    d_qk, d_qk_name = variant.qk(s)
     keys = t
     terms.append(Term("scores q·kᵀ: " + ("the new row" if cached else "all t rows"),
                       f"{row_name}2·{h_name}t·{d_qk_name}", rows * 2 * heads * keys * d_qk))  # fmt: skip

@@ -25,7 +25,7 @@ from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
-from attention_core.variants import VARIANTS
+from attention_core.variants import VARIANTS, grouped_key
 from attention_core.weights import check_given_weights, init_weights
 
 
@@ -88,7 +88,7 @@ def trace_from_stages(
     """
     kv_head_of = tuple(kv_head_of) or tuple(range(q.shape[0]))
     kv_heads = len(set(kv_head_of))
-    variant = "mha" if kv_heads == q.shape[0] else "mqa" if kv_heads == 1 else "gqa"
+    variant = grouped_key(q.shape[0], kv_heads)
     return AttentionTrace(
         tokens=tuple(tokens),
         x=None,

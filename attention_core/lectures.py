@@ -16,6 +16,7 @@ import torch
 
 from attention_core.tokens import tokenize
 from attention_core.trace import AttentionTrace
+from attention_core.variants import IDENTITY, MHA
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,14 +242,14 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "000 · The next day is bright",
         "000 · Step-by-step self-attention: 5 tokens, d_model 8, d_k 4",
         "The next day is bright",
-        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": MHA.key},
     ),
     LectureExample(
         "next-typed",
         "000 · The next day is bright: the “next” row typed",
         "000 · Step 4: the row of “next” is [0.1, 0.5, 0.2, 0.1, 0.1]",
         "The next day is bright",
-        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": MHA.key},
         _NEXT_TYPED,
         (
             "X is one-hot: each word is its own dimension, so row i of W_Q, W_K, W_V belongs to word i.",
@@ -265,7 +266,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "002 · Alice will eat pizza",
         "002 · The classroom story",
         "Alice will eat pizza",
-        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 1, "causal": False, "scaled": True, "variant": MHA.key},
         pattern=ALICE_PATTERN,
     ),
     LectureExample(
@@ -273,7 +274,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "002 · Alice will eat pizza: the 3-d hand numbers",
         "002 · Concrete example — before training: eat = [0.2, 0.8, 0.9] and a 3 × 2 W_Q",
         "Alice will eat pizza",
-        {"d_model": 3, "d_k": 2, "d_v": 2, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 3, "d_k": 2, "d_v": 2, "heads": 1, "causal": False, "scaled": True, "variant": MHA.key},
         {
             "x": ALICE_X,
             "w_q": ALICE_W_Q,
@@ -293,7 +294,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "002 · Alice will eat pizza at GPT-2 small's sizes",
         "002 · How big is W_Q? d_model 768, 12 heads of d_k 64",
         "Alice will eat pizza",
-        {"d_model": 768, "d_k": 64, "d_v": 64, "heads": 12, "causal": True, "scaled": True, "variant": "mha"},
+        {"d_model": 768, "d_k": 64, "d_v": 64, "heads": 12, "causal": True, "scaled": True, "variant": MHA.key},
         notes=("Random weights at GPT-2 small's sizes: the shapes are GPT-2's, the numbers are not trained.",),
         checks=_gpt2_checks,
     ),
@@ -302,7 +303,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "000 · The dog chased the ball but it couldn't catch it",
         "000 · The dot product limitation: which “it” is the ball?",
         "The dog chased the ball but it couldn't catch it",
-        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": False, "scaled": True, "variant": MHA.key},
         pattern=Pattern(
             "000", "which a dot product of embeddings alone cannot tell", "it", "ball", "dog", "real", occurrence=2
         ),
@@ -312,7 +313,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "003 · Vatsal studies a lot, Madd does not. Yet he gets high scores.",
         "003 · Multi-head: one head for grammar, one for what “he” refers to",
         "Vatsal studies a lot, Madd does not. Yet he gets high scores.",
-        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": True, "scaled": True, "variant": "mha"},
+        {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 2, "causal": True, "scaled": True, "variant": MHA.key},
         pattern=Pattern("003", "who “he” refers to in this sentence", "he", "Madd", "Vatsal", "real"),
     ),
     LectureExample(
@@ -320,7 +321,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "003 · Vatsal studies a lot…: the first attempt, Q = K = V = X",
         "003 · Attempt 2: weights softmax(x_i · x_j) over the tokens so far, no W matrices",
         "Vatsal studies a lot, Madd does not. Yet he gets high scores.",
-        {"d_model": 8, "d_k": 8, "d_v": 8, "heads": 1, "causal": True, "scaled": False, "variant": "identity"},
+        {"d_model": 8, "d_k": 8, "d_v": 8, "heads": 1, "causal": True, "scaled": False, "variant": IDENTITY.key},
         notes=("No W_Q, W_K, W_V: each token compares its own vector with the earlier ones' and mixes them.",),
     ),
     LectureExample(
@@ -328,7 +329,7 @@ EXAMPLES: tuple[LectureExample, ...] = (
         "001 · the pizza came out of the oven and it tasted good",
         "001 · Row-wise softmax: “it” should look at “pizza”, not “oven”; 2 numbers per token for hand calculations",
         "the pizza came out of the oven and it tasted good",
-        {"d_model": 2, "d_k": 2, "d_v": 2, "heads": 1, "causal": False, "scaled": True, "variant": "mha"},
+        {"d_model": 2, "d_k": 2, "d_v": 2, "heads": 1, "causal": False, "scaled": True, "variant": MHA.key},
         pattern=Pattern("001", "what “it” refers to", "it", "pizza", "oven", "real"),
     ),
 )

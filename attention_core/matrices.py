@@ -85,7 +85,7 @@ def expected_shape(name: str, config: AttentionConfig, n_tokens: int) -> tuple[i
 def missing_because(name: str, config: AttentionConfig) -> str:
     """Why this config's variant has no such matrix, in words."""
     variant = VARIANTS[config.variant]
-    if variant.key == "identity":
+    if not variant.weights:
         return "projections are off (Q = K = V = X)"
     labels = ", ".join(spec.label for spec in variant.weight_specs(config.sizes))
     return f"{variant.label} has no {TYPED_NAMES[name]}: its weights are {labels}"

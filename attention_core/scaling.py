@@ -19,7 +19,8 @@ import math
 
 import torch
 
-from attention_core.config import MAX_DIM, MAX_KEYS, MAX_SAMPLES, MAX_SEED, _check_int, memory_budget_bytes
+from attention_core.checks import check_int
+from attention_core.config import MAX_DIM, MAX_KEYS, MAX_SAMPLES, MAX_SEED, memory_budget_bytes
 from attention_core.device import resolve_device
 from attention_core.weights import _stream, draw_matrix
 
@@ -63,12 +64,12 @@ def scaling_experiment(
     Vectorized: one cumulative sum over the coordinates gives q·k for every prefix length
     at once, so all d_k share the same random draws and the curves are smooth.
     """
-    d_ks = tuple(_check_int("d_k", d, 1, MAX_DIM) for d in d_ks)
+    d_ks = tuple(check_int("d_k", d, 1, MAX_DIM) for d in d_ks)
     if not d_ks:
         raise ValueError("d_ks is empty: give at least one d_k")
-    n_keys = _check_int("n_keys", n_keys, 2, MAX_KEYS, "softmax needs at least two keys to spread over")
-    samples = _check_int("samples", samples, 2, MAX_SAMPLES)
-    seed = _check_int("seed", seed, 0, MAX_SEED)
+    n_keys = check_int("n_keys", n_keys, 2, MAX_KEYS, "softmax needs at least two keys to spread over")
+    samples = check_int("samples", samples, 2, MAX_SAMPLES)
+    seed = check_int("seed", seed, 0, MAX_SEED)
     target = resolve_device(device)
     d_max = max(d_ks)
     need = 3 * samples * n_keys * d_max * 8  # q*k, its prefix sums, and one temporary, in float64
@@ -193,13 +194,13 @@ def sentence_scaling(
     One draw of W over a few tokens is too few numbers to measure a variance, so the experiment
     repeats with `draws` independent W_Q, W_K. CPU, float64, at most SENTENCE_TOKENS_MAX tokens.
     """
-    d_ks = tuple(_check_int("d_k", d, 1, MAX_DIM) for d in d_ks)
-    row_d_k = _check_int("d_k", row_d_k, 1, MAX_DIM)
-    seed = _check_int("seed", seed, 0, MAX_SEED)
-    draws = _check_int("draws", draws, 1, 1000)
+    d_ks = tuple(check_int("d_k", d, 1, MAX_DIM) for d in d_ks)
+    row_d_k = check_int("d_k", row_d_k, 1, MAX_DIM)
+    seed = check_int("seed", seed, 0, MAX_SEED)
+    draws = check_int("draws", draws, 1, 1000)
     if not d_ks:
         raise ValueError("d_ks is empty: give at least one d_k")
-    n = _check_int("number of tokens", len(tokens), 1, SENTENCE_TOKENS_MAX, "the experiment keeps n x n maps per d_k")
+    n = check_int("number of tokens", len(tokens), 1, SENTENCE_TOKENS_MAX, "the experiment keeps n x n maps per d_k")
     if x.shape[0] != n:
         raise ValueError(f"x has {x.shape[0]} rows but there are {n} tokens: one row per token")
     d_model, widest = x.shape[1], max(*d_ks, row_d_k)

@@ -42,7 +42,7 @@ import math
 import torch
 
 from attention_core.statistics import PEAKINESS, STATISTICS, Sequence, row_peakiness
-from attention_core.variants import Sizes
+from attention_core.variants import DEFAULT, Sizes
 
 SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
 
@@ -80,7 +80,7 @@ class AttentionTrace:
     given: tuple[str, ...] = ()  # which of x, w_q, w_k, w_v, w_o were typed rather than drawn
     drawn: str = ""  # how the others were drawn, e.g. "xavier init, seed 0" ("" for a real model's)
     typed_as: str = "typed"  # how the given ones came to be: "typed", or "trained (Training page, ...)"
-    variant: str = "mha"  # attention_core/variants.py
+    variant: str = DEFAULT  # a key of attention_core/variants.py
     params: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the variant's weights, true shapes
     parts: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # its intermediates (variants.PARTS)
     kv_head_of: tuple[int, ...] = ()  # query head -> the key/value head it reads (default: its own)

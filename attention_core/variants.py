@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from attention_core import rotary
+from attention_core.checks import check_int, divisors
 
 NORM_EPS = 1e-6  # RMSNorm's ε on MLA's latents, as in DeepSeek's config
 
@@ -67,6 +68,10 @@ def default_kv_heads(heads: int) -> int:
 
 def always(sizes: Sizes) -> bool:
     return True
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +134,28 @@ class Variant:
     parts: Callable[[Sizes], dict[str, int]]  # per token, the elements of each part the trace keeps
     cached: tuple[str, ...]  # the parts a KV cache keeps for every token
     formula: str  # the cache per token and layer, in the sizes' names (SYMBOLS)
+    # (the config's fields, the largest width allowed) -> the fields this variant fixes: its key/value heads, and
+    # its own sizes checked (config.py applies them; a size only other variants use is set to its default)
+    settle: Callable[[Mapping[str, object], int], dict[str, object]]
+    colour: str  # its bar in the cache chart, and wherever it is drawn beside the others
     stages: tuple[str, ...] = ()  # extra stages of figures/stages.py that show this variant (their `applies`)
+    uses: tuple[str, ...] = ()  # the sizes only some variants have (a control each): "kv_heads", "d_c", ...
+    # The sidebar's settings -> the changes that suit this variant when it is chosen (GQA: heads to share)
+    suits: Callable[[Mapping[str, object]], dict[str, object]] = lambda settings: {}
+    rope_width: str = "d_k"  # the width RoPE turns, which must be even (a Sizes name)
+    qk: Callable[[Sizes], tuple[int, str]] = lambda s: (s.d_k, "d_k")  # q's and k's width where they meet, named
+    heads_name: str = "h·"  # "": one head whatever the sizes, in the cost formulas
+    v_name: str = "d_v"  # the values' width, by name
+    # Beside the others in the cache chart: its sizes there when it is not the one on screen (None: not drawn)
+    compared_at: Callable[[Sizes], Sizes] | None = None
+    detail: Callable[[Sizes], str] = lambda s: ""  # its own sizes, for a bar's name: " (g = 2)"
+    heads_line: Callable[[str, Sizes], str] = lambda heads, s: heads  # the Walkthrough's caption: "4 heads ..."
+    own_weights: str = ""  # what each head has of its own, where the key/value heads do not say it
+    caption: str = ""  # what the sidebar adds under its name, about the sliders it overrides
+    weights_note: Callable[[set[str]], str] = lambda names: ""  # on the projections stage, given its weights
+    qkv_titles: tuple[str, str, str] = ()  # how Q, K and V are made, where not X·W_Q, X·W_K, X·W_V
+    stage_text: Mapping[str, tuple[str, str, str]] = dataclasses.field(default_factory=dict)  # (title, formula,
+    # idea) of a stage of figures/stages.py where this variant's says otherwise (MLA's projections: no W_K, W_V)
 
     def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
         return tuple(spec for spec in self.weights if spec.present(sizes))
@@ -233,6 +259,12 @@ IDENTITY = Variant(
     parts=lambda s: {"kv": s.d_model} | _rotary_parts(s, s.d_model, s.d_model),
     cached=("kv",),
     formula="d_model",
+    settle=lambda f, top: {"d_k": f["d_model"], "d_v": f["d_model"], "n_heads": 1, "kv_heads": 1},  # X's widths
+    colour="#6b6b6b",
+    qk=lambda s: (s.d_model, "d_model"),
+    heads_name="",
+    v_name="d_model",
+    caption="d_k = d_v = d_model and one head, whatever the sliders say",
 )
 
 
@@ -270,26 +302,62 @@ def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
     )
 
 
-def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formula: str) -> Variant:
+def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formula: str, **own) -> Variant:
     """MHA, GQA and MQA differ only in how many key/value heads there are: W_K and W_V come in kv_copies."""
     return Variant(key, label, title, idea, weights=_grouped_weights(kv_copies), project=_project_grouped,
-                   unpack=_unpack_grouped, parts=_grouped_parts, cached=("k_kv", "v_kv"), formula=formula)  # fmt: skip
+                   unpack=_unpack_grouped, parts=_grouped_parts, cached=("k_kv", "v_kv"), formula=formula,
+                   **own)  # fmt: skip
+
+
+def _settle_gqa(f: Mapping[str, object], top: int) -> dict[str, object]:
+    """GQA's key/value heads (by default the most that leave each two or more query heads) must divide the heads."""
+    h = f["n_heads"]
+    g = check_int("key/value heads", default_kv_heads(h) if f["kv_heads"] is None else f["kv_heads"], 1, h)
+    if h % g:
+        raise ValueError(
+            f"key/value heads must divide the heads, so that each serves as many query heads: "
+            f"{_plural(h, 'head')} cannot be shared evenly by {g}; with {_plural(h, 'head')} choose one of "
+            f"{', '.join(map(str, divisors(h)))}"
+        )
+    return {"kv_heads": g}
+
+
+def fit_kv_heads(heads: int, kv_heads: int) -> int:
+    """Key/value heads for `heads` query heads to share: kv_heads where they divide the heads and are fewer (as
+    many would be MHA), else the default (default_kv_heads)."""
+    return kv_heads if kv_heads < heads and heads % kv_heads == 0 else default_kv_heads(heads)
+
+
+def _suit_gqa(settings: Mapping[str, object]) -> dict[str, object]:
+    """Heads to share: one head becomes four, and the key/value heads fit to them (fit_kv_heads)."""
+    heads = 4 if settings.get("heads", 1) < 2 else settings["heads"]
+    kv = settings.get("kv_heads")
+    return {"heads": heads, "kv_heads": default_kv_heads(heads) if kv is None else fit_kv_heads(heads, kv)}
+
+
+def _gqa_heads(heads: str, s: Sizes) -> str:
+    return f"{heads} sharing {_plural(s.kv_heads, 'key/value head')}"
 
 
 MHA = _grouped(
     "mha", "MHA", "Multi-head attention",
     "Every query head has a key and value head of its own: h of each (the original Transformer, GPT-2, BERT).",
-    "heads", "h·(d_k + d_v)",
+    "heads", "h·(d_k + d_v)", settle=lambda f, top: {"kv_heads": f["n_heads"]}, colour="#2e6fb0",
+    compared_at=lambda s: dataclasses.replace(s, kv_heads=s.n_heads),
 )  # fmt: skip
 GQA = _grouped(
     "gqa", "GQA", "Grouped-query attention",
     "g key/value heads, each read by a group of h/g query heads (Llama, SmolLM2): the cache keeps g heads, not h.",
-    "kv_heads", "g·(d_k + d_v)",
+    "kv_heads", "g·(d_k + d_v)", settle=_settle_gqa, colour="#7a5195", uses=("kv_heads",), suits=_suit_gqa,
+    compared_at=lambda s: dataclasses.replace(s, kv_heads=default_kv_heads(s.n_heads)),
+    detail=lambda s: f" (g = {s.kv_heads})", heads_line=_gqa_heads,
 )  # fmt: skip
 MQA = _grouped(
     "mqa", "MQA", "Multi-query attention",
     "One key and value head, read by every query head (Shazeer 2019): the smallest cache of the grouped kind.",
-    "kv_heads", "d_k + d_v",
+    "kv_heads", "d_k + d_v", settle=lambda f, top: {"kv_heads": 1}, colour="#b5651d",
+    compared_at=lambda s: dataclasses.replace(s, kv_heads=1),
+    heads_line=lambda heads, s: f"{heads} sharing one key/value head",
 )  # fmt: skip
 
 
@@ -356,6 +424,21 @@ def _without_query_latent_with_rope(s: Sizes) -> bool:
     return s.d_cq == 0 and s.d_rope > 0
 
 
+def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
+    """A key/value head per query head (made from the latent), and MLA's own widths checked."""
+    d_rope = check_int("d_h^R (MLA's rotary width; 0: none)", f["d_rope"], 0, top)
+    if d_rope % 2:
+        raise ValueError(f"d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions; got {d_rope}")
+    d_c = check_int("d_c (MLA's latent width)", f["d_c"], 1, top)
+    d_cq = check_int("d_cq (MLA's query latent width; 0: none)", f["d_cq"], 0, top)
+    return {"kv_heads": f["n_heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
+
+
+def _mla_heads(heads: str, s: Sizes) -> str:
+    query = f", query latent d_cq {s.d_cq}" if s.d_cq else ""
+    return f"{heads} · latent d_c {s.d_c}{query}" + (f" · rotary d_h^R {s.d_rope}" if s.d_rope else "")
+
+
 MLA = Variant(
     "mla",
     "MLA",
@@ -402,9 +485,58 @@ MLA = Variant(
     cached=("c_kv", "k_r"),
     formula="d_c + d_h^R",
     stages=("latent", "absorb"),
+    settle=_settle_mla,
+    colour="#1a7f5a",
+    uses=("d_c", "d_cq", "d_rope"),
+    suits=lambda settings: {"positional": "rotary"},  # what its rotary parts are for (DeepSeek-V2)
+    rope_width="d_rope",
+    qk=lambda s: (s.d_k + s.d_rope, "(d_k + d_h^R)") if s.d_rope else (s.d_k, "d_k"),  # q = [q^C, q^R]
+    # Beside the others: DeepSeek-V2's proportions, d_c = 4·d_k and d_h^R = d_k/2 (512 and 64 for its d_k of 128),
+    # so that no bar uses sizes nobody chose.
+    compared_at=lambda s: dataclasses.replace(s, d_c=4 * s.d_k, d_rope=2 * (s.d_k // 4)),
+    detail=lambda s: f" (d_c {s.d_c}, d_h^R {s.d_rope})",
+    heads_line=_mla_heads,
+    own_weights="Each head has its own query weights and its own up-projections W_UK and W_UV from the one latent "
+    "c_KV that every head shares",
+    weights_note=lambda names: (
+        "No W_K or W_V: W_DKV makes the latent c_KV, each head's W_UK and W_UV its keys and "
+        f"values{'; W_KR the one rotary key' if 'w_kr' in names else ''}."
+    ),
+    qkv_titles=("Q = [q^C, q^R]", "K = [k^C, k^R]", "V = c_KV·W_UV"),
+    stage_text={
+        "projections": (
+            "MLA's projection matrices",
+            r"\begin{aligned} W^{DKV} &\in \mathbb{R}^{d_{model} \times d_c}, & W^{KR} &\in "
+            r"\mathbb{R}^{d_{model} \times d_h^R} \\ W^{UK}_h &\in \mathbb{R}^{d_c \times d_k}, & W^{UV}_h &\in "
+            r"\mathbb{R}^{d_c \times d_v} \end{aligned}",
+            "Learned matrices, shared by every token.",
+        ),
+    },
 )
 
-VARIANTS: dict[str, Variant] = {v.key: v for v in (MHA, GQA, MQA, MLA, IDENTITY)}
+VARIANTS: dict[str, Variant] = {}  # by key, in the order the sidebar lists them
+
+
+def register(variant: Variant) -> Variant:
+    """Add a variant to the registry (or replace the one with its key): every page, chart and check that lists
+    variants reads VARIANTS when it runs, so a registered variant is offered everywhere."""
+    VARIANTS[variant.key] = variant
+    return variant
+
+
+for _variant in (MHA, GQA, MQA, MLA, IDENTITY):
+    register(_variant)
+DEFAULT = MHA.key  # the variant a fresh page shows
+
+
+def sizes_only_some_use() -> set[str]:
+    """The sizes some variant has a control of its own for (GQA's key/value heads, MLA's latent widths)."""
+    return {name for variant in VARIANTS.values() for name in variant.uses}
+
+
+def grouped_key(n_heads: int, kv_heads: int) -> str:
+    """The grouped variant a real model's heads are: every head its own key/value head, one for all, or groups."""
+    return (MHA if kv_heads == n_heads else MQA if kv_heads == 1 else GQA).key
 
 
 # ------------------------------------------------------------------------------------------------

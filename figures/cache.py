@@ -12,13 +12,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from attention_core.variants import PRESETS, VARIANTS, Sizes, default_kv_heads
+from attention_core.variants import PRESETS, VARIANTS, Sizes
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
 
 BYTES = {"fp32": 4, "fp16/bf16": 2, "fp8": 1}  # bytes per cached number
 CONTEXTS = {"4k": 4_096, "32k": 32_768, "128k": 131_072}  # tokens in the context, as a link writes them
-BAR_COLOURS = {"mha": "#2e6fb0", "gqa": "#7a5195", "mqa": "#b5651d", "mla": "#1a7f5a", "identity": "#6b6b6b"}
-COMPARED = ("mha", "gqa", "mqa", "mla")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,28 +46,20 @@ class CacheRow:
 
 
 def compared_rows(sizes: Sizes, current: str) -> list[CacheRow]:
-    """MHA, GQA, MQA and MLA at the sizes on screen. The current variant is as it is; another GQA groups the
-    heads as by default (default_kv_heads); another MLA takes DeepSeek-V2's proportions, d_c = 4·d_k and
-    d_h^R = d_k/2 (512 and 64 for its d_k of 128), so that no bar uses sizes nobody chose."""
+    """Every variant drawn beside the others (Variant.compared_at), at the sizes on screen: the current one as it
+    is, another at the sizes its record gives it there (GQA grouped as by default, MLA in DeepSeek-V2's
+    proportions), so that no bar uses sizes nobody chose. The current one is drawn even if it is not compared."""
     rows = []
-    for key in (*COMPARED, "identity") if current == "identity" else COMPARED:
-        s = sizes
-        if key == "mha":
-            s = dataclasses.replace(sizes, kv_heads=sizes.n_heads)
-        elif key == "mqa":
-            s = dataclasses.replace(sizes, kv_heads=1)
-        elif key == "gqa" and current != "gqa":
-            s = dataclasses.replace(sizes, kv_heads=default_kv_heads(sizes.n_heads))
-        elif key == "mla" and current != "mla":
-            s = dataclasses.replace(sizes, d_c=4 * sizes.d_k, d_rope=2 * (sizes.d_k // 4))
-        rows.append(CacheRow(_name(key, s, current), key, s))
+    for key, variant in VARIANTS.items():
+        if key == current or variant.compared_at is not None:
+            s = sizes if key == current else variant.compared_at(sizes)
+            rows.append(CacheRow(_name(key, s, current), key, s))
     return rows
 
 
 def _name(key: str, s: Sizes, current: str) -> str:
-    label = VARIANTS[key].label
-    detail = {"gqa": f" (g = {s.kv_heads})", "mla": f" (d_c {s.d_c}, d_h^R {s.d_rope})"}.get(key, "")
-    return f"{label}{detail}{' · here' if key == current else ''}"
+    variant = VARIANTS[key]
+    return f"{variant.label}{variant.detail(s)}{' · here' if key == current else ''}"
 
 
 def preset_rows() -> list[CacheRow]:
@@ -102,7 +92,7 @@ def cache_figure(rows: list[CacheRow], title: str, bytes_name: str, context: int
     values = [row.per_token for row in rows]
     labels = [f"{v:,} → {amount(v * context, per)}" for v in values]
     bars = dict(type="bar", orientation="h", x=values, y=names, text=labels, textposition="outside",
-                cliponaxis=False, marker={"color": [BAR_COLOURS[row.variant] for row in rows]},
+                cliponaxis=False, marker={"color": [VARIANTS[row.variant].colour for row in rows]},
                 hovertext=[escape(row.formula) for row in rows], hoverinfo="text")  # fmt: skip
     line = 1.3 * style.font_size
     longest = max(label_width(name, style.font_size - 2) for name in names)

@@ -26,6 +26,7 @@ from attention_core.rotary import BASE as ROPE_BASE
 from attention_core.rotary import angles
 from attention_core.scaling import score_variances
 from attention_core.variants import (
+    MHA,
     PRESETS,
     VARIANTS,
     absorbed_scores,
@@ -106,21 +107,21 @@ class Stage:
     grid: str | None = None  # the [h, n, n] field drawn for every head on the Multi-head page
     per_query: bool = False  # the view can show one chosen query token in detail
     options: tuple[Option, ...] = ()
-    # (variant, title, formula, idea) where a variant's stage says otherwise (MLA's projections are not W_K, W_V)
-    per_variant: tuple[tuple[str, str, str, str], ...] = ()
 
     def _for(self, trace, field: int, default: str) -> str:
-        own = {row[0]: row for row in self.per_variant}.get(getattr(trace, "variant", None))
+        """A variant's own title, formula or idea for this stage (Variant.stage_text), where it has one."""
+        variant = VARIANTS.get(getattr(trace, "variant", None))
+        own = variant.stage_text.get(self.key) if variant else None
         return own[field] if own else default
 
     def title_for(self, trace=None) -> str:
-        return self._for(trace, 1, self.title)
+        return self._for(trace, 0, self.title)
 
     def formula_for(self, trace=None) -> str:
-        return self._for(trace, 2, self.formula)
+        return self._for(trace, 1, self.formula)
 
     def idea_for(self, trace=None) -> str:
-        return self._for(trace, 3, self.idea)
+        return self._for(trace, 2, self.idea)
 
 
 @dataclasses.dataclass
@@ -315,17 +316,10 @@ def _build_projections(trace, head: int, style: Style, query: int | None) -> Bui
         notes.append(f"{variant.label}: {trace.n_heads} query heads share {trace.kv_heads} key/value "
                      f"head{'s' if trace.kv_heads > 1 else ''}, so W_K and W_V have {trace.kv_heads} "
                      f"cop{'ies' if trace.kv_heads > 1 else 'y'} and W_Q has {trace.n_heads}.")  # fmt: skip
-    if trace.variant == "mla":
-        notes.append(f"No W_K or W_V: W_DKV makes the latent c_KV, each head's W_UK and W_UV its keys and values"
-                     f"{'; W_KR the one rotary key' if 'w_kr' in trace.params else ''}.")  # fmt: skip
+    if note := variant.weights_note(set(trace.params)):
+        notes.append(note)
     where = origin(trace, names)
     return Built(figures, matrices, notes + ([f"Here: {where}."] if where else []), stacked=len(figures) > 1)
-
-
-# How each variant's q, k and v are made, for the Q, K, V titles (X·W_Q ... where the variant has them).
-QKV_TITLES = {
-    "mla": ("Q = [q^C, q^R]", "K = [k^C, k^R]", "V = c_KV·W_UV"),
-}
 
 
 def _build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
@@ -337,7 +331,7 @@ def _build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
         idea = "Without projections each token's query, key and value are all its own row of X."
         return Built(figures, matrices, idea=idea)
     parts, notes = [], []
-    titles = QKV_TITLES.get(trace.variant)
+    titles = VARIANTS[trace.variant].qkv_titles  # how the variant makes them, where not X·W_Q, X·W_K, X·W_V
     for i, (name, t) in enumerate((("Q", trace.q), ("K", trace.k), ("V", trace.v))):
         values = as_numpy(t[head])
         width = values.shape[1]
@@ -362,7 +356,7 @@ def _build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
                      f"{len(trace.heads_sharing(trace.kv_head_of[head])) - 1} other query head"
                      f"{'s' if len(trace.heads_sharing(trace.kv_head_of[head])) > 2 else ''}: the same K and V, "
                      "its own Q.")  # fmt: skip
-    if trace.variant == "mla" and "k_r" in trace.parts:
+    if "k_r" in trace.parts:  # MLA's rotary key: a content part and a rotary part side by side
         d_r = trace.parts["k_r"].shape[-1]
         notes.append(f"Each query and key is its content part (width {trace.d_k - d_r}) and its rotary part "
                      f"(width {d_r}) side by side, so q·k = q^C·k^C + q^R·k^R; k^R is the same for every "
@@ -445,7 +439,7 @@ def _build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
         trace, values, "scaled_scores", title, diverging=True, masked=False, subtitle=_head(trace, head)
     )
     notes = scaling_notes(trace, head)
-    if trace.variant == "mla":
+    if "q_c" in trace.parts:  # MLA's content queries, with (or without) a rotary part beside them
         content = trace.parts["q_c"].shape[-1]
         notes.insert(0, f"MLA's queries and keys are a content part and a rotary part side by side, so d_k here is "
                         f"d_h + d_h^R = {content} + {dk - content} = {dk}, as DeepSeek-V2 scales them.")  # fmt: skip
@@ -614,7 +608,7 @@ def _build_latent(trace, head: int, style: Style, query: int | None) -> Built:
                                     f"{shape_text(n, p['c_q'].shape[-1])}", style))  # fmt: skip
     figures, matrices = _figure(parts, style)
     sizes, variant = trace.sizes, VARIANTS[trace.variant]
-    mha = VARIANTS["mha"].cache_per_token(sizes)
+    mha = MHA.cache_per_token(sizes)
     kept = variant.cache_per_token(sizes)
     rotary = f" and k^R (d_h^R = {sizes.d_rope})" if sizes.d_rope else ""
     heads = "this one head" if trace.n_heads == 1 else f"these {trace.n_heads} heads"
@@ -656,7 +650,7 @@ def _build_rope(trace, head: int, style: Style, query: int | None) -> Built:
     angle_panel = Panel(theta, f"θ = position · base^(−2i/w)  {shape_text(n, width // 2)}",
                         f"base {base:,.0f}, radians", row_labels=_tokens(trace), col_labels=pairs,
                         x_title="pair", y_title="token", diverging=False)  # fmt: skip
-    what = "q^R, k^R (MLA's rotary parts)" if trace.variant == "mla" else "q, k"
+    what = "q^R, k^R (MLA's rotary parts)" if "q_r" in trace.parts else "q, k"
     parts = [
         (angle_panel, Matrix("angles", theta, _tokens(trace), pairs)),
         _rows_panel(trace, as_numpy(q0), "q before", f"q before RoPE  {shape_text(n, width)}", style,
@@ -765,16 +759,6 @@ STAGES: tuple[Stage, ...] = (
         "Three learned matrices, shared by every token: what to ask, what to advertise, what to share.",
         from_scratch,
         _build_projections,
-        per_variant=(
-            (
-                "mla",
-                "MLA's projection matrices",
-                r"\begin{aligned} W^{DKV} &\in \mathbb{R}^{d_{model} \times d_c}, & W^{KR} &\in "
-                r"\mathbb{R}^{d_{model} \times d_h^R} \\ W^{UK}_h &\in \mathbb{R}^{d_c \times d_k}, & W^{UV}_h &\in "
-                r"\mathbb{R}^{d_c \times d_v} \end{aligned}",
-                "Learned matrices, shared by every token.",
-            ),
-        ),
     ),
     Stage(
         "latent",

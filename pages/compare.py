@@ -3,9 +3,8 @@
 import streamlit as st
 
 from attention_core import MAX_DIM
-from attention_core.config import VARIANT_CHOICES
 from attention_core.statistics import PEAKINESS
-from attention_core.variants import VARIANTS, default_kv_heads
+from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
 from ui.controls import check_choice, check_whole, current_settings
 from ui.pages import BY_TITLE
@@ -35,24 +34,27 @@ def _two_d_ks(config):
 COMPARISONS = ("causal vs not", "scaled vs not", "two seeds", "two d_k", "two variants")
 
 
-def _variant_changes(variant: str, config) -> dict:
-    """A variant with sizes it can take: GQA keeps the sidebar's key/value heads where they divide the heads."""
-    changes = {"variant": variant}
-    if variant == "gqa" and (config.n_heads % config.kv_heads or config.kv_heads >= config.n_heads):
-        changes["kv_heads"] = default_kv_heads(config.n_heads)
+def _variant_changes(key: str, config) -> dict:
+    """A variant with sizes it can take: key/value heads (where it has its own) are the sidebar's where they
+    divide the heads and are fewer (fit_kv_heads)."""
+    changes = {"variant": key}
+    if "kv_heads" in VARIANTS[key].uses:
+        changes["kv_heads"] = fit_kv_heads(config.n_heads, config.kv_heads)
     return changes
 
 
 def _two_variants(config):
-    """The sidebar's variant and another (bound to the URL); by default MLA, or MHA when the sidebar has MLA."""
+    """The sidebar's variant and another (bound to the URL): by default the first of the registry that is not the
+    sidebar's and differs most from it (MLA, or MHA when the sidebar has MLA)."""
+    choices = tuple(VARIANTS)
     left, right = st.columns(2)
-    check_choice("cmp_variant_left", "variant, left", VARIANT_CHOICES)
-    check_choice("cmp_variant_right", "variant, right", VARIANT_CHOICES)
-    first = left.selectbox("variant, left", VARIANT_CHOICES, index=VARIANT_CHOICES.index(config.variant),
-                           key="cmp_variant_left", bind="query-params")  # fmt: skip
-    other = "mha" if config.variant == "mla" else "mla"
-    second = right.selectbox("variant, right", VARIANT_CHOICES, index=VARIANT_CHOICES.index(other),
-                             key="cmp_variant_right", bind="query-params")  # fmt: skip
+    check_choice("cmp_variant_left", "variant, left", choices)
+    check_choice("cmp_variant_right", "variant, right", choices)
+    first = left.selectbox("variant, left", choices, index=choices.index(config.variant), key="cmp_variant_left",
+                           bind="query-params")  # fmt: skip
+    other = MLA.key if config.variant != MLA.key else MHA.key
+    second = right.selectbox("variant, right", choices, index=choices.index(other), key="cmp_variant_right",
+                             bind="query-params")  # fmt: skip
     held = (
         "Held fixed: the sentence, X and the sizes (same seed). GQA's and MQA's key/value heads are MHA's first "
         "ones, so head 1 reads the same K and V under all three; MLA makes its keys and values from a latent with "

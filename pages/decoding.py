@@ -122,7 +122,7 @@ with friendly_errors():
     if st.session_state.get("dec_step", 1) > n:  # a shorter sentence than the step shown: its last step
         st.session_state["dec_step"] = n
     config = decoding.config
-    heads = config.n_heads if config.variant != "identity" else 1
+    heads = config.n_heads  # one for Q = K = V = X: its config says so
 
     # One row of controls on both slides: where the next token comes from, the step, ▶ play, the head.
     where_from, left, middle, right = st.columns([2.6, 4, 1.2, 1.6], vertical_alignment="bottom")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attention_core.config import APP_MAX_HEADS
 from attention_core.statistics import PEAKINESS
+from attention_core.variants import VARIANTS
 from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES, made
 from ui.controls import check_choice, current_settings
@@ -32,9 +33,8 @@ def _set_heads() -> None:
 
 def own_weights(trace) -> str:
     """What each head has of its own, in the trace's variant."""
-    if trace.variant == "mla":
-        return ("Each head has its own query weights and its own up-projections W_UK and W_UV from the one latent "
-                "c_KV that every head shares")  # fmt: skip
+    if own := VARIANTS[trace.variant].own_weights:
+        return own
     if trace.kv_heads < trace.n_heads:
         groups = "; ".join(
             f"heads {', '.join(str(h + 1) for h in trace.heads_sharing(g))} read key/value head {g + 1}"

@@ -30,12 +30,14 @@ from figures.reading import (
 from figures.stages import stage_view, stages_for
 from figures.style import markdown_literal
 from ui import slides as slide_state
-from ui.controls import check_choice, check_whole, current_settings
+from ui.controls import check_choice, check_whole, current_settings, keep_in_address, take_keyed_choice
 from ui.memo import remember
 from ui.pages import BY_TITLE
 from ui.real import GENERATION, generate, model_for, model_trace_for, probe_trace
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_figure, show_stage, slide_columns, slide_pixels, style_for
 from ui.slides import Slides
+
+CHOSEN_MODEL = "rm_model_chosen"  # session state: the model this page last showed (by key)
 
 GRID_LABELS = 60  # pixels: how much shorter the entropy grid is on a slide than a map (see its slide)
 TOP_HEADS = 5  # heads listed under the role grid, highest first
@@ -381,12 +383,17 @@ with friendly_errors():
             "goes through a real model, and every layer's attention is captured from its own forward pass."
         )
     sources = available_models()
-    check_choice("rm_model", "model", [source.title for source in sources.values()])
+    take_keyed_choice("rm_model", "model", {key: source.title for key, source in sources.items()})
+    if "rm_model" not in st.session_state and st.session_state.get(CHOSEN_MODEL) in sources:
+        st.session_state["rm_model"] = st.session_state[CHOSEN_MODEL]  # back on the page: the model it showed
     # On a slide one row holds the model, and on a stage's slide the layer and head (their choices name themselves).
     row = st.columns([2, 1, 1], vertical_alignment="bottom") if settings.presentation else (st, None, None)
     shown = "collapsed" if settings.presentation else "visible"
+    # Not bound to the address by Streamlit, which would write the title there: the key goes there instead.
     key = row[0].selectbox("model", tuple(sources), format_func=lambda k: sources[k].title, key="rm_model",
-                           bind="query-params", label_visibility=shown)  # fmt: skip
+                           label_visibility=shown)  # fmt: skip
+    keep_in_address("rm_model", key, next(iter(sources)))
+    st.session_state[CHOSEN_MODEL] = key  # a widget's own state is forgotten on another page; this is not
     device = str(resolve_device(settings.config.device))
     model_for(key, device, box=not settings.presentation)
     model_trace = model_trace_for(key, device, settings.text)

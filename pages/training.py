@@ -273,6 +273,13 @@ def _recomputed(run) -> None:
     st.query_params["t_run"] = ours
 
 
+def _check_link_step(config) -> None:
+    """A link's step that no run of these settings keeps is named at once, before a run is trained for it (and
+    none is): the steps a run keeps follow from its settings (TrainingConfig.keeps)."""
+    if "t_step" in st.session_state.get("link_choices", {}):
+        check_choice("t_step", "training step", [str(s) for s in range(config.steps + 1) if config.keeps(s)])
+
+
 def _scrubber(run, settings, style, parts, play_place) -> None:
     steps = [c.step for c in run.checkpoints]
     wanted = st.session_state.get("t_step", st.query_params.get("t_step"))  # a link's step, on a first run
@@ -466,6 +473,7 @@ with friendly_errors():
                        icon="👀")  # fmt: skip
         _grammar(config)
     if parts:
+        _check_link_step(lecture.run.config if lecture is not None else config)
         training = session_run(config)  # after ▶ Train's or ■ Stop's callback, which run before the script
         if lecture is not None:
             training = Training.finished(lecture.run)

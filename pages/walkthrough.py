@@ -23,13 +23,7 @@ def settings_line(trace, config) -> list[str]:
     """The settings this page shows, for its caption: sizes, variant, mask, scaling, positions, seed."""
     variant, sizes = VARIANTS[trace.variant], trace.sizes
     heads = f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}"
-    shape = {
-        "gqa": f"{heads} sharing {sizes.kv_heads} key/value head{'s' if sizes.kv_heads > 1 else ''}",
-        "mqa": f"{heads} sharing one key/value head",
-        "mla": f"{heads} · latent d_c {sizes.d_c}"
-        + (f", query latent d_cq {sizes.d_cq}" if sizes.d_cq else "")
-        + (f" · rotary d_h^R {sizes.d_rope}" if sizes.d_rope else ""),
-    }.get(trace.variant, heads)
+    shape = variant.heads_line(heads, sizes)
     return [
         f"{trace.n_tokens} token{'s' if trace.n_tokens > 1 else ''}",
         f"{variant.label}",

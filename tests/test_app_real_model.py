@@ -152,9 +152,22 @@ def test_a_link_to_a_model_or_layer_the_page_does_not_have_is_named(models):
     at.switch_page("pages/real_model.py").run()
     no_problems(at)
     said = [w.value.replace("\\", "") for w in at.warning]
-    assert any("model = 'gpt2', which is not used: it must be one of all-MiniLM-L6-v2" in w for w in said), said
+    assert any("model = 'gpt2', which is not used: it must be one of minilm, smollm2" in w for w in said), said
     assert any("layer = 'layer 99', which is not used: it must be one of layer 1, layer 2" in w for w in said), said
     assert at.selectbox(key="rm_layer").value == 0
+
+
+@pytest.mark.parametrize("asked", ["smollm2", "SmolLM2-135M-Instruct (Llama-style decoder)"])
+def test_a_link_names_its_model_by_key_and_an_older_links_title_still_opens_it(models, asked):
+    """Issue 40: links speak in keys. rm_model=smollm2 was refused (the address held the model's title); now the
+    address holds the key, and a link from before, with the title, opens the same model."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"rm_model": asked})
+    at.switch_page("pages/real_model.py").run()
+    no_problems(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.selectbox(key="rm_model").value == "smollm2"
+    assert at.query_params["rm_model"] == "smollm2"
 
 
 # Reading a trained model (issue 28): head roles, sinks, rollout, words.

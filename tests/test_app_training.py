@@ -333,3 +333,15 @@ def test_on_lecture_002s_sentence_a_run_that_leaves_alice_to_its_default_says_so
     weight = checkpoint_trace(run.checkpoints[-1], run, LECTURE_SENTENCE).weights[0, VERB, SUBJECT].item()
     offered = [i.value for i in at.info if "Switch on **Lecture 002's model**" in i.value]
     assert bool(offered) == (weight < LEARNED_WEIGHT)
+
+
+def test_a_links_step_that_no_run_keeps_is_named_before_any_run_is_trained():
+    """Issue 40: /training?t_step=99999 was dropped without a word when no run existed yet. Now it is named at
+    once, and no run is trained for it."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"t_step": "99999"})
+    at.switch_page("pages/training.py").run()
+    warned = " ".join(w.value for w in at.warning)
+    assert "training step = '99999'" in warned and "it must be one of 0, 10, 20" in warned, warned
+    assert "t_step" not in at.query_params
+    assert "training" not in at.session_state or at.session_state["training"] is None  # nothing trained

@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
@@ -41,7 +41,7 @@ from attention_core.config import (
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
 from attention_core.training import TrainingConfig
-from attention_core.variants import VARIANTS, default_kv_heads
+from attention_core.variants import DEFAULT, IDENTITY, MHA, VARIANTS, sizes_only_some_use
 from figures.palettes import DEFAULT_PALETTE, PALETTES
 from figures.stages import STAGES
 from figures.style import markdown_literal
@@ -67,11 +67,18 @@ class Control:
     default: object
     low: int = 0
     high: int = 0
-    options: tuple = ()
-    help: str = ""
+    options: tuple | Callable[[], tuple] = ()  # a callable: read when asked (a registry that may grow)
+    help: str | Callable[[], str] = ""  # a callable: read when drawn, as options
     step: int = 1  # a slider's values are multiples of this (MLA's rotary width: even)
-    used_by: tuple[str, ...] = ()  # the variants that use this control (empty: all); drawn only for those
     on_change: object = None  # a callback after the reader changes it
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(self.options()) if callable(self.options) else self.options
+
+    @property
+    def helps(self) -> str:
+        return self.help() if callable(self.help) else self.help
 
     def allowed(self) -> str:
         if self.kind in ("slider", "number"):
@@ -80,7 +87,7 @@ class Control:
         if self.kind == "toggle":
             return "true or false"
         if self.kind == "select":
-            return "one of " + ", ".join(map(str, self.options))
+            return "one of " + ", ".join(map(str, self.choices))
         return f"text of at most {self.high:,} characters"
 
     def refusal(self, raw: str) -> str:
@@ -94,7 +101,7 @@ class Control:
         if self.kind == "toggle":
             return "" if raw.lower() in ("true", "false") else self._refused(raw)
         if self.kind == "select":
-            return "" if raw in map(str, self.options) else self._refused(raw)
+            return "" if raw in map(str, self.choices) else self._refused(raw)
         return "" if len(raw) <= self.high else self._refused(f"{len(raw):,} characters")
 
     def _refused(self, shown: str) -> str:
@@ -116,30 +123,30 @@ SLIDERS = (
 
 
 def _suit_variant() -> None:
-    """On choosing GQA: heads for the key/value heads to share. One head becomes four, and the key/value heads
-    the most that leave each two or more query heads (variants.default_kv_heads). On choosing MLA: rotary
-    positions, which its rotary parts are for (DeepSeek-V2)."""
+    """On choosing a variant: the settings that suit it (Variant.suits: GQA heads to share, MLA rotary
+    positions)."""
     state = st.session_state
-    if state.get("variant") == "mla":
-        state["positional"] = "rotary"
-    if state.get("variant") == "gqa":
-        if state.get("heads", 1) < 2:
-            state["heads"] = 4
-        if state["heads"] % state.get("kv_heads", 1):
-            state["kv_heads"] = default_kv_heads(state["heads"])
+    variant = VARIANTS.get(state.get("variant"))
+    if variant:
+        state.update(variant.suits({key: state[key] for key in ("heads", "kv_heads", "positional") if key in state}))
 
 
-# How q, k and v are made: one record of attention_core/variants.py each, with the sizes only some of them use.
+def _variant_help() -> str:
+    return "  \n".join(f"**{key}** ({v.title}): {v.idea}" for key, v in VARIANTS.items())
+
+
+# How q, k and v are made: one record of attention_core/variants.py each, with the sizes only some of them use
+# (drawn only with a variant whose record names them in its `uses`).
 VARIANT_CONTROLS = (
-    Control("variant", "attention variant", "select", "mha", options=tuple(VARIANTS), on_change=_suit_variant,
-            help="  \n".join(f"**{key}** ({v.title}): {v.idea}" for key, v in VARIANTS.items())),
-    Control("kv_heads", "key/value heads (GQA)", "slider", 2, 1, APP_MAX_HEADS, used_by=("gqa",),
+    Control("variant", "attention variant", "select", DEFAULT, options=lambda: tuple(VARIANTS),
+            on_change=_suit_variant, help=_variant_help),
+    Control("kv_heads", "key/value heads (GQA)", "slider", 2, 1, APP_MAX_HEADS,
             help="Each key/value head is read by heads ÷ key/value heads query heads: it must divide the heads."),
-    Control("d_c", "d_c (MLA: latent width)", "slider", 4, 1, APP_MAX_WIDTH, used_by=("mla",),
+    Control("d_c", "d_c (MLA: latent width)", "slider", 4, 1, APP_MAX_WIDTH,
             help="c_KV = X·W_DKV: every key and value is up-projected from it, and the cache keeps only it (and k^R)."),
-    Control("d_cq", "d_cq (MLA: query latent width, 0 = none)", "slider", 0, 0, APP_MAX_WIDTH, used_by=("mla",),
+    Control("d_cq", "d_cq (MLA: query latent width, 0 = none)", "slider", 0, 0, APP_MAX_WIDTH,
             help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2."),
-    Control("d_rope", "d_h^R (MLA: rotary width, even)", "slider", 2, 0, APP_MAX_ROPE, step=2, used_by=("mla",),
+    Control("d_rope", "d_h^R (MLA: rotary width, even)", "slider", 2, 0, APP_MAX_ROPE, step=2,
             help="The part of each query and key that RoPE turns; the key part k^R is one for all heads."),
 )  # fmt: skip
 TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
@@ -283,8 +290,8 @@ def url_refusals(params: Mapping[str, str]) -> list[str]:
 LEGACY = {
     ("positional", "true"): ("positional", "sinusoidal"),  # positional encoding was a toggle
     ("positional", "false"): ("positional", "none"),
-    ("projections", "true"): ("variant", "mha"),  # "projections off" is the variant Q = K = V = X now
-    ("projections", "false"): ("variant", "identity"),
+    ("projections", "true"): ("variant", MHA.key),  # "projections off" is the variant Q = K = V = X now
+    ("projections", "false"): ("variant", IDENTITY.key),
 }
 
 
@@ -330,6 +337,22 @@ def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
         return
     listed = ", ".join(map(str, shown[:8])) + (f", … ({len(shown)} in all)" if len(shown) > 8 else "")
     _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {listed}.")
+
+
+def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> None:
+    """A page's own choice of a record, kept in the address by its key (keep_in_address), not its title: before
+    its widget is drawn, the session's first link's value, a key or (from an older link) a title, becomes the
+    widget's; any other is named, as the sidebar's are."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)  # once: the first link only
+    if raw is None:
+        return
+    by_title = {title: record for record, title in titles.items()}
+    chosen = raw if raw in titles else by_title.get(raw)
+    if chosen is None:
+        _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of "
+                            f"{', '.join(titles)}.")  # fmt: skip
+    else:
+        st.session_state[key] = chosen
 
 
 def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> None:
@@ -390,7 +413,7 @@ def show_link_refusals() -> None:
 
 def _widget(control: Control, active: bool, note: str = " Not used on this page.") -> None:
     common = {"key": control.key, "bind": "query-params", "disabled": not active,
-              "help": control.help + ("" if active else note), "on_change": control.on_change}  # fmt: skip
+              "help": control.helps + ("" if active else note), "on_change": control.on_change}  # fmt: skip
     if control.kind == "slider":
         st.slider(control.label, control.low, control.high, value=control.default, step=control.step, **common)
     elif control.kind == "number":
@@ -398,7 +421,7 @@ def _widget(control: Control, active: bool, note: str = " Not used on this page.
     elif control.kind == "toggle":
         st.toggle(control.label, value=control.default, **common)
     elif control.kind == "select":  # the options as they are (a format_func's label would be what the URL holds)
-        st.selectbox(control.label, control.options, index=control.options.index(control.default), **common)
+        st.selectbox(control.label, control.choices, index=control.choices.index(control.default), **common)
     elif control.key == "text":
         st.text_area(control.label, value=control.default, max_chars=control.high, height=90, **common)
     else:
@@ -417,13 +440,12 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
         variant = DEFAULTS["variant"]
         for control in VARIANT_CONTROLS:  # the variant first: on a first run it reads the URL only as it is drawn
             variant = st.session_state.get("variant", variant)
-            if not control.used_by or variant in control.used_by:  # another variant's sizes appear with it
+            own = VARIANTS[variant].uses if variant in VARIANTS else ()
+            if control.key not in sizes_only_some_use() or control.key in own:  # a variant's sizes appear with it
                 _widget(control, control.key in reads)
         if "variant" in reads and variant in VARIANTS:
             chosen = VARIANTS[variant]
-            st.caption(f"**{chosen.title}** ({chosen.label})"
-                       + (": d_k = d_v = d_model and one head, whatever the sliders say." if variant == "identity"
-                          else "."))  # fmt: skip
+            st.caption(f"**{chosen.title}** ({chosen.label})" + (f": {chosen.caption}." if chosen.caption else "."))
         for control in (*TOGGLES, POSITIONAL, *OTHERS):
             _widget(control, control.key in reads)
         try:

@@ -15,7 +15,7 @@ import streamlit as st
 from attention_core.lectures import pattern_for
 from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
 from attention_core.training import LECTURE_SENTENCE, checkpoint_npz, load_lecture_model
-from attention_core.variants import VARIANTS
+from attention_core.variants import MHA, VARIANTS
 from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import NUMBERS_FROM, Settings, current_example, numbers_from
@@ -68,7 +68,7 @@ def use_weights(data: bytes, trained: tuple[int, int] | None = None, **settings)
     `trained`: (seed, step) of the Training page's run they come from, which the pages then name instead of
     "typed". A ValueError names what in the file cannot be used; then nothing is changed."""
     texts, sizes = typed_from_npz(data)
-    st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "variant": "mha", **settings})
+    st.session_state.update({**dict.fromkeys(TYPED_NAMES, ""), **texts, **sizes, "variant": MHA.key, **settings})
     typed = tuple((name, texts[name]) for name in TYPED_NAMES if texts.get(name))  # as Settings.typed reads them
     st.session_state[NUMBERS_FROM.key] = numbers_from(*trained, typed) if trained else ""
 

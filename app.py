@@ -21,10 +21,11 @@ st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layo
 # heatmap on a fresh server (bench/bench_open.py).
 chart.preload()
 
-from ui.controls import check_link, run_through_app_py, show_link_refusals, sidebar  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
+from ui.links import check_link, show_link_refusals  # noqa: E402
 from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
-from ui.show import READABLE_CSS, presentation_bar  # noqa: E402
+from ui.screen import READABLE_CSS, presentation_bar  # noqa: E402
+from ui.sidebar import run_through_app_py, sidebar  # noqa: E402
 
 run_through_app_py()
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently

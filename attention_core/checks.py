@@ -1,7 +1,7 @@
 """The checks every request goes through, with messages that name the field, the value and what is allowed.
 
-They live apart from config.py so that the registries (variants.py: what a variant checks of its own sizes) and
-config.py can both use them without importing each other.
+They live apart from config.py so that the registries (attention_core/variants/: what a variant checks of its own
+sizes) and config.py can both use them without importing each other.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ MAX_TYPED_TOKENS = 8  # typed numbers (X, W_Q, ...): at most this many tokens
 MAX_TYPED_DIM = 8  # ... and d_model, d_k, d_v at most this
 MAX_SAMPLES = 100_000  # the √d_k experiment
 MAX_KEYS = 1024
-# Training (attention_core/training.py): a model the Training page trains in seconds on a CPU.
+# Training (attention_core/training/): a model the Training page trains in seconds on a CPU.
 MAX_TRAIN_STEPS = 5000
 MAX_TRAIN_SECONDS = 60  # a run stops itself here, whatever its step budget
 MAX_TRAIN_DIM = 32  # d_model
@@ -102,7 +102,7 @@ def check_text(text: object, field: str = "text") -> str:
 class AttentionConfig:
     """Settings of one self-attention layer.
 
-    variant: how q, k and v are made: the key of a record of attention_core/variants.py (VARIANTS).
+    variant: how q, k and v are made: the key of a record of attention_core/variants/ (VARIANTS).
     (no projections, Q = K = V = X: lecture 003's first attempt; then d_k = d_v = d_model and one head).
     d_model: width of each input row of X.  d_k: width of each head's queries and keys (MLA: their content
     part).  d_v: width of each head's values (defaults to d_k).  n_heads: query heads; W_O maps the
@@ -163,9 +163,11 @@ class AttentionConfig:
         for name, value in variant.settle(dataclasses.asdict(self), MAX_DIM).items():
             set_(self, name, value)
         if self.positional == "rotary" and getattr(self, variant.rope_width) % 2:
-            raise ValueError(f"rotary positions turn pairs of dimensions, so {variant.rope_width} must be even with "
-                             f"positional encoding 'rotary'; got {variant.rope_width} = "
-                             f"{getattr(self, variant.rope_width)}")  # fmt: skip
+            raise ValueError(
+                f"rotary positions turn pairs of dimensions, so {variant.rope_width} must be even with "
+                f"positional encoding 'rotary'; got {variant.rope_width} = "
+                f"{getattr(self, variant.rope_width)}"
+            )
 
     @property
     def torch_dtype(self) -> torch.dtype:

@@ -108,8 +108,11 @@ def decode_step(
     Returns the step and the cache with the new token's row added (the cache passed in is not changed)."""
     variant = VARIANTS[config.variant]
     new = variant.project(x_new, params, config, position)  # the new token's own parts, at its position
-    cache = {name: torch.cat([cache[name], new[name]], dim=-2) if name in cache else new[name]
-             for name in variant.cached if name in new}  # fmt: skip
+    cache = {
+        name: torch.cat([cache[name], new[name]], dim=-2) if name in cache else new[name]
+        for name in variant.cached
+        if name in new
+    }
     projected = variant.unpack({"q": new["q"], **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None)  # one row: nothing to mask
@@ -124,8 +127,9 @@ def decode_sentence(text: str, config: AttentionConfig, *, x=None, weights: Mapp
     check_text(text)
     tokens = tokenize(text)
     if len(tokens) > MAX_DECODE_TOKENS:
-        raise ValueError(f"decoding shows every step's rows: at most {MAX_DECODE_TOKENS} tokens; the sentence has "
-                         f"{len(tokens)}")  # fmt: skip
+        raise ValueError(
+            f"decoding shows every step's rows: at most {MAX_DECODE_TOKENS} tokens; the sentence has {len(tokens)}"
+        )
     if x is None:
         x = embed(tokens, config.d_model, seed=config.seed, positional=config.positional == "sinusoidal")
     elif len(x) != len(tokens):
@@ -171,10 +175,20 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool) -> list[Term]:
         terms.append(Term(what, formula.replace("concat", "h·d_v"), each * spec.flops_per_row(s)))
     d_qk, d_qk_name = variant.qk(s)
     keys = t
-    terms.append(Term("scores q·kᵀ: " + ("the new row" if cached else "all t rows"),
-                      f"{row_name}2·{h_name}t·{d_qk_name}", rows * 2 * heads * keys * d_qk))  # fmt: skip
-    terms.append(Term("context weights·V: " + ("the new row" if cached else "all t rows"),
-                      f"{row_name}2·{h_name}t·{d_v_name}", rows * 2 * heads * keys * d_v))  # fmt: skip
+    terms.append(
+        Term(
+            "scores q·kᵀ: " + ("the new row" if cached else "all t rows"),
+            f"{row_name}2·{h_name}t·{d_qk_name}",
+            rows * 2 * heads * keys * d_qk,
+        )
+    )
+    terms.append(
+        Term(
+            "context weights·V: " + ("the new row" if cached else "all t rows"),
+            f"{row_name}2·{h_name}t·{d_v_name}",
+            rows * 2 * heads * keys * d_v,
+        )
+    )
     return terms
 
 
@@ -182,8 +196,9 @@ def step_flops(variant_key: str, s: Sizes, t: int, cached: bool) -> int:
     return sum(term.flops for term in step_cost(variant_key, s, t, cached))
 
 
-def bytes_read(params: Mapping[str, torch.Tensor], cache: Mapping[str, torch.Tensor], x: torch.Tensor,
-               cached: bool) -> int:  # fmt: skip
+def bytes_read(
+    params: Mapping[str, torch.Tensor], cache: Mapping[str, torch.Tensor], x: torch.Tensor, cached: bool
+) -> int:
     """Bytes a step reads from memory at the least: every weight once, and with a cache the whole cache (t
     tokens) and the new token's row of X, without one all t rows of X (the rest is recomputed, not read).
     `cache` and `x` are the step's: the cache after it, x[:t]."""
@@ -193,5 +208,15 @@ def bytes_read(params: Mapping[str, torch.Tensor], cache: Mapping[str, torch.Ten
     return weights + sum(p.numel() * p.element_size() for p in cache.values()) + x[-1:].numel() * x.element_size()
 
 
-__all__ = ["MAX_DECODE_TOKENS", "Decoding", "Step", "Term", "bytes_read", "decode", "decode_sentence", "decode_step",
-           "step_cost", "step_flops"]  # fmt: skip
+__all__ = [
+    "MAX_DECODE_TOKENS",
+    "Decoding",
+    "Step",
+    "Term",
+    "bytes_read",
+    "decode",
+    "decode_sentence",
+    "decode_step",
+    "step_cost",
+    "step_flops",
+]

@@ -1,6 +1,6 @@
 """Scaled dot-product self-attention, one named stage at a time.
 
-    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head: how the variant projects (variants.py:
+    Q = X·W_Q    K = X·W_K    V = X·W_V                 per head: how the variant projects (attention_core/variants/:
                                                         MHA, GQA, MQA, MLA, or Q = K = V = X)
     scores = Q·Kᵀ                                       how well each query matches each key
     scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k (d_k: q's width)
@@ -77,9 +77,18 @@ def attend(
 
 
 def trace_from_stages(
-    tokens, q, k, v, stages: Mapping, *, scale: float, mask, device: str, label: str = "",
+    tokens,
+    q,
+    k,
+    v,
+    stages: Mapping,
+    *,
+    scale: float,
+    mask,
+    device: str,
+    label: str = "",
     kv_head_of: tuple[int, ...] = (),
-) -> AttentionTrace:  # fmt: skip
+) -> AttentionTrace:
     """An AttentionTrace for attention computed elsewhere (a real model's layer, a re-run head).
 
     stages: scores, scaled_scores, masked_scores, weights, context (as attend returns them).
@@ -166,8 +175,8 @@ def compute_attention(
 ) -> AttentionTrace:
     """Run self-attention on X [n, d_model] as config.variant does it, and keep every stage.
 
-    weights: optional matrices of the variant (any subset, by name: "w_q", ...; see variants.py); the rest are
-    drawn from config.seed. tokens: labels for the n rows (default "#0", "#1", ...).
+    weights: optional matrices of the variant (any subset, by name: "w_q", ...; see attention_core/variants/); the
+    rest are drawn from config.seed. tokens: labels for the n rows (default "#0", "#1", ...).
     memory_budget: bytes; defaults to ATTENTION_MEMORY_BUDGET_MB (see config.py).
     Raises ValueError, naming the field and the allowed values, for any bad input.
     """
@@ -213,8 +222,12 @@ def trace_sentence(text: str, config: AttentionConfig, *, x=None, weights: Mappi
     check_request(len(tokens), config)  # refuse before embedding thousands of rows
     if x is None:
         sinusoidal = config.positional == "sinusoidal"
-        return compute_attention(embed(tokens, config.d_model, seed=config.seed, positional=sinusoidal), config,
-                                 weights=weights, tokens=tokens)  # fmt: skip
+        return compute_attention(
+            embed(tokens, config.d_model, seed=config.seed, positional=sinusoidal),
+            config,
+            weights=weights,
+            tokens=tokens,
+        )
     if len(x) != len(tokens):
         raise ValueError(f"X has {len(x)} rows but the sentence has {len(tokens)} tokens: X needs one row per token")
     trace = compute_attention(x, config, weights=weights, tokens=tokens)

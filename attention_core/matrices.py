@@ -164,8 +164,10 @@ def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
         if array.ndim == 2 and name in PER_HEAD:
             array = array[None]  # one head
         if array.ndim != want or not np.issubdtype(array.dtype, np.number) or 0 in array.shape:
-            raise ValueError(f"{TYPED_NAMES[name]} in the .npz has shape {tuple(arrays[name].shape)} "
-                             f"({arrays[name].dtype}); it must be {want}-dimensional numbers")  # fmt: skip
+            raise ValueError(
+                f"{TYPED_NAMES[name]} in the .npz has shape {tuple(arrays[name].shape)} "
+                f"({arrays[name].dtype}); it must be {want}-dimensional numbers"
+            )
         if not np.isfinite(array).all() or np.abs(array).max() > NUMBER_LIMIT:
             raise ValueError(f"{TYPED_NAMES[name]} in the .npz holds a number that is not finite or beyond ±1,000,000")
         arrays[name], shapes[name] = array.astype(np.float64), array.shape
@@ -176,8 +178,10 @@ def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
         want["x"] = (shapes["x"][0], d_model)
     for name, shape in want.items():
         if shapes[name] != shape:
-            raise ValueError(f"{TYPED_NAMES[name]} in the .npz is {'×'.join(map(str, shapes[name]))}; with W_Q "
-                             f"{'×'.join(map(str, shapes['w_q']))} it must be {'×'.join(map(str, shape))}")  # fmt: skip
+            raise ValueError(
+                f"{TYPED_NAMES[name]} in the .npz is {'×'.join(map(str, shapes[name]))}; with W_Q "
+                f"{'×'.join(map(str, shapes['w_q']))} it must be {'×'.join(map(str, shape))}"
+            )
     sizes = {"d_model": d_model, "d_k": d_k, "d_v": d_v, "heads": h}
     n_tokens = shapes["x"][0] if "x" in shapes else 1
     config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, n_heads=h)
@@ -189,6 +193,9 @@ def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
         if "x" not in arrays or len(tokens) != n_tokens or not all(isinstance(t, str) for t in tokens):
             raise ValueError(f"tokens_json in the .npz must list one token per row of X ({n_tokens})")
         sizes["text"] = " ".join(tokens)
-    texts = {name: format_blocks(arrays[name] if name in PER_HEAD else [arrays[name]]) for name in TYPED_NAMES
-             if name in arrays}  # fmt: skip
+    texts = {
+        name: format_blocks(arrays[name] if name in PER_HEAD else [arrays[name]])
+        for name in TYPED_NAMES
+        if name in arrays
+    }
     return texts, sizes

@@ -32,8 +32,9 @@ def angles(n: int, width: int, base: float = BASE, dtype=torch.float64, device="
     return torch.outer(positions, frequency).to(dtype=dtype, device=device)
 
 
-def cos_sin(n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu",
-            start: int = 0) -> tuple[torch.Tensor, ...]:  # fmt: skip
+def cos_sin(
+    n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu", start: int = 0
+) -> tuple[torch.Tensor, ...]:
     """cos θ and sin θ, each [n, width] with the half-width angles written twice (transformers' layout)."""
     theta = angles(n, width, base, dtype, device, start)
     doubled = torch.cat([theta, theta], dim=-1)

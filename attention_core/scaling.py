@@ -22,7 +22,7 @@ import torch
 from attention_core.checks import check_int
 from attention_core.config import MAX_DIM, MAX_KEYS, MAX_SAMPLES, MAX_SEED, memory_budget_bytes
 from attention_core.device import resolve_device
-from attention_core.weights import _stream, draw_matrix
+from attention_core.weights import draw_matrix, weight_stream
 
 SENTENCE_TOKENS_MAX = 32  # the sentence experiment keeps draws x n x n maps for every d_k (32 tokens: ~0.5 s)
 
@@ -206,7 +206,7 @@ def sentence_scaling(
     d_model, widest = x.shape[1], max(*d_ks, row_d_k)
 
     def stacked(name: str) -> torch.Tensor:  # [draws, d_model, widest]
-        return torch.stack([draw_matrix(d_model, widest, "unit", _stream(seed, name, j)) for j in range(draws)])
+        return torch.stack([draw_matrix(d_model, widest, "unit", weight_stream(seed, name, j)) for j in range(draws)])
 
     x = standardize_rows(x)
     q, k = x @ stacked("sqrt_dk_experiment_q"), x @ stacked("sqrt_dk_experiment_k")  # [draws, n, widest]
@@ -247,7 +247,7 @@ def entry_variance_by_init(x: torch.Tensor, d_ks, inits, seed: int = 0) -> dict[
     d_model = x.shape[1]
     return {
         init: tuple(
-            float((x @ draw_matrix(d_model, d, init, _stream(seed, "init_comparison", 0))).var(unbiased=False))
+            float((x @ draw_matrix(d_model, d, init, weight_stream(seed, "init_comparison", 0))).var(unbiased=False))
             for d in d_ks
         )
         for init in inits

@@ -142,8 +142,9 @@ class Statistic:
     lens: str = ""
     digits: int = 2
 
-    def per_row(self, weights: torch.Tensor, seq: Sequence, leave_first_out: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    def per_row(
+        self, weights: torch.Tensor, seq: Sequence, leave_first_out: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(values [h, n], counted [h, n] bool): each row's score, and whether it counts. With `leave_first_out`
         the weights are those of `without_first`, a target on the first token is no target, and a row that
         could see only the first token does not count."""
@@ -179,52 +180,86 @@ class Statistic:
 
 PEAKINESS = (
     Statistic(
-        "normalized_entropy", "normalized entropy", "entropy",
+        "normalized_entropy",
+        "normalized entropy",
+        "entropy",
         "The row's entropy divided by the largest it could have, log(keys it may see): 0 = all on one token, "
         "1 = spread evenly.",
-        "peakiness", rows=_peakiness("normalized_entropy"), focused="low", digits=3,
+        "peakiness",
+        rows=_peakiness("normalized_entropy"),
+        focused="low",
+        digits=3,
     ),
     Statistic(
-        "max_weight", "max weight", "max",
+        "max_weight",
+        "max weight",
+        "max",
         "The row's largest weight: 1 = all on one token, 1/keys = spread evenly.",
-        "peakiness", rows=_peakiness("max_weight"), focused="high", digits=3,
+        "peakiness",
+        rows=_peakiness("max_weight"),
+        focused="high",
+        digits=3,
     ),
     Statistic(
-        "effective_tokens", "effective tokens", "tokens",
+        "effective_tokens",
+        "effective tokens",
+        "tokens",
         "exp(entropy): how many tokens the row really spreads over, 1 for one token, the number of keys for all.",
-        "peakiness", rows=_peakiness("effective_tokens"), top=None, focused="low",
+        "peakiness",
+        rows=_peakiness("effective_tokens"),
+        top=None,
+        focused="low",
     ),
-)  # fmt: skip
+)
 
 ROLES = (
     Statistic(
-        "previous", "previous token", "previous",
+        "previous",
+        "previous token",
+        "previous",
         "The weight each row puts on the token just before it (rows 2 onward).",
-        "role", _previous, lens="previous_token_head",
+        "role",
+        _previous,
+        lens="previous_token_head",
     ),
     Statistic(
-        "first", "first token (sink)", "first",
+        "first",
+        "first token (sink)",
+        "first",
         "The weight each row puts on the first token ([CLS], BOS, or the first word), rows 2 onward: a head that "
         "parks its attention there when nothing else matches is an attention sink.",
-        "role", _first,
+        "role",
+        _first,
     ),
     Statistic(
-        "self", "self", "self",
+        "self",
+        "self",
+        "self",
         "The weight each row puts on its own token (the diagonal).",
-        "role", _self,
+        "role",
+        _self,
     ),
     Statistic(
-        "duplicate", "duplicate token", "duplicate",
+        "duplicate",
+        "duplicate token",
+        "duplicate",
         "The weight each row puts on earlier copies of its own token (rows whose token came before).",
-        "role", lambda seq: copies_before(seq.tokens), lens="duplicate_token_head",
+        "role",
+        lambda seq: copies_before(seq.tokens),
+        lens="duplicate_token_head",
     ),
     Statistic(
-        "induction", "induction", "induction",
+        "induction",
+        "induction",
+        "induction",
         "On a random sequence repeated twice: the weight each row of the second copy puts on the token that came "
         "after its token's first occurrence (what came next last time).",
-        "role", lambda seq: induction_targets(seq.tokens), probe=True, lens="induction_head",
+        "role",
+        lambda seq: induction_targets(seq.tokens),
+        probe=True,
+        lens="induction_head",
     ),
-)  # fmt: skip
+)
 
 STATISTICS: dict[str, Statistic] = {statistic.key: statistic for statistic in (*PEAKINESS, *ROLES)}
 
@@ -242,8 +277,9 @@ def without_first(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.where(kept.unsqueeze(-1), spread, torch.zeros_like(spread)), kept
 
 
-def per_layer_and_head(statistic: Statistic, layers: list[torch.Tensor], seq: Sequence, leave_first_out: bool = False
-                       ) -> torch.Tensor:  # fmt: skip
+def per_layer_and_head(
+    statistic: Statistic, layers: list[torch.Tensor], seq: Sequence, leave_first_out: bool = False
+) -> torch.Tensor:
     """[layers, heads]: the statistic of every head of every layer (weights [h, n, n] per layer)."""
     return torch.stack([statistic.per_head(weights, seq, leave_first_out) for weights in layers])
 

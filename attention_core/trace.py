@@ -24,7 +24,7 @@ entropy (nats), normalized_entropy (entropy / log(number of keys the row may see
 one-hot row, 1 for a uniform one, 0 where only one key is allowed), max_weight, and
 effective_tokens = exp(entropy) ("how many tokens this row really spreads over").
 
-The variant (attention_core/variants.py) says how q, k and v were made: `params` holds its weights at their
+The variant (attention_core/variants/) says how q, k and v were made: `params` holds its weights at their
 true shapes (g = key/value heads: a GQA's W_K is [g, d_model, d_k]), `parts` its intermediates (MLA's latent
 c_KV, the keys before RoPE, ...), and `kv_head_of` which key/value head each query head reads; q, k and v are
 as they meet in the scores, k and v expanded to one per query head.
@@ -80,7 +80,7 @@ class AttentionTrace:
     given: tuple[str, ...] = ()  # which of x, w_q, w_k, w_v, w_o were typed rather than drawn
     drawn: str = ""  # how the others were drawn, e.g. "xavier init, seed 0" ("" for a real model's)
     typed_as: str = "typed"  # how the given ones came to be: "typed", or "trained (Training page, ...)"
-    variant: str = DEFAULT  # a key of attention_core/variants.py
+    variant: str = DEFAULT  # a key of attention_core/variants/
     params: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the variant's weights, true shapes
     parts: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # its intermediates (variants.PARTS)
     kv_head_of: tuple[int, ...] = ()  # query head -> the key/value head it reads (default: its own)
@@ -154,8 +154,17 @@ class AttentionTrace:
             return self.parts[part].shape[-1] if part in self.parts else 0
 
         d_model = self.x.shape[-1] if self.x is not None else self.n_heads * self.d_v
-        return Sizes(d_model, self.n_heads, self.kv_heads, self.d_k - width("k_r"), self.d_v, width("c_kv"),
-                     width("c_q"), width("k_r"), "q_rotated" in self.parts)  # fmt: skip
+        return Sizes(
+            d_model,
+            self.n_heads,
+            self.kv_heads,
+            self.d_k - width("k_r"),
+            self.d_v,
+            width("c_kv"),
+            width("c_q"),
+            width("k_r"),
+            "q_rotated" in self.parts,
+        )
 
     def heads_sharing(self, kv_head: int) -> list[int]:
         """The query heads that read key/value head `kv_head`."""
@@ -206,8 +215,10 @@ class AttentionTrace:
     def head_summary(self) -> list[dict[str, float]]:
         """Per head, "mean_<key>" of each peakiness statistic: its mean over the averaged rows."""
         means = {statistic.key: self.statistic(statistic.key) for statistic in PEAKINESS}
-        return [{"head": head, **{f"mean_{key}": float(values[head]) for key, values in means.items()}}
-                for head in range(self.n_heads)]  # fmt: skip
+        return [
+            {"head": head, **{f"mean_{key}": float(values[head]) for key, values in means.items()}}
+            for head in range(self.n_heads)
+        ]
 
     def to(self, device: torch.device | str) -> AttentionTrace:
         """The same trace with every tensor moved to `device` (e.g. "cpu" before plotting)."""

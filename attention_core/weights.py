@@ -1,6 +1,6 @@
 """A variant's weight matrices (W_Q, W_K, W_V, W_O; MLA's W_DKV, W_UK, ...): their shapes, how they are drawn
 from a seed, and checks on typed ones. Which matrices a variant has, and their true shapes, is its record in
-attention_core/variants.py; this module only draws and checks them.
+attention_core/variants/; this module only draws and checks them.
 
 Every matrix is drawn from its own stream, seeded by (seed, matrix, head), on the CPU, column after
 column. So the same seed gives the same numbers on every device and in every thread, and
@@ -32,7 +32,7 @@ def weight_shapes(config: AttentionConfig) -> dict[str, tuple[int, ...]]:
     return VARIANTS[config.variant].weight_shapes(config.sizes)
 
 
-def _stream(seed: int, name: str, head: int) -> torch.Generator:
+def weight_stream(seed: int, name: str, head: int) -> torch.Generator:
     digest = hashlib.blake2b(f"{seed}\x00{name}\x00{head}".encode(), digest_size=8).digest()
     return torch.Generator(device="cpu").manual_seed(int.from_bytes(digest, "little") & ((1 << 63) - 1))
 
@@ -63,11 +63,11 @@ def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor
         if kind == "gain":
             drawn[name] = torch.ones(shape)
         elif len(shape) == 2:
-            drawn[name] = draw_matrix(*shape, init, _stream(seed, name, 0)).float()
+            drawn[name] = draw_matrix(*shape, init, weight_stream(seed, name, 0)).float()
         else:
             copies, rows, cols = shape
             drawn[name] = torch.stack(
-                [draw_matrix(rows, cols, init, _stream(seed, name, head)) for head in range(copies)]
+                [draw_matrix(rows, cols, init, weight_stream(seed, name, head)) for head in range(copies)]
             ).float()
     return drawn
 
@@ -89,8 +89,10 @@ def check_given_weights(given: Mapping, config: AttentionConfig) -> dict[str, to
         raise ValueError(f"weights {sorted(given)} were given, but projections are off (Q = K = V = X)")
     unknown = set(given) - set(shapes)
     if unknown:
-        raise ValueError(f"weights has {', '.join(map(repr, sorted(unknown)))}, which {variant.label} does not "
-                         f"have; its weights: {', '.join(shapes)}")  # fmt: skip
+        raise ValueError(
+            f"weights has {', '.join(map(repr, sorted(unknown)))}, which {variant.label} does not "
+            f"have; its weights: {', '.join(shapes)}"
+        )
     checked = {}
     for name, value in given.items():
         tensor = torch.as_tensor(value, dtype=config.torch_dtype)

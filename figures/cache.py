@@ -1,5 +1,5 @@
 """What a KV cache keeps for every token: each attention variant at the sizes on screen, and published models at
-theirs (issue 26). Plotly only; the numbers come from the variant registry (attention_core/variants.py), whose
+theirs (issue 26). Plotly only; the numbers come from the variant registry (attention_core/variants/), whose
 formulas tests/test_variants.py checks against the bytes of the tensors each variant keeps.
 
 While a decoder writes, every new token's query meets the keys and values of all the tokens before it. Those
@@ -40,8 +40,9 @@ class CacheRow:
         per_layer = variant.cache_per_token(s)
         if self.layers == 1:
             return f"{variant.formula} = {filled} = {per_layer:,}"
-        general, filled = (f"({text})" if "+" in text and not text.endswith(")") else text
-                           for text in (variant.formula, filled))  # fmt: skip
+        general, filled = (
+            f"({text})" if "+" in text and not text.endswith(")") else text for text in (variant.formula, filled)
+        )
         return f"{self.layers} layers × {general} = {self.layers} × {filled} = {self.layers * per_layer:,}"
 
 
@@ -83,17 +84,27 @@ def _short(number: int) -> str:
     return str(number)
 
 
-def cache_figure(rows: list[CacheRow], title: str, bytes_name: str, context: int, style: Style = DEFAULT_STYLE,
-                 log: bool = False) -> Figure:  # fmt: skip
+def cache_figure(
+    rows: list[CacheRow], title: str, bytes_name: str, context: int, style: Style = DEFAULT_STYLE, log: bool = False
+) -> Figure:
     """Horizontal bars of the numbers kept per token, each labelled with what they come to for `context` tokens
     in `bytes_name` (BYTES); the hover gives each bar's formula."""
     per = BYTES[bytes_name]
     names = [escape(row.name) for row in rows]
     values = [row.per_token for row in rows]
     labels = [f"{v:,} → {amount(v * context, per)}" for v in values]
-    bars = dict(type="bar", orientation="h", x=values, y=names, text=labels, textposition="outside",
-                cliponaxis=False, marker={"color": [VARIANTS[row.variant].colour for row in rows]},
-                hovertext=[escape(row.formula) for row in rows], hoverinfo="text")  # fmt: skip
+    bars = dict(
+        type="bar",
+        orientation="h",
+        x=values,
+        y=names,
+        text=labels,
+        textposition="outside",
+        cliponaxis=False,
+        marker={"color": [VARIANTS[row.variant].colour for row in rows]},
+        hovertext=[escape(row.formula) for row in rows],
+        hoverinfo="text",
+    )
     line = 1.3 * style.font_size
     longest = max(label_width(name, style.font_size - 2) for name in names)
     widest_label = max(label_width(label, style.font_size - 2) for label in labels)
@@ -106,8 +117,13 @@ def cache_figure(rows: list[CacheRow], title: str, bytes_name: str, context: int
         end = decades * (1 + widest_label / bar_room)
         every = 1 if math.log10(top) < 5 else 2  # 1, 10, 100, ... (or 1, 100, 10k, ...): none past the bars
         ticks = [10**k for k in range(0, math.floor(math.log10(top)) + 1, every)]
-        xaxis |= {"type": "log", "range": [0, end], "tickvals": ticks, "ticktext": [_short(t) for t in ticks],
-                  "tickangle": 0}  # fmt: skip
+        xaxis |= {
+            "type": "log",
+            "range": [0, end],
+            "tickvals": ticks,
+            "ticktext": [_short(t) for t in ticks],
+            "tickangle": 0,
+        }
     else:
         xaxis |= {"range": [0, top * (1 + (widest_label + 10) / bar_room)]}
     rows_height = len(rows) * 1.7 * line
@@ -119,5 +135,5 @@ def cache_figure(rows: list[CacheRow], title: str, bytes_name: str, context: int
         bargap=0.3,
         height=round(TITLE_PAD + 2.6 * line + 10 + rows_height + 1.6 * line),
         margin={"l": round(longest + 14), "r": 10, "t": round(TITLE_PAD + 2.6 * line + 10), "b": round(1.6 * line)},
-    )  # fmt: skip
+    )
     return figure([bars], layout)

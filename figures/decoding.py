@@ -24,8 +24,18 @@ def _veil(fig: Figure, panel: int, rows: int, cols: int) -> Figure:
     if rows <= 0:
         return fig
     suffix = "" if panel == 0 else str(panel + 1)
-    shape = dict(type="rect", xref=f"x{suffix}", yref=f"y{suffix}", x0=-0.5, x1=cols - 0.5, y0=-0.5,
-                 y1=rows - 0.5, fillcolor=VEIL, line={"width": 0}, layer="above")  # fmt: skip
+    shape = dict(
+        type="rect",
+        xref=f"x{suffix}",
+        yref=f"y{suffix}",
+        x0=-0.5,
+        x1=cols - 0.5,
+        y0=-0.5,
+        y1=rows - 0.5,
+        fillcolor=VEIL,
+        line={"width": 0},
+        layer="above",
+    )
     return figure(fig.traces, {**fig.parts, "shapes": [*fig.parts.get("shapes", []), shape]})
 
 
@@ -49,15 +59,31 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
         index, whose = _kv_index(name, decoding, head)
         values = as_numpy(part if index is None else part[index])
         label = PARTS[name][0].replace(" (per key/value head)", "")
-        panels.append(Panel(values, f"cached {label}", f"[{values.shape[0]} × {values.shape[1]}] · {whose}",
-                            row_labels=tokens, x_title="dimension"))  # fmt: skip
+        panels.append(
+            Panel(
+                values,
+                f"cached {label}",
+                f"[{values.shape[0]} × {values.shape[1]}] · {whose}",
+                row_labels=tokens,
+                x_title="dimension",
+            )
+        )
     rows = np.full((t + 1, t + 1), np.nan)
     for i in range(t + 1):
         rows[i, : i + 1] = as_numpy(decoding.steps[i].weights[head])
-    panels.append(Panel(rows, "every row so far", f"[{t + 1} × {t + 1}]: the last row is new",
-                        row_labels=tokens, col_labels=tokens, diverging=False,
-                        allowed=np.tril(np.ones((t + 1, t + 1), dtype=bool)), zrange=(0.0, 1.0),
-                        x_title="key"))  # fmt: skip
+    panels.append(
+        Panel(
+            rows,
+            "every row so far",
+            f"[{t + 1} × {t + 1}]: the last row is new",
+            row_labels=tokens,
+            col_labels=tokens,
+            diverging=False,
+            allowed=np.tril(np.ones((t + 1, t + 1), dtype=bool)),
+            zrange=(0.0, 1.0),
+            x_title="key",
+        )
+    )
     fig = heatmaps(panels, style)
     for k, panel in enumerate(panels):
         fig = _veil(fig, k, t, panel.matrix.shape[1])
@@ -70,49 +96,81 @@ def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_ST
     step = decoding.steps[t]
     token = [step.token]
     tokens = list(decoding.tokens[: t + 1])
-    q, scores, weights, context = (as_numpy(tensor[head])[None]
-                                   for tensor in (step.q, step.scaled_scores, step.weights, step.context))  # fmt: skip
+    q, scores, weights, context = (
+        as_numpy(tensor[head])[None] for tensor in (step.q, step.scaled_scores, step.weights, step.context)
+    )
     scaled = "q·Kᵀ, scaled" if decoding.config.scaled else "q·Kᵀ, not scaled"
     return heatmaps(
         [
-            Panel(q, f"q of “{step.token}”", f"[1 × {q.shape[1]}] · made at this step", row_labels=token,
-                  x_title="dimension"),
-            Panel(scores, "its scores", f"{scaled}: [1 × {t + 1}]", row_labels=token, col_labels=tokens,
-                  x_title="key"),
-            Panel(weights, "its weights", f"softmax: [1 × {t + 1}]", row_labels=token,
-                  col_labels=tokens, diverging=False, zrange=(0.0, 1.0), x_title="key"),
-            Panel(context, "its context", f"weights·V: [1 × {context.shape[1]}]", row_labels=token,
-                  x_title="dimension"),
+            Panel(
+                q,
+                f"q of “{step.token}”",
+                f"[1 × {q.shape[1]}] · made at this step",
+                row_labels=token,
+                x_title="dimension",
+            ),
+            Panel(scores, "its scores", f"{scaled}: [1 × {t + 1}]", row_labels=token, col_labels=tokens, x_title="key"),
+            Panel(
+                weights,
+                "its weights",
+                f"softmax: [1 × {t + 1}]",
+                row_labels=token,
+                col_labels=tokens,
+                diverging=False,
+                zrange=(0.0, 1.0),
+                x_title="key",
+            ),
+            Panel(
+                context, "its context", f"weights·V: [1 × {context.shape[1]}]", row_labels=token, x_title="dimension"
+            ),
         ],
         style,
-    )  # fmt: skip
+    )
 
 
-def cost_figures(variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE
-                 ) -> tuple[Figure, Figure]:  # fmt: skip
+def cost_figures(
+    variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE
+) -> tuple[Figure, Figure]:
     """How a step's FLOPs grow with t, with a KV cache and without, and how the cache grows, up to `steps`."""
     t = np.arange(1, steps + 1)
     with_cache = [step_flops(variant, sizes, int(i), True) for i in t]
     without = [step_flops(variant, sizes, int(i), False) for i in t]
     line = {"type": "scatter", "mode": "lines", "x": t}
     flops = figure(
-        [line | {"y": without, "name": "without a cache: the whole pass again", "line": {"color": "#b5651d"}},
-         line | {"y": with_cache, "name": "with a KV cache: the new token alone", "line": {"color": "#1a7f5a"}}],
-        style.layout(title=style.title("FLOPs of step t, one layer", "matrix products; t = tokens so far"),
-                     xaxis={"title": {"text": "t"}}, yaxis={"title": {"text": "FLOPs"}, "rangemode": "tozero"},
-                     legend={"orientation": "h", "y": -0.25}, height=360,
-                     margin={"t": 80, "l": 70, "r": 20, "b": 100}),
-    )  # fmt: skip
+        [
+            line | {"y": without, "name": "without a cache: the whole pass again", "line": {"color": "#b5651d"}},
+            line | {"y": with_cache, "name": "with a KV cache: the new token alone", "line": {"color": "#1a7f5a"}},
+        ],
+        style.layout(
+            title=style.title("FLOPs of step t, one layer", "matrix products; t = tokens so far"),
+            xaxis={"title": {"text": "t"}},
+            yaxis={"title": {"text": "FLOPs"}, "rangemode": "tozero"},
+            legend={"orientation": "h", "y": -0.25},
+            height=360,
+            margin={"t": 80, "l": 70, "r": 20, "b": 100},
+        ),
+    )
     per_token = VARIANTS[variant].cache_per_token(sizes) * bytes_per
     at_end = f"{per_token:,} bytes per token ({amount(per_token * steps, 1)} at t = {steps})"
     cache = figure(
-        [line | {"y": per_token * t, "name": "cache", "line": {"color": "#2e6fb0"},
-                 "hovertemplate": "t = %{x}: %{y:,} bytes<extra></extra>"}],
-        style.layout(title=style.title("KV cache after t tokens, one layer",
-                                       at_end),
-                     xaxis={"title": {"text": "t"}}, yaxis={"title": {"text": "bytes"}, "rangemode": "tozero"},
-                     showlegend=False, height=360, margin={"t": 80, "l": 70, "r": 20, "b": 60}),
-    )  # fmt: skip
+        [
+            line
+            | {
+                "y": per_token * t,
+                "name": "cache",
+                "line": {"color": "#2e6fb0"},
+                "hovertemplate": "t = %{x}: %{y:,} bytes<extra></extra>",
+            }
+        ],
+        style.layout(
+            title=style.title("KV cache after t tokens, one layer", at_end),
+            xaxis={"title": {"text": "t"}},
+            yaxis={"title": {"text": "bytes"}, "rangemode": "tozero"},
+            showlegend=False,
+            height=360,
+            margin={"t": 80, "l": 70, "r": 20, "b": 60},
+        ),
+    )
     return flops, cache
 
 
@@ -123,9 +181,21 @@ def cost_figures(variant: str, sizes: Sizes, steps: int, bytes_per: int, style: 
 def generated_row_figure(tokens: list[str], row, title: str, style: Style = DEFAULT_STYLE) -> Figure:
     """One head's attention row of the token at the end of `tokens`, over every token so far."""
     values = np.asarray(row, dtype=np.float64)[None]
-    return heatmaps([Panel(values, title, f"[1 × {len(tokens)}]: the newest token's weights over every token so far",
-                           row_labels=[tokens[-1]], col_labels=tokens, diverging=False, zrange=(0.0, 1.0),
-                           x_title="key")], style)  # fmt: skip
+    return heatmaps(
+        [
+            Panel(
+                values,
+                title,
+                f"[1 × {len(tokens)}]: the newest token's weights over every token so far",
+                row_labels=[tokens[-1]],
+                col_labels=tokens,
+                diverging=False,
+                zrange=(0.0, 1.0),
+                x_title="key",
+            )
+        ],
+        style,
+    )
 
 
 def step_entropy(rows) -> np.ndarray:
@@ -141,7 +211,19 @@ def step_entropy(rows) -> np.ndarray:
 
 def step_entropy_figure(rows, head_labels: list[str], style: Style = DEFAULT_STYLE) -> Figure:
     values = step_entropy(rows)
-    return heatmaps([Panel(values, "How peaked every head's newest row is",
-                           "normalized entropy: 0 = on one token, 1 = spread evenly",
-                           row_labels=[f"layer {i + 1}" for i in range(values.shape[0])], col_labels=head_labels,
-                           diverging=False, zrange=(0.0, 1.0), x_title="head", y_title="layer")], style)  # fmt: skip
+    return heatmaps(
+        [
+            Panel(
+                values,
+                "How peaked every head's newest row is",
+                "normalized entropy: 0 = on one token, 1 = spread evenly",
+                row_labels=[f"layer {i + 1}" for i in range(values.shape[0])],
+                col_labels=head_labels,
+                diverging=False,
+                zrange=(0.0, 1.0),
+                x_title="head",
+                y_title="layer",
+            )
+        ],
+        style,
+    )

@@ -85,14 +85,18 @@ def map_summary(z: np.ndarray, rows: list[str], cols: list[str]) -> str:
         peaks = np.where(choosing if choosing.any() else finite.any(axis=1), filled.max(axis=1), -np.inf)
         row = int(np.argmax(peaks))
         col = int(np.argmax(filled[row]))
-        return (f"{size} weights, each row sums to 1{masked_text}; the most focused row, '{rows[row]}', puts "
-                f"{weight(z[row, col])} on '{cols[col]}'")  # fmt: skip
+        return (
+            f"{size} weights, each row sums to 1{masked_text}; the most focused row, '{rows[row]}', puts "
+            f"{weight(z[row, col])} on '{cols[col]}'"
+        )
     if np.nanmin(z) == np.nanmax(z):
         return f"{size}{masked_text}; every value {number(np.nanmax(z))}"
     high = np.unravel_index(int(np.argmax(filled)), z.shape)
     low = np.unravel_index(int(np.argmin(np.where(finite, z, np.inf))), z.shape)
-    return (f"{size}{masked_text}; largest {number(z[high])} at row '{rows[high[0]]}', column '{cols[high[1]]}'; "
-            f"smallest {number(z[low])} at row '{rows[low[0]]}', column '{cols[low[1]]}'")  # fmt: skip
+    return (
+        f"{size}{masked_text}; largest {number(z[high])} at row '{rows[high[0]]}', column '{cols[high[1]]}'; "
+        f"smallest {number(z[low])} at row '{rows[low[0]]}', column '{cols[low[1]]}'"
+    )
 
 
 def _series_summary(trace: dict) -> str:
@@ -133,8 +137,9 @@ def describe(figure: Figure) -> tuple[str, str]:
     pictures = [] if maps else [np.asarray(t["z"], dtype=float) for t in traces if t.get("type") == "heatmap"]
     for z in pictures:  # a heatmap drawn as a picture (the thumbnails): its size and range
         if z.ndim == 2 and np.isfinite(z).any():
-            parts.append(f"a picture of {z.shape[0]} × {z.shape[1]} cells from {number(np.nanmin(z))} to "
-                         f"{number(np.nanmax(z))}")  # fmt: skip
+            parts.append(
+                f"a picture of {z.shape[0]} × {z.shape[1]} cells from {number(np.nanmin(z))} to {number(np.nanmax(z))}"
+            )
     if not maps and not pictures:
         parts = [s for s in (_series_summary(t) for t in traces if t.get("type") in ("scatter", "bar")) if s]
         more = len(parts) - MAPS_NAMED_MOST

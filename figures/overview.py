@@ -16,7 +16,7 @@ import torch
 
 from attention_core.reading import merge_words
 from attention_core.statistics import STATISTICS, without_first
-from figures.heatmap import pool
+from figures.fitting import pool
 from figures.reading import statistic_grid_figure
 from figures.style import DEFAULT_STYLE, MAP_PIXELS_MAX, TITLE_PAD, Figure, Style, figure, title_height
 
@@ -41,15 +41,19 @@ def entropy_grid_figure(model_trace, style: Style = DEFAULT_STYLE) -> Figure:
     """Mean normalized entropy per layer (rows) and head (columns): dark = peaked head. The numbers are
     written in the cells where they fit (they do for 30 layers x 9 heads across the page)."""
     return statistic_grid_figure(
-        model_trace.grid("normalized_entropy").numpy(), STATISTICS["normalized_entropy"], layer_labels(model_trace),
+        model_trace.grid("normalized_entropy").numpy(),
+        STATISTICS["normalized_entropy"],
+        layer_labels(model_trace),
         head_labels(model_trace),
         f"0 = each row on one token, 1 = spread evenly; means over {model_trace.layers[0].averaged_rows_text}",
-        style, title="Mean normalized entropy per layer and head",
-    )  # fmt: skip
+        style,
+        title="Mean normalized entropy per layer and head",
+    )
 
 
-def thumbnail_mosaic(model_trace, size: int = THUMB, hide_first: bool = False, groups: list | None = None
-                     ) -> tuple[np.ndarray, int]:  # fmt: skip
+def thumbnail_mosaic(
+    model_trace, size: int = THUMB, hide_first: bool = False, groups: list | None = None
+) -> tuple[np.ndarray, int]:
     """All layers' and heads' weights, each block-averaged to t x t (t <= n, size) and scaled to its
     own maximum, tiled with one blank (NaN) row/column between maps. Returns (mosaic, t). `hide_first`: the
     first token's column blank and each row re-normalized over the others (statistics.without_first);
@@ -77,8 +81,9 @@ def thumbnail_mosaic(model_trace, size: int = THUMB, hide_first: bool = False, g
     return mosaic, t
 
 
-def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB, hide_first: bool = False,
-                      groups: list | None = None) -> Figure:  # fmt: skip
+def thumbnails_figure(
+    model_trace, style: Style = DEFAULT_STYLE, size: int = THUMB, hide_first: bool = False, groups: list | None = None
+) -> Figure:
     """Small attention maps of every layer x head, in one heatmap (see thumbnail_mosaic)."""
     mosaic, t = thumbnail_mosaic(model_trace, size, hide_first, groups)
     n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
@@ -96,7 +101,7 @@ def thumbnails_figure(model_trace, style: Style = DEFAULT_STYLE, size: int = THU
                 1500 if style.max_map_pixels >= MAP_PIXELS_MAX else style.max_map_pixels + 160,
                 140 + n_layers * max(48, 3 * t),
             )
-        ),  # fmt: skip
+        ),
         # the title and its subtitle, then the head labels on top of the mosaic
         margin={
             "l": 10,

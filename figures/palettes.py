@@ -40,14 +40,24 @@ class Palette:
 PALETTES = {
     palette.key: palette
     for palette in (
-        Palette("cividis", "cividis, red–blue", "Cividis", "RdBu_r",
-                "Cividis (blue to yellow) was made to read the same with red-green colour blindness; red–blue "
-                "(ColorBrewer) stays red and blue under all three kinds."),
-        Palette("inferno", "inferno, purple–orange", "Inferno", "PuOr_r",
-                "More contrast, for a dim projector: inferno runs from black to pale yellow; purple–orange "
-                "(ColorBrewer) for signed numbers."),
+        Palette(
+            "cividis",
+            "cividis, red–blue",
+            "Cividis",
+            "RdBu_r",
+            "Cividis (blue to yellow) was made to read the same with red-green colour blindness; red–blue "
+            "(ColorBrewer) stays red and blue under all three kinds.",
+        ),
+        Palette(
+            "inferno",
+            "inferno, purple–orange",
+            "Inferno",
+            "PuOr_r",
+            "More contrast, for a dim projector: inferno runs from black to pale yellow; purple–orange "
+            "(ColorBrewer) for signed numbers.",
+        ),
     )
-}  # fmt: skip
+}
 DEFAULT_PALETTE = "cividis"
 
 

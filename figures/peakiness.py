@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from attention_core.statistics import PEAKINESS
-from figures.heatmap import BOLD, axis_ticks, fit_title, number_width, tick_widths
-from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, as_numpy, figure, label_width, title_height
+from figures.fitting import BOLD, axis_ticks, fit_title, number_width, tick_widths
+from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, Title, as_numpy, figure, label_width, title_height
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
 PANEL_GAP = 0.06  # of the width, between the three panels
@@ -33,82 +33,22 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], most=min(40, max(2, int(rows_pixels / font))))
     left = round(16 + max(tick_widths(ticks, font)))
     width = (1.0 - 2 * PANEL_GAP) / 3
-    traces, layout_axes, titles = [], {}, []
     panel_pixels = (style.width - left - 10) * width - 8
-
-    def fits(text: str) -> bool:
-        return all(label_width(line, font) <= panel_pixels for line in text.split("<br>"))
-
-    # Panel titles: whole on one line where they fit, else on two lines, else their short names, in type small
-    # enough that they do not run into each other (a slide's narrow column, many tokens' labels on the left).
-    for names in (
-        [n for n, *_ in columns],
-        [n.replace(" ", "<br>", 1) for n, *_ in columns],
-        [s for _, s, *_ in columns],
-    ):
-        if all(fits(name) for name in names):
-            break
-    widest = max(label_width(name, font) for name in names)
-    title_font = font if widest <= panel_pixels else max(TITLE_FONT_MIN, int(font * panel_pixels / widest))
-    panel_lines = max(name.count("<br>") + 1 for name in names)
-    number_font = max(11, font - 4)
+    names, title_font = panel_titles(columns, font, panel_pixels)
+    traces, layout_axes, titles = [], {}, []
     for index, ((name, _, values, top), shown) in enumerate(zip(columns, names, strict=True)):
-        axis = "x" if index == 0 else f"x{index + 1}"
-        # Each bar's number after it, where the longest bar keeps half of its panel; the axis leaves room for it
-        # in pixels of this panel (a fixed 30% was too little in a slide's narrow column: "5.00" effective tokens of
-        # a uniform row ran past the chart's edge). Narrower, the hover and the table give the numbers.
-        after = number_width(f"{top:.2f}", number_font) + 8
-        numbers = len(y) <= 24 and after <= NUMBERS_ROOM_MOST * panel_pixels
-        stretch = max(1.3, panel_pixels / (panel_pixels - after)) if numbers else 1.05
-        # The axis is marked up to the statistic's largest possible value, never past it (a weight: 1); a narrow
-        # panel marks only that end ("1" of one panel beside "0" of the next read "10").
-        marks = [0, top / 2, top] if panel_pixels >= 8 * font else [top]
-        start = index * (width + PANEL_GAP)
-        traces.append(
-            dict(
-                type="bar",
-                x=values.astype(np.float32),
-                y=y,
-                xaxis=axis,
-                orientation="h",
-                name=name,
-                marker={"color": "#3b6ea8"},
-                texttemplate="%{x:.2f}" if numbers else None,
-                textfont={"size": number_font},
-                textposition="outside",
-                cliponaxis=False,
-                hovertemplate=f"{name}: %{{x:.3f}}<extra></extra>",
-            )
-        )
-        layout_axes[f"xaxis{index + 1 if index else ''}"] = {
-            "domain": [start, start + width],
-            "range": [0, top * stretch],  # room for the number written after each bar
-            "tickvals": marks,
-            "ticktext": [f"{mark:g}" for mark in marks],
-            "automargin": False,
-            "anchor": "y",
-        }
-        titles.append(
-            {
-                "text": shown,
-                "x": start + width / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "yanchor": "bottom",
-                "yshift": 6,
-                "showarrow": False,
-                "font": {"size": title_font},
-            }
-        )
+        trace_, axis, title = bar_panel(index, name, values, top, font, panel_pixels)
+        traces.append(trace_)
+        layout_axes[f"xaxis{index + 1 if index else ''}"] = axis
+        titles.append({"text": shown, **title, "font": {"size": title_font}})
     which = f"head {head + 1} of {trace.n_heads}" if trace.n_heads > 1 else ""
     # The note is the title's detail: it moves to the subtitle line, and goes where there is no room for it.
     asked = "How peaked is each row?"  # where that takes two lines, a slide's narrow column: the short question
     if label_width(asked, font) * BOLD > style.width - 24:
         asked = "How peaked?"
-    title, note, title_size = fit_title(f"{asked}  {PEAKINESS_NOTE}", which, style.width, font)
-    line = 1.3
-    top_margin = TITLE_PAD + title_height(title_size, font) + 12 + panel_lines * font * line + 8
+    title, note, title_size = fit_title(Title(asked, shape=PEAKINESS_NOTE), which, style.width, font)
+    panel_lines = max(name.count("<br>") + 1 for name in names)
+    top_margin = TITLE_PAD + title_height(title_size, font) + 12 + panel_lines * font * 1.3 + 8
     layout = style.layout(
         title=style.title(title, note, title_size, font),
         **layout_axes,
@@ -120,3 +60,72 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     )
     layout["font"] = {**layout["font"], "size": font}
     return figure(traces, layout)
+
+
+def panel_titles(columns: list, font: int, panel_pixels: float) -> tuple[list[str], int]:
+    """The three panels' titles and their type size: whole on one line where they fit, else on two lines, else
+    their short names, in type small enough that they do not run into each other (a slide's narrow column, many
+    tokens' labels on the left)."""
+
+    def fits(text: str) -> bool:
+        return all(label_width(line, font) <= panel_pixels for line in text.split("<br>"))
+
+    for names in (
+        [n for n, *_ in columns],
+        [n.replace(" ", "<br>", 1) for n, *_ in columns],
+        [s for _, s, *_ in columns],
+    ):
+        if all(fits(name) for name in names):
+            break
+    widest = max(label_width(name, font) for name in names)
+    return names, font if widest <= panel_pixels else max(TITLE_FONT_MIN, int(font * panel_pixels / widest))
+
+
+def bar_panel(index: int, name: str, values, top: float, font: int, panel_pixels: float) -> tuple[dict, dict, dict]:
+    """One statistic's panel, the `index`-th from the left: its bars, its x axis and where its title goes."""
+    axis = "x" if index == 0 else f"x{index + 1}"
+    rows = len(values)
+    number_font = max(11, font - 4)
+    # Each bar's number after it, where the longest bar keeps half of its panel; the axis leaves room for it
+    # in pixels of this panel (a fixed 30% was too little in a slide's narrow column: "5.00" effective tokens of
+    # a uniform row ran past the chart's edge). Narrower, the hover and the table give the numbers.
+    after = number_width(f"{top:.2f}", number_font) + 8
+    numbers = rows <= 24 and after <= NUMBERS_ROOM_MOST * panel_pixels
+    stretch = max(1.3, panel_pixels / (panel_pixels - after)) if numbers else 1.05
+    # The axis is marked up to the statistic's largest possible value, never past it (a weight: 1); a narrow
+    # panel marks only that end ("1" of one panel beside "0" of the next read "10").
+    marks = [0, top / 2, top] if panel_pixels >= 8 * font else [top]
+    width = (1.0 - 2 * PANEL_GAP) / 3
+    start = index * (width + PANEL_GAP)
+    bars = dict(
+        type="bar",
+        x=values.astype(np.float32),
+        y=list(range(rows)),
+        xaxis=axis,
+        orientation="h",
+        name=name,
+        marker={"color": "#3b6ea8"},
+        texttemplate="%{x:.2f}" if numbers else None,
+        textfont={"size": number_font},
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate=f"{name}: %{{x:.3f}}<extra></extra>",
+    )
+    x_axis = {
+        "domain": [start, start + width],
+        "range": [0, top * stretch],  # room for the number written after each bar
+        "tickvals": marks,
+        "ticktext": [f"{mark:g}" for mark in marks],
+        "automargin": False,
+        "anchor": "y",
+    }
+    title = {
+        "x": start + width / 2,
+        "y": 1.0,
+        "xref": "paper",
+        "yref": "paper",
+        "yanchor": "bottom",
+        "yshift": 6,
+        "showarrow": False,
+    }
+    return bars, x_axis, title

@@ -20,8 +20,15 @@ SINK_SHARE = 0.5  # a head that puts at least this share of rows 2..n on token 1
 ROLLOUT_TOP = 3  # tokens named in "what a token draws on"
 
 
-def statistic_grid_figure(grid, statistic: Statistic, layer_names: list[str], head_names: list[str], note: str,
-                          style: Style = DEFAULT_STYLE, title: str = "") -> Figure:  # fmt: skip
+def statistic_grid_figure(
+    grid,
+    statistic: Statistic,
+    layer_names: list[str],
+    head_names: list[str],
+    note: str,
+    style: Style = DEFAULT_STYLE,
+    title: str = "",
+) -> Figure:
     """A [layers, heads] grid of one statistic (attention_core.statistics), every value written where it fits;
     a cell with no value (no row it is defined on) is blank. `note`: which rows and which sequence."""
     values = np.asarray(grid, dtype=np.float64)
@@ -40,12 +47,28 @@ def statistic_grid_figure(grid, statistic: Statistic, layer_names: list[str], he
     )
 
 
-def token_map(matrix, tokens: tuple[str, ...], title: str, subtitle: str, axes: tuple[str, str],
-              style: Style = DEFAULT_STYLE, **options) -> Figure:  # fmt: skip
+def token_map(
+    matrix,
+    tokens: tuple[str, ...],
+    title: str,
+    subtitle: str,
+    axes: tuple[str, str],
+    style: Style = DEFAULT_STYLE,
+    **options,
+) -> Figure:
     """A map with the tokens (or words) on both axes, coloured from 0: `axes` = (rows' title, columns' title)."""
-    return heatmap(np.asarray(matrix, dtype=np.float64), title=title, subtitle=subtitle, style=style,
-                   row_labels=list(tokens), col_labels=list(tokens), y_title=axes[0], x_title=axes[1],
-                   diverging=False, **options)  # fmt: skip
+    return heatmap(
+        np.asarray(matrix, dtype=np.float64),
+        title=title,
+        subtitle=subtitle,
+        style=style,
+        row_labels=list(tokens),
+        col_labels=list(tokens),
+        y_title=axes[0],
+        x_title=axes[1],
+        diverging=False,
+        **options,
+    )
 
 
 def averaged(tokens: tuple[str, ...]) -> str:
@@ -63,8 +86,9 @@ def first_hidden(matrix: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, n
     return spread.numpy(), allowed
 
 
-def rollout_figure(rolled, tokens: tuple[str, ...], upto: int, layers: int, style: Style = DEFAULT_STYLE,
-                   hide_first: bool = False) -> Figure:  # fmt: skip
+def rollout_figure(
+    rolled, tokens: tuple[str, ...], upto: int, layers: int, style: Style = DEFAULT_STYLE, hide_first: bool = False
+) -> Figure:
     """The rolled-out map [n, n]: row i, how much of token i after `upto` layers comes from each token. With
     `hide_first` the first token's column is greyed and each row re-normalized over the others (statistics.
     without_first); a row with nothing else is greyed whole."""
@@ -75,9 +99,17 @@ def rollout_figure(rolled, tokens: tuple[str, ...], upto: int, layers: int, styl
     if hide_first and len(tokens) > 1:
         rolled, allowed = first_hidden(rolled, allowed)
         subtitle = "½·(mean of the heads) + ½·I per layer, multiplied; the first token hidden, rows re-normalized"
-    return token_map(rolled, tokens, f"Attention rollout through {through} of {layers}", subtitle + averaged(tokens),
-                     ("token (query)", "draws on (key)"), style, zrange=(0.0, 1.0), allowed=allowed,
-                     drawn_most=DRAWN_MOST)  # fmt: skip
+    return token_map(
+        rolled,
+        tokens,
+        f"Attention rollout through {through} of {layers}",
+        subtitle + averaged(tokens),
+        ("token (query)", "draws on (key)"),
+        style,
+        zrange=(0.0, 1.0),
+        allowed=allowed,
+        drawn_most=DRAWN_MOST,
+    )
 
 
 def norms_figure(norms, tokens: tuple[str, ...], allowed, where: str, style: Style = DEFAULT_STYLE) -> Figure:
@@ -85,31 +117,55 @@ def norms_figure(norms, tokens: tuple[str, ...], allowed, where: str, style: Sty
     head's weights; masked keys grey; past DRAWN_MOST tokens averaged in blocks (said in its subtitle)."""
     norms = np.asarray(norms, dtype=np.float64)
     top = float(np.nanmax(np.where(allowed, norms, np.nan) if allowed is not None else norms, initial=0.0))
-    return token_map(norms, tokens, "‖α·v·W_O‖: what each weight moves", where + averaged(tokens), ("query", "key"),
-                     style, zrange=(0.0, max(top, 1e-12)), allowed=allowed, drawn_most=DRAWN_MOST)  # fmt: skip
+    return token_map(
+        norms,
+        tokens,
+        "‖α·v·W_O‖: what each weight moves",
+        where + averaged(tokens),
+        ("query", "key"),
+        style,
+        zrange=(0.0, max(top, 1e-12)),
+        allowed=allowed,
+        drawn_most=DRAWN_MOST,
+    )
 
 
-def without_first_figure(weights, tokens: tuple[str, ...], allowed, where: str, style: Style = DEFAULT_STYLE
-                         ) -> Figure:  # fmt: skip
+def without_first_figure(weights, tokens: tuple[str, ...], allowed, where: str, style: Style = DEFAULT_STYLE) -> Figure:
     """One head's weights [n, n] with the first token hidden (first_hidden), to read beside its captured weights:
     what the head does with the attention it does not park on the first token."""
     weights = np.asarray(weights, dtype=np.float64)
     allowed = np.ones(weights.shape, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
     shown, allowed = first_hidden(weights, allowed) if len(tokens) > 1 else (weights, allowed)
-    return token_map(shown, tokens, "attention weights, the first token hidden",
-                     f"{where}; rows re-normalized without it" + averaged(tokens),
-                     ("query", "key"), style, zrange=(0.0, 1.0), allowed=allowed, drawn_most=DRAWN_MOST)  # fmt: skip
+    return token_map(
+        shown,
+        tokens,
+        "attention weights, the first token hidden",
+        f"{where}; rows re-normalized without it" + averaged(tokens),
+        ("query", "key"),
+        style,
+        zrange=(0.0, 1.0),
+        allowed=allowed,
+        drawn_most=DRAWN_MOST,
+    )
 
 
-def words_figure(merged, words: tuple[str, ...], pieces: list[str], where: str, style: Style = DEFAULT_STYLE
-                 ) -> Figure:  # fmt: skip
+def words_figure(merged, words: tuple[str, ...], pieces: list[str], where: str, style: Style = DEFAULT_STYLE) -> Figure:
     """One head's weights by words [w, w] (reading.merge_words); hovering a cell lists each word's pieces."""
     named = [html.escape(p) for p in pieces]  # hover text is drawn as HTML
-    hover = np.array([[f"{named[i]} → {named[j]}: {merged[i, j]:.3f}" for j in range(len(words))]
-                      for i in range(len(words))])  # fmt: skip
+    hover = np.array(
+        [[f"{named[i]} → {named[j]}: {merged[i, j]:.3f}" for j in range(len(words))] for i in range(len(words))]
+    )
     subtitle = f"{where}; a word's row is its pieces' mean, its column their sum"
-    return token_map(merged, words, "attention weights by words", subtitle, ("query word", "key word"), style,
-                     zrange=(0.0, 1.0), hover_text=hover)  # fmt: skip
+    return token_map(
+        merged,
+        words,
+        "attention weights by words",
+        subtitle,
+        ("query word", "key word"),
+        style,
+        zrange=(0.0, 1.0),
+        hover_text=hover,
+    )
 
 
 SINK_WHY = (
@@ -143,8 +199,11 @@ def sink_summary(model_trace) -> str:
     heads = grid.numel()
     parked = int((grid >= SINK_SHARE).sum())
     first = markdown_literal(model_trace.tokens[0])
-    kind = ("a special token" if model_trace.special and model_trace.special[0]
-            else "the first word: this model starts a text with no special token")  # fmt: skip
+    kind = (
+        "a special token"
+        if model_trace.special and model_trace.special[0]
+        else "the first word: this model starts a text with no special token"
+    )
     return (
         f"Over all {heads} heads, rows 2 onward put **{share_text(float(grid.mean()))}** of their weight on the "
         f"first token, “{first}” ({kind}); **{parked}** head{'s' if parked != 1 else ''} put {SINK_SHARE:.0%} or "
@@ -158,8 +217,12 @@ def special_shares(model_trace) -> list[dict]:
     table = []
     for index, layer in enumerate(model_trace.layers):
         weights = layer.weights.double().mean(dim=0)  # [n, n]: heads averaged
-        shares = {kind: float(weights[:, [i for i, raw in enumerate(model_trace.raw_tokens) if raw == kind]]
-                                .sum(dim=-1).mean()) for kind in kinds}  # fmt: skip
+        shares = {
+            kind: float(
+                weights[:, [i for i, raw in enumerate(model_trace.raw_tokens) if raw == kind]].sum(dim=-1).mean()
+            )
+            for kind in kinds
+        }
         table.append({"layer": index + 1, **{f"on {kind}": round(share, 3) for kind, share in shares.items()}})
     return table
 

@@ -35,7 +35,7 @@ def _d_k_axis(d_ks) -> dict:
     }
 
 
-def _layout(style: Style, title: str, xaxis: dict, yaxis: dict, height: int = 480, legend_rows: int = 2) -> dict:
+def line_layout(style: Style, title: str, xaxis: dict, yaxis: dict, height: int = 480, legend_rows: int = 2) -> dict:
     """Title on top, the legend under the x axis (its rows get their own room, so nothing overlaps). No taller
     than a map may be (presentation mode: a slide fits the screen)."""
     height = min(height, style.max_map_pixels - 80)
@@ -56,14 +56,32 @@ def variance_figure(d_ks, var_unscaled, var_scaled, title: str, style: Style = D
     """Var(q·k) and Var(q·k/√d_k) against d_k, log-log, with the theory line Var = d_k."""
     d = list(d_ks)
     traces = [
-        dict(type="scatter", x=d, y=list(var_unscaled), mode="lines+markers", name="Var(q·k), unscaled",
-             line={"color": LINE_COLOURS["unscaled"]}),
-        dict(type="scatter", x=d, y=list(var_scaled), mode="lines+markers", name="Var(q·k / √d_k), scaled",
-             line={"color": LINE_COLOURS["scaled"]}),
-        dict(type="scatter", x=d, y=d, mode="lines", name="d_k (theory)",
-             line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
-    ]  # fmt: skip
-    layout = _layout(style, title, _d_k_axis(d), _log_axis([*var_unscaled, *var_scaled, *d], "variance"))
+        dict(
+            type="scatter",
+            x=d,
+            y=list(var_unscaled),
+            mode="lines+markers",
+            name="Var(q·k), unscaled",
+            line={"color": LINE_COLOURS["unscaled"]},
+        ),
+        dict(
+            type="scatter",
+            x=d,
+            y=list(var_scaled),
+            mode="lines+markers",
+            name="Var(q·k / √d_k), scaled",
+            line={"color": LINE_COLOURS["scaled"]},
+        ),
+        dict(
+            type="scatter",
+            x=d,
+            y=d,
+            mode="lines",
+            name="d_k (theory)",
+            line={"dash": "dot", "color": LINE_COLOURS["theory"]},
+        ),
+    ]
+    layout = line_layout(style, title, _d_k_axis(d), _log_axis([*var_unscaled, *var_scaled, *d], "variance"))
     return figure(traces, layout)
 
 
@@ -74,18 +92,36 @@ def peaks_figure(
     normalized entropy as dashed lines)."""
     d = list(d_ks)
     traces = [
-        dict(type="scatter", x=d, y=list(unscaled), mode="lines+markers", name="max weight, unscaled",
-             line={"color": LINE_COLOURS["unscaled"]}),
-        dict(type="scatter", x=d, y=list(scaled), mode="lines+markers", name="max weight, scaled",
-             line={"color": LINE_COLOURS["scaled"]}),
-    ]  # fmt: skip
+        dict(
+            type="scatter",
+            x=d,
+            y=list(unscaled),
+            mode="lines+markers",
+            name="max weight, unscaled",
+            line={"color": LINE_COLOURS["unscaled"]},
+        ),
+        dict(
+            type="scatter",
+            x=d,
+            y=list(scaled),
+            mode="lines+markers",
+            name="max weight, scaled",
+            line={"color": LINE_COLOURS["scaled"]},
+        ),
+    ]
     if entropy is not None:
         for values, name, colour in ((entropy[0], "unscaled", "unscaled"), (entropy[1], "scaled", "scaled")):
             traces.append(
-                dict(type="scatter", x=d, y=list(values), mode="lines", name=f"normalized entropy, {name}",
-                     line={"dash": "dash", "color": LINE_COLOURS[colour]})
-            )  # fmt: skip
-    layout = _layout(style, title, _d_k_axis(d), {"range": [0, 1.05], "title": {"text": f"mean over {over}"}})
+                dict(
+                    type="scatter",
+                    x=d,
+                    y=list(values),
+                    mode="lines",
+                    name=f"normalized entropy, {name}",
+                    line={"dash": "dash", "color": LINE_COLOURS[colour]},
+                )
+            )
+    layout = line_layout(style, title, _d_k_axis(d), {"range": [0, 1.05], "title": {"text": f"mean over {over}"}})
     return figure(traces, layout)
 
 
@@ -112,18 +148,28 @@ def row_figure(tokens, unscaled, scaled, d_k: int, query: int, style: Style = DE
     xaxis = {"tickmode": "array", "tickvals": x, "ticktext": labels, "title": {"text": "key"}}
     yaxis = {"range": [0, 1.05], "title": {"text": "weight"}}
     layout = {
-        **_layout(style, f"weights of “{tokens[query]}” at d_k = {d_k}", xaxis, yaxis, height=400, legend_rows=1),
+        **line_layout(style, f"weights of “{tokens[query]}” at d_k = {d_k}", xaxis, yaxis, height=400, legend_rows=1),
         "barmode": "group",
     }
     return figure(
         [
-            dict(type="bar", name=f"scaled (÷√{d_k})", x=x, y=np.asarray(scaled, dtype=np.float32),
-                 marker={"color": LINE_COLOURS["scaled"]}),
-            dict(type="bar", name="not scaled", x=x, y=np.asarray(unscaled, dtype=np.float32),
-                 marker={"color": LINE_COLOURS["unscaled"]}),
+            dict(
+                type="bar",
+                name=f"scaled (÷√{d_k})",
+                x=x,
+                y=np.asarray(scaled, dtype=np.float32),
+                marker={"color": LINE_COLOURS["scaled"]},
+            ),
+            dict(
+                type="bar",
+                name="not scaled",
+                x=x,
+                y=np.asarray(unscaled, dtype=np.float32),
+                marker={"color": LINE_COLOURS["unscaled"]},
+            ),
         ],
         layout=layout,
-    )  # fmt: skip
+    )
 
 
 def experiment_claims(result) -> list[str]:

@@ -146,7 +146,7 @@ class Style:
 
     def colorscale(self, diverging: bool) -> list:
         """The palette's scale for signed numbers (diverging) or for weights."""
-        return PALETTES[self.palette].scale(diverging)  # checked by ui.controls.settings_from
+        return PALETTES[self.palette].scale(diverging)  # checked by ui.sidebar.settings_from
 
     @property
     def text_colour(self) -> str:
@@ -202,8 +202,11 @@ class Style:
 
     def colorbar(self, **parts) -> dict:
         """A colour bar whose numbers and title take the page's text colour (see layout())."""
-        return {**parts, "tickfont": {"color": self.text_colour}, "title": {**parts.get("title", {}),
-                "font": {"color": self.text_colour}}}  # fmt: skip
+        return {
+            **parts,
+            "tickfont": {"color": self.text_colour},
+            "title": {**parts.get("title", {}), "font": {"color": self.text_colour}},
+        }
 
 
 DEFAULT_STYLE = Style()
@@ -264,6 +267,24 @@ def subscript(number: int) -> str:
 
 def as_numpy(tensor) -> np.ndarray:
     return tensor.detach().cpu().double().numpy()
+
+
+@dataclasses.dataclass(frozen=True)
+class Title:
+    """A map's title in its parts: its name ("scores"), the formula that makes it ("Q·Kᵀ") and its shape
+    ("[4x8]·[8x4] = [4x4]", or what its cells hold). Drawn whole where it fits its chart; where it does not, the
+    shape and then the formula move to the subtitle line (figures.fitting.fit_title)."""
+
+    name: str
+    formula: str = ""
+    shape: str = ""
+
+    @property
+    def text(self) -> str:
+        """The whole title as one line: "scores = Q·Kᵀ  [4x8]·[8x4] = [4x4]"."""
+        formula = f" = {self.formula}" if self.formula else ""
+        shape = f"  {self.shape}" if self.shape else ""
+        return f"{self.name}{formula}{shape}"
 
 
 def shape_text(*dims: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from figures.scaling import LINE_COLOURS, _layout
+from figures.scaling import LINE_COLOURS, line_layout
 from figures.style import DEFAULT_STYLE, Figure, Style, escape, figure
 
 LOSS_COLOUR = "#2e6fb0"
@@ -34,17 +34,30 @@ def loss_figure(loss, step: int, best: float, steps_total: int, style: Style = D
     shown = min(step, len(loss) - 1)
     traces = [
         dict(type="scatter", x=steps, y=list(loss), mode="lines", name="loss", line={"color": LOSS_COLOUR}),
-        dict(type="scatter", x=[0, steps_total], y=[best, best], mode="lines",
-             name=f"lowest possible on new sentences {best:.2f}",
-             line={"dash": "dot", "color": LINE_COLOURS["theory"]}),
-        dict(type="scatter", x=[shown], y=[loss[shown]], mode="markers", name=f"step {shown}: {loss[shown]:.3f}",
-             marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"}),
-    ]  # fmt: skip
+        dict(
+            type="scatter",
+            x=[0, steps_total],
+            y=[best, best],
+            mode="lines",
+            name=f"lowest possible on new sentences {best:.2f}",
+            line={"dash": "dot", "color": LINE_COLOURS["theory"]},
+        ),
+        dict(
+            type="scatter",
+            x=[shown],
+            y=[loss[shown]],
+            mode="markers",
+            name=f"step {shown}: {loss[shown]:.3f}",
+            marker={"size": 14, "color": MARK_COLOUR, "symbol": "circle"},
+        ),
+    ]
     xaxis, yaxis = (
         {"title": {"text": "step"}, "range": [0, steps_total]},
         {"title": {"text": "loss"}, "rangemode": "tozero"},
     )
-    layout = _layout(style, "next-word loss (nats) of each step's mini-batch", xaxis, yaxis, height=320, legend_rows=1)
+    layout = line_layout(
+        style, "next-word loss (nats) of each step's mini-batch", xaxis, yaxis, height=320, legend_rows=1
+    )
     return figure(traces, layout)
 
 
@@ -61,13 +74,28 @@ def next_word_figure(probabilities, vocabulary, answer: str, prompt: str, style:
     words = [escape(vocabulary[i]) for i in shown]
     values = [float(probabilities[i]) for i in shown]
     rows = list(range(len(shown)))  # numbered rows with the words as tick text: every word is written
-    bar = dict(type="bar", orientation="h", x=values, y=rows, customdata=words, name="P(next word)",
-               marker={"color": [MARK_COLOUR if vocabulary[i] == answer else LOSS_COLOUR for i in shown]},
-               text=[f"{v:.3f}" if v >= 0.0005 else "< 0.001" for v in values], textposition="outside",
-               cliponaxis=False, hovertemplate="P(%{customdata} | prompt) = %{x:.4f}<extra></extra>")  # fmt: skip
+    bar = dict(
+        type="bar",
+        orientation="h",
+        x=values,
+        y=rows,
+        customdata=words,
+        name="P(next word)",
+        marker={"color": [MARK_COLOUR if vocabulary[i] == answer else LOSS_COLOUR for i in shown]},
+        text=[f"{v:.3f}" if v >= 0.0005 else "< 0.001" for v in values],
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="P(%{customdata} | prompt) = %{x:.4f}<extra></extra>",
+    )
     yaxis = {"autorange": "reversed", "tickmode": "array", "tickvals": rows, "ticktext": words}
-    layout = _layout(style, f"P(next word | {prompt})", {"title": {"text": "probability"}, "range": [0, 1.2]},
-                     yaxis, height=60 + 1.6 * style.font_size * len(shown), legend_rows=0)  # fmt: skip
+    layout = line_layout(
+        style,
+        f"P(next word | {prompt})",
+        {"title": {"text": "probability"}, "range": [0, 1.2]},
+        yaxis,
+        height=60 + 1.6 * style.font_size * len(shown),
+        legend_rows=0,
+    )
     return figure([bar], {**layout, "showlegend": False})
 
 
@@ -82,12 +110,24 @@ def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) ->
     figures = []
     for field, title, axis, extra in rows:
         traces = [
-            dict(type="scatter", x=list(range(len(getattr(run, field)))), y=list(getattr(run, field)), mode="lines",
-                 name=name, line={"color": LINE_COLOURS[colour]})
+            dict(
+                type="scatter",
+                x=list(range(len(getattr(run, field)))),
+                y=list(getattr(run, field)),
+                mode="lines",
+                name=name,
+                line={"color": LINE_COLOURS[colour]},
+            )
             for run, name, colour in ((scaled, f"scaled (÷√{d_k})", "scaled"), (unscaled, "not scaled", "unscaled"))
-        ]  # fmt: skip
-        layout = _layout(style, f"d_k = {d_k}: {title}", {"title": {"text": "step"}},
-                         {"title": {"text": axis}, **extra}, height=300, legend_rows=1)  # fmt: skip
+        ]
+        layout = line_layout(
+            style,
+            f"d_k = {d_k}: {title}",
+            {"title": {"text": "step"}},
+            {"title": {"text": axis}, **extra},
+            height=300,
+            legend_rows=1,
+        )
         figures.append(figure(traces, layout))
     return figures
 

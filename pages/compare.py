@@ -6,10 +6,13 @@ from attention_core import MAX_DIM
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
 from figures.stages import BY_KEY, GRID_STAGES, stage_view
-from ui.controls import check_choice, check_whole, current_settings
+from ui.chart import show_figure
+from ui.links import check_choice, check_whole
 from ui.pages import BY_TITLE
-from ui.show import friendly_errors, show_figure, style_for, trace_for
+from ui.show import friendly_errors, style_for
+from ui.sidebar import current_settings
 from ui.slides import Slides
+from ui.traces import trace_for
 
 
 def _two_d_ks(config):
@@ -50,11 +53,13 @@ def _two_variants(config):
     left, right = st.columns(2)
     check_choice("cmp_variant_left", "variant, left", choices)
     check_choice("cmp_variant_right", "variant, right", choices)
-    first = left.selectbox("variant, left", choices, index=choices.index(config.variant), key="cmp_variant_left",
-                           bind="query-params")  # fmt: skip
+    first = left.selectbox(
+        "variant, left", choices, index=choices.index(config.variant), key="cmp_variant_left", bind="query-params"
+    )
     other = MLA.key if config.variant != MLA.key else MHA.key
-    second = right.selectbox("variant, right", choices, index=choices.index(other), key="cmp_variant_right",
-                             bind="query-params")  # fmt: skip
+    second = right.selectbox(
+        "variant, right", choices, index=choices.index(other), key="cmp_variant_right", bind="query-params"
+    )
     held = (
         "Held fixed: the sentence, X and the sizes (same seed). GQA's and MQA's key/value heads are MHA's first "
         "ones, so head 1 reads the same K and V under all three; MLA makes its keys and values from a latent with "
@@ -85,52 +90,58 @@ def _label(changes, config):
     )
 
 
-with friendly_errors():
-    settings = current_settings()
-    style = style_for(settings, columns=2)
-    spec = BY_TITLE["Compare"]
-    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
-    slides.steer()
-    if slides.shows("compare"):
-        if not settings.presentation:
-            st.title("Compare two settings")
-        what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
-        check_choice("cmp_what", "compare", COMPARISONS)
-        check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
-        what = (
-            what_place.segmented_control(
-                "compare",
-                COMPARISONS,
-                default="causal vs not",
+def main() -> None:
+    with friendly_errors():
+        settings = current_settings()
+        style = style_for(settings, columns=2)
+        spec = BY_TITLE["Compare"]
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+        slides.steer()
+        if slides.shows("compare"):
+            if not settings.presentation:
+                st.title("Compare two settings")
+            what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
+            check_choice("cmp_what", "compare", COMPARISONS)
+            check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
+            what = (
+                what_place.segmented_control(
+                    "compare",
+                    COMPARISONS,
+                    default="causal vs not",
+                    label_visibility="collapsed" if settings.presentation else "visible",
+                    key="cmp_what",
+                    bind="query-params",
+                )
+                or "causal vs not"
+            )
+            stage = stage_place.segmented_control(
+                "stage",
+                [s.key for s in GRID_STAGES],
+                format_func=lambda k: BY_KEY[k].title,
                 label_visibility="collapsed" if settings.presentation else "visible",
-                key="cmp_what",
+                default="weights",
+                key="cmp_stage",
                 bind="query-params",
             )
-            or "causal vs not"
-        )
-        stage = stage_place.segmented_control(
-            "stage",
-            [s.key for s in GRID_STAGES],
-            format_func=lambda k: BY_KEY[k].title,
-            label_visibility="collapsed" if settings.presentation else "visible",
-            default="weights",
-            key="cmp_stage",
-            bind="query-params",
-        )
-        left_changes, right_changes, held = _pair(what, settings.config)
-        st.caption(held)
-        for column, changes, side in zip(st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True):
-            with column:
-                trace = trace_for(settings, **changes)
-                st.markdown(f"**{_label(changes, settings.config)}**")
-                view = stage_view(trace, stage or "weights", 0, style)
-                show_figure(view.figures[0], f"cmp-{side}")
-                summary = trace.head_summary()[0]
-                shown = [stat for stat in PEAKINESS if stat.top == 1.0]  # the two on a 0..1 scale
-                places = st.columns(len(shown)) if settings.presentation else [st] * len(shown)  # a slide: a row
-                for place, stat in zip(places, shown, strict=True):
-                    place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
-                st.caption(f"Means over {trace.averaged_rows_text}.")
-                if what == "two variants":
-                    kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
-                    st.metric("KV cache per token and layer", f"{kept:,} numbers")
+            left_changes, right_changes, held = _pair(what, settings.config)
+            st.caption(held)
+            for column, changes, side in zip(
+                st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True
+            ):
+                with column:
+                    trace = trace_for(settings, **changes)
+                    st.markdown(f"**{_label(changes, settings.config)}**")
+                    view = stage_view(trace, stage or "weights", 0, style)
+                    show_figure(view.figures[0], f"cmp-{side}")
+                    summary = trace.head_summary()[0]
+                    shown = [stat for stat in PEAKINESS if stat.top == 1.0]  # the two on a 0..1 scale
+                    places = st.columns(len(shown)) if settings.presentation else [st] * len(shown)  # a slide: a row
+                    for place, stat in zip(places, shown, strict=True):
+                        place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
+                    st.caption(f"Means over {trace.averaged_rows_text}.")
+                    if what == "two variants":
+                        kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                        st.metric("KV cache per token and layer", f"{kept:,} numbers")
+
+
+main()

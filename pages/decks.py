@@ -4,8 +4,8 @@ import streamlit as st
 
 from figures.style import markdown_literal
 from ui import decks
-from ui.controls import current_settings
 from ui.show import friendly_errors
+from ui.sidebar import current_settings
 
 
 def _load(text: str) -> None:
@@ -29,68 +29,104 @@ def _views(deck: decks.Deck) -> None:
     """The open deck's views, each with its note and the buttons that move, open or delete it."""
     version = st.session_state.get(decks.VERSION, 0)
     key = f"deck_title_{version}"
-    st.text_input("deck title", value=deck.title, key=key, on_change=decks.set_title, args=(key,),
-                  max_chars=decks.MAX_TITLE)  # fmt: skip
+    st.text_input(
+        "deck title", value=deck.title, key=key, on_change=decks.set_title, args=(key,), max_chars=decks.MAX_TITLE
+    )
     for i, view in enumerate(deck.views):
         number, what, note, buttons = st.columns([0.5, 4, 5, 3], vertical_alignment="center")
         number.markdown(f"**{i + 1}**")
         what.markdown(f"{markdown_literal(view.describe())}  \n`{markdown_literal(view.address[:90])}`")
         key = f"deck_note_{version}_{i}"
-        note.text_input(f"note of view {i + 1}", value=view.note, key=key, on_change=decks.set_note,
-                        args=(i, key), max_chars=decks.MAX_NOTE, label_visibility="collapsed",
-                        placeholder="a note for the room")  # fmt: skip
+        note.text_input(
+            f"note of view {i + 1}",
+            value=view.note,
+            key=key,
+            on_change=decks.set_note,
+            args=(i, key),
+            max_chars=decks.MAX_NOTE,
+            label_visibility="collapsed",
+            placeholder="a note for the room",
+        )
         row = buttons.container(horizontal=True, gap="small")
-        row.button("↑", key=f"deck_up_{version}_{i}", on_click=decks.move, args=(i, -1), disabled=i == 0,
-                   help=f"Move view {i + 1} up")  # fmt: skip
-        row.button("↓", key=f"deck_down_{version}_{i}", on_click=decks.move, args=(i, 1),
-                   disabled=i == len(deck.views) - 1, help=f"Move view {i + 1} down")  # fmt: skip
+        row.button(
+            "↑",
+            key=f"deck_up_{version}_{i}",
+            on_click=decks.move,
+            args=(i, -1),
+            disabled=i == 0,
+            help=f"Move view {i + 1} up",
+        )
+        row.button(
+            "↓",
+            key=f"deck_down_{version}_{i}",
+            on_click=decks.move,
+            args=(i, 1),
+            disabled=i == len(deck.views) - 1,
+            help=f"Move view {i + 1} down",
+        )
         row.button("▶", key=f"deck_open_{version}_{i}", on_click=_present, args=(i,), help=f"Present from view {i + 1}")
         row.button("✕", key=f"deck_del_{version}_{i}", on_click=decks.delete, args=(i,), help=f"Delete view {i + 1}")
 
 
-with friendly_errors():
-    settings = current_settings()
-    st.title("Decks: a lecture as a list of views")
-    st.markdown(
-        "A deck is a titled list of views: a page with its settings, the slide to open and a note. **▶ Present** "
-        "opens the first view in presentation mode; **→** steps through its slides and, past the last, opens the "
-        "next view. Build your own with **+ add this view** (in the sidebar, or the bar in presentation mode) on "
-        "any page, then reorder, note and export it here."
-    )
-    if "deck" in st.query_params:  # a deck link: loaded whole, or named and not loaded
-        _load(st.query_params["deck"])
-        del st.query_params["deck"]
-    if st.session_state.get("deck_refusal"):
-        st.error(f"⚠️ Not loaded: {markdown_literal(st.session_state.pop('deck_refusal'))}")
-    if st.session_state.get("deck_loaded"):
-        st.success(f"Loaded the deck “{markdown_literal(st.session_state.pop('deck_loaded'))}”.")
+def main() -> None:
+    with friendly_errors():
+        current_settings()  # checks the sidebar's values, as every page does
+        st.title("Decks: a lecture as a list of views")
+        st.markdown(
+            "A deck is a titled list of views: a page with its settings, the slide to open and a note. **▶ Present** "
+            "opens the first view in presentation mode; **→** steps through its slides and, past the last, opens the "
+            "next view. Build your own with **+ add this view** (in the sidebar, or the bar in presentation mode) on "
+            "any page, then reorder, note and export it here."
+        )
+        if "deck" in st.query_params:  # a deck link: loaded whole, or named and not loaded
+            _load(st.query_params["deck"])
+            del st.query_params["deck"]
+        if st.session_state.get("deck_refusal"):
+            st.error(f"⚠️ Not loaded: {markdown_literal(st.session_state.pop('deck_refusal'))}")
+        if st.session_state.get("deck_loaded"):
+            st.success(f"Loaded the deck “{markdown_literal(st.session_state.pop('deck_loaded'))}”.")
 
-    st.header("The lectures' decks")
-    shipped = decks.shipped()
-    for name, deck in shipped.items():
-        left, right = st.columns([6, 2], vertical_alignment="center")
-        left.markdown(f"**{markdown_literal(deck.title)}** · {len(deck.views)} views")
-        right.button("Open", key=f"deck_shipped_{name}", on_click=_load_shipped, args=(name,), width="stretch")
+        st.header("The lectures' decks")
+        shipped = decks.shipped()
+        for name, deck in shipped.items():
+            left, right = st.columns([6, 2], vertical_alignment="center")
+            left.markdown(f"**{markdown_literal(deck.title)}** · {len(deck.views)} views")
+            right.button("Open", key=f"deck_shipped_{name}", on_click=_load_shipped, args=(name,), width="stretch")
 
-    st.header("The open deck")
-    deck = st.session_state.get(decks.DECK)
-    if deck is None:
-        st.info("No deck is open: open a lecture's deck above, load one below, or add views from any page.")
-    else:
-        st.button("▶ Present from view 1", key="deck_present", on_click=_present, type="primary")
-        _views(deck)
-        left, right = st.columns(2)
-        left.download_button("⬇ deck (.json)", data=deck.to_json(), file_name="deck.json", mime="application/json",
-                             on_click="ignore", key="deck_download")  # fmt: skip
-        right.button("Close the deck", key="deck_close", on_click=decks.replace, args=(None,))
-        st.caption("The deck as one link (open it on the lecture machine; nothing leaves this one):")
-        st.code(f"{(st.context.url or '/decks').split('?')[0]}?deck={deck.to_token()}", language=None, wrap_lines=True)
+        st.header("The open deck")
+        deck = st.session_state.get(decks.DECK)
+        if deck is None:
+            st.info("No deck is open: open a lecture's deck above, load one below, or add views from any page.")
+        else:
+            st.button("▶ Present from view 1", key="deck_present", on_click=_present, type="primary")
+            _views(deck)
+            left, right = st.columns(2)
+            left.download_button(
+                "⬇ deck (.json)",
+                data=deck.to_json(),
+                file_name="deck.json",
+                mime="application/json",
+                on_click="ignore",
+                key="deck_download",
+            )
+            right.button("Close the deck", key="deck_close", on_click=decks.replace, args=(None,))
+            st.caption("The deck as one link (open it on the lecture machine; nothing leaves this one):")
+            st.code(
+                f"{(st.context.url or '/decks').split('?')[0]}?deck={deck.to_token()}", language=None, wrap_lines=True
+            )
 
-    st.header("Load a deck")
-    uploaded = st.file_uploader("a deck's .json file", type=["json"], key="deck_file", max_upload_size=1)
-    if uploaded is not None and st.button("Load this file", key="deck_load_file"):
-        _load(uploaded.getvalue().decode("utf-8", errors="replace"))
-        st.rerun()
-    pasted = st.text_area("or paste a deck's JSON or its link", key="deck_paste", max_chars=decks.MAX_FILE)
-    st.button("Load", key="deck_load_text", on_click=lambda: _load(st.session_state.get("deck_paste", "")),
-              disabled=not pasted)  # fmt: skip
+        st.header("Load a deck")
+        uploaded = st.file_uploader("a deck's .json file", type=["json"], key="deck_file", max_upload_size=1)
+        if uploaded is not None and st.button("Load this file", key="deck_load_file"):
+            _load(uploaded.getvalue().decode("utf-8", errors="replace"))
+            st.rerun()
+        pasted = st.text_area("or paste a deck's JSON or its link", key="deck_paste", max_chars=decks.MAX_FILE)
+        st.button(
+            "Load",
+            key="deck_load_text",
+            on_click=lambda: _load(st.session_state.get("deck_paste", "")),
+            disabled=not pasted,
+        )
+
+
+main()

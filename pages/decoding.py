@@ -1,5 +1,6 @@
 """Decoding: inference one token at a time with a KV cache, for every variant (attention_core/decoding.py)."""
 
+import dataclasses
 import time
 from dataclasses import replace
 
@@ -12,18 +13,14 @@ from attention_core.variants import VARIANTS
 from figures.decoding import cache_and_rows_figure, cost_figures, step_figure
 from figures.stages import made
 from figures.style import markdown_literal
-from ui.controls import check_choice, check_whole, current_settings
+from ui.chart import show_figure
+from ui.links import check_choice, check_whole
 from ui.pages import BY_TITLE
-from ui.show import (
-    friendly_errors,
-    reduced_motion,
-    show_figure,
-    show_typed_refusals,
-    slide_pixels,
-    style_for,
-    typed_numbers,
-)
+from ui.screen import reduced_motion, slide_pixels
+from ui.show import friendly_errors, style_for
+from ui.sidebar import current_settings
 from ui.slides import PLAY_SECONDS, Slides
+from ui.traces import show_typed_refusals, typed_numbers
 from ui.training import session_run, start, training_config
 
 SENTENCE, TRAINED = "the sentence", "the trained model"  # where the next token comes from
@@ -69,8 +66,13 @@ def _trained(settings):
             f"No trained model of these settings yet (seed {config.seed}, d_model {config.d_model}, d_k "
             f"{config.d_k}, {config.n_heads} head{'s' if config.n_heads > 1 else ''}: the Training page's)."
         )
-        st.button(f"Train it now ({config.steps:,} steps, a few seconds)", key="dec_train", type="primary",
-                  on_click=_train_now, args=(config,))  # fmt: skip
+        st.button(
+            f"Train it now ({config.steps:,} steps, a few seconds)",
+            key="dec_train",
+            type="primary",
+            on_click=_train_now,
+            args=(config,),
+        )
         st.stop()
     run = training.run
     checkpoint = run.checkpoints[-1]
@@ -79,150 +81,248 @@ def _trained(settings):
         words = sentence_words(tokenize(settings.text), run.vocabulary)[: POSITIONS - 1]
     except ValueError as error:
         words = LECTURE_PROMPT
-        why = (f"The sidebar's sentence is not one this model can read ({error}); the prompt is lecture 002's "
-               f"“{' '.join(words)}”.")  # fmt: skip
+        why = (
+            f"The sidebar's sentence is not one this model can read ({error}); the prompt is lecture 002's "
+            f"“{' '.join(words)}”."
+        )
     continued = continue_greedily(checkpoint, run, words)
-    decoding = decode(sentence_x(checkpoint, run.vocabulary, continued.words), run.config.attention(),
-                      weights=checkpoint.weights, tokens=list(continued.words))  # fmt: skip
+    decoding = decode(
+        sentence_x(checkpoint, run.vocabulary, continued.words),
+        run.config.attention(),
+        weights=checkpoint.weights,
+        tokens=list(continued.words),
+    )
     return decoding, continued, run, why
 
 
-with friendly_errors():
-    settings = current_settings()
-    style = style_for(settings)
-    spec = BY_TITLE["Decoding"]
-    if not settings.presentation:
-        st.title("Decoding, one token at a time")
-        st.markdown(
-            "A decoder writes one token per step. At each step only the **new** token's query is made; the keys "
-            "and values of the tokens before it were made at earlier steps and wait in the "
-            "[KV cache](glossary#kv-cache). Its row of attention is the same row the causal mask leaves in the "
-            "full matrix: decoding computes that matrix one row at a time."
-        )
-    show_typed_refusals(settings)
-    check_choice("dec_source", "next token from", [SENTENCE, TRAINED])
-    # Its widget is drawn below, in one row with the step: what it says decides the steps there are (the bar's).
-    source = st.session_state.get("dec_source", st.query_params.get("dec_source"))
-    source = source if source in (SENTENCE, TRAINED) else SENTENCE
-    continued, typed = None, {}
-    if source == TRAINED:
-        decoding, continued, run, why = _trained(settings)
-        if why:
-            st.info(markdown_literal(why))
-    else:
-        typed, _ = typed_numbers(settings) if settings.typed else ({}, [])
-        decoding = cached_decoding(settings.text, settings.config, tuple(sorted(typed.items())))
-    n = len(decoding.tokens)
-    if "dec_next" in st.session_state:  # ▶ play's next step, set on the run before, taken before the slider exists
-        st.session_state["dec_step"] = st.session_state.pop("dec_next")
-    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation,
-                    inner={"step": ("dec_step", n)})  # fmt: skip
-    slides.steer()
-    check_whole("dec_step", "step", 1, n)
-    if st.session_state.get("dec_step", 1) > n:  # a shorter sentence than the step shown: its last step
-        st.session_state["dec_step"] = n
-    config = decoding.config
-    heads = config.n_heads  # one for Q = K = V = X: its config says so
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """What both slides show: the decoding, the step and head chosen, and where the next token came from."""
 
-    # One row of controls on both slides: where the next token comes from, the step, ▶ play, the head.
+    decoding: object
+    t: int  # the step, from 0
+    head: int
+    continued: object = None  # the trained model's continuation, when the next token comes from it
+    run: object = None  # ... and its run
+    typed: dict = dataclasses.field(default_factory=dict)  # the typed numbers, when it comes from the sentence
+
+
+def main() -> None:
+    with friendly_errors():
+        settings = current_settings()
+        style = style_for(settings)
+        spec = BY_TITLE["Decoding"]
+        if not settings.presentation:
+            introduce()
+        show_typed_refusals(settings)
+        check_choice("dec_source", "next token from", [SENTENCE, TRAINED])
+        # Its widget is drawn below, in one row with the step: what it says decides the steps there are (the bar's).
+        source = st.session_state.get("dec_source", st.query_params.get("dec_source"))
+        source = source if source in (SENTENCE, TRAINED) else SENTENCE
+        continued, typed, run = None, {}, None
+        if source == TRAINED:
+            decoding, continued, run, why = _trained(settings)
+            if why:
+                st.info(markdown_literal(why))
+        else:
+            typed, _ = typed_numbers(settings) if settings.typed else ({}, [])
+            decoding = cached_decoding(settings.text, settings.config, tuple(sorted(typed.items())))
+        n = len(decoding.tokens)
+        if "dec_next" in st.session_state:  # ▶ play's next step, set on the run before, taken before the slider
+            st.session_state["dec_step"] = st.session_state.pop("dec_next")
+        slides = Slides(
+            spec.title, spec.slide_key, dict(spec.slides), settings.presentation, inner={"step": ("dec_step", n)}
+        )
+        slides.steer()
+        check_whole("dec_step", "step", 1, n)
+        if st.session_state.get("dec_step", 1) > n:  # a shorter sentence than the step shown: its last step
+            st.session_state["dec_step"] = n
+        t, head = controls_row(n, decoding.config.n_heads)  # one head for Q = K = V = X: its config says so
+        shown = Shown(decoding, t, head, continued, run, typed)
+        if slides.shows("step"):
+            step_slide(shown, settings, style)
+        if slides.shows("cost"):
+            cost_slide(shown, style)
+
+
+def introduce() -> None:
+    st.title("Decoding, one token at a time")
+    st.markdown(
+        "A decoder writes one token per step. At each step only the **new** token's query is made; the keys "
+        "and values of the tokens before it were made at earlier steps and wait in the "
+        "[KV cache](glossary#kv-cache). Its row of attention is the same row the causal mask leaves in the "
+        "full matrix: decoding computes that matrix one row at a time."
+    )
+
+
+def controls_row(n: int, heads: int) -> tuple[int, int]:
+    """One row of controls on both slides: where the next token comes from, the step, ▶ play, the head. Returns
+    the step (from 0) and the head."""
     where_from, left, middle, right = st.columns([2.6, 4, 1.2, 1.6], vertical_alignment="bottom")
-    where_from.segmented_control("next token from", [SENTENCE, TRAINED], default=SENTENCE, key="dec_source",
-                                 bind="query-params",
-                                 help="The sentence's next word (teacher forcing), or the Training page's tiny "
-                                 "model's greedy guess")  # fmt: skip
+    where_from.segmented_control(
+        "next token from",
+        [SENTENCE, TRAINED],
+        default=SENTENCE,
+        key="dec_source",
+        bind="query-params",
+        help="The sentence's next word (teacher forcing), or the Training page's tiny model's greedy guess",
+    )
+    t = 0
     if n > 1:
-        t = left.slider("step", 1, n, value=n, key="dec_step", bind="query-params",
-                        help="Which token is the new one: ← → step in presentation mode") - 1  # fmt: skip
+        t = (
+            left.slider(
+                "step",
+                1,
+                n,
+                value=n,
+                key="dec_step",
+                bind="query-params",
+                help="Which token is the new one: ← → step in presentation mode",
+            )
+            - 1
+        )
         with middle:
             still = reduced_motion()
         if still:
             st.session_state["dec_playing"] = False
         label = "▶ step" if still else "■ stop" if st.session_state.get("dec_playing") else "▶ play"
-        middle.button(label, on_click=_play, args=(n, still), key="dec_play", width="stretch",
-                      help="Your browser asks for reduced motion: each click steps once." if still else
-                           "Steps through the tokens on its own, until ■ stop.")  # fmt: skip
-    else:
-        t = 0
+        middle.button(
+            label,
+            on_click=_play,
+            args=(n, still),
+            key="dec_play",
+            width="stretch",
+            help="Your browser asks for reduced motion: each click steps once."
+            if still
+            else "Steps through the tokens on its own, until ■ stop.",
+        )
     check_choice("dec_head", "head", [f"head {i + 1}" for i in range(heads)])
     head = 0
     if heads > 1:
-        head = right.selectbox("head", range(heads), format_func=lambda i: f"head {i + 1}", key="dec_head",
-                               bind="query-params") or 0  # fmt: skip
+        head = (
+            right.selectbox(
+                "head", range(heads), format_func=lambda i: f"head {i + 1}", key="dec_head", bind="query-params"
+            )
+            or 0
+        )
         head = min(head, heads - 1)
+    return t, head
 
-    if slides.shows("step"):
-        step = decoding.steps[t]
-        weights_are = "trained" if continued else made(set(typed), set(decoding.params), settings.typed_as)
-        where = ("the model's own guess" if continued and t >= continued.prompt else
-                 "from the prompt" if continued else "the sentence's next word (teacher forcing)")  # fmt: skip
-        keys = f"{t + 1} key{'s' if t else ''}"
-        if settings.presentation:  # a slide keeps to one line (the source is on the slide, in its choice)
-            line = f"“{markdown_literal(step.token)}”, its query meets {keys}" + ("; grey: not recomputed" if t else "")
+
+def step_slide(shown: Shown, settings, style) -> None:
+    """The step: the new token's query against the cache, and the next word where the trained model writes."""
+    decoding, t, head, continued, run, typed = (
+        shown.decoding,
+        shown.t,
+        shown.head,
+        shown.continued,
+        shown.run,
+        shown.typed,
+    )
+    config = decoding.config
+    n = len(decoding.tokens)
+    step = decoding.steps[t]
+    weights_are = "trained" if continued else made(set(typed), set(decoding.params), settings.typed_as)
+    where = (
+        "the model's own guess"
+        if continued and t >= continued.prompt
+        else "from the prompt"
+        if continued
+        else "the sentence's next word (teacher forcing)"
+    )
+    keys = f"{t + 1} key{'s' if t else ''}"
+    if settings.presentation:  # a slide keeps to one line (the source is on the slide, in its choice)
+        line = f"“{markdown_literal(step.token)}”, its query meets {keys}" + ("; grey: not recomputed" if t else "")
+    else:
+        line = (
+            f"the new token is “{markdown_literal(step.token)}”, {where}. Its query meets the {keys} in the "
+            f"cache, its own included; nothing else is computed"
+        )
+    st.markdown(f"**Step {t + 1} of {n}**: {line}. {VARIANTS[config.variant].label}, {weights_are} weights.")
+    if continued and t < len(continued.next_word):
+        probabilities = continued.next_word[t]
+        top = probabilities.topk(5)
+        guess = run.vocabulary[int(top.indices[0])]
+        st.markdown(
+            f"**Next word**: “{guess}” ({float(top.values[0]):.1%}), from x + this step's output, "
+            "through the unembedding"
+        )
+        st.dataframe(
+            [
+                {"next word": run.vocabulary[int(i)], "probability": round(float(p), 4)}
+                for p, i in zip(top.values, top.indices, strict=True)
+            ],
+            hide_index=True,
+        )
+    elif continued:
+        st.caption(f"The last of the model's {POSITIONS} learned positions: it predicts no word after it.")
+    # One-row maps need little height, and on a slide the cache and the rows share what is left of 900 pixels.
+    show_figure(step_figure(decoding, t, head, replace(style, max_map_pixels=ROW_MAP_PIXELS)), "dec-step")
+    below = replace(style, max_map_pixels=slide_pixels(SLIDE_MAP_PIXELS)) if settings.presentation else style
+    show_figure(cache_and_rows_figure(decoding, t, head, below), "dec-cache")
+    if t and not settings.presentation:
+        st.caption(
+            f"Grey: not recomputed at this step. The cache's rows of the {t} earlier "
+            f"token{'s' if t > 1 else ''} are read as they were kept, and the rows of attention above the "
+            "last were made at earlier steps."
+        )
+    if st.session_state.get("dec_playing"):
+        if t + 1 < n:
+            time.sleep(PLAY_SECONDS)
+            st.session_state["dec_next"] = t + 2
         else:
-            line = (f"the new token is “{markdown_literal(step.token)}”, {where}. Its query meets the {keys} in the "
-                    f"cache, its own included; nothing else is computed")  # fmt: skip
-        st.markdown(f"**Step {t + 1} of {n}**: {line}. {VARIANTS[config.variant].label}, {weights_are} weights.")
-        if continued and t < len(continued.next_word):
-            probabilities = continued.next_word[t]
-            top = probabilities.topk(5)
-            guess = run.vocabulary[int(top.indices[0])]
-            st.markdown(f"**Next word**: “{guess}” ({float(top.values[0]):.1%}), from x + this step's output, "
-                        "through the unembedding")  # fmt: skip
-            st.dataframe([{"next word": run.vocabulary[int(i)], "probability": round(float(p), 4)}
-                          for p, i in zip(top.values, top.indices, strict=True)], hide_index=True)  # fmt: skip
-        elif continued:
-            st.caption(f"The last of the model's {POSITIONS} learned positions: it predicts no word after it.")
-        # One-row maps need little height, and on a slide the cache and the rows share what is left of 900 pixels.
-        show_figure(step_figure(decoding, t, head, replace(style, max_map_pixels=ROW_MAP_PIXELS)), "dec-step")
-        below = replace(style, max_map_pixels=slide_pixels(SLIDE_MAP_PIXELS)) if settings.presentation else style
-        show_figure(cache_and_rows_figure(decoding, t, head, below), "dec-cache")
-        if t and not settings.presentation:
-            st.caption(f"Grey: not recomputed at this step. The cache's rows of the {t} earlier "
-                       f"token{'s' if t > 1 else ''} are read as they were kept, and the rows of attention above the "
-                       "last were made at earlier steps.")  # fmt: skip
-        if st.session_state.get("dec_playing"):
-            if t + 1 < n:
-                time.sleep(PLAY_SECONDS)
-                st.session_state["dec_next"] = t + 2
-            else:
-                st.session_state["dec_playing"] = False
-            st.rerun()
+            st.session_state["dec_playing"] = False
+        st.rerun()
 
-    if slides.shows("cost"):
-        t += 1  # tokens seen at this step
-        sizes, bytes_per = config.sizes, decoding.x.element_size()
-        st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
-        rows = []
-        for cached in (True, False):
-            for term in step_cost(config.variant, sizes, t, cached):
-                rows.append({"": "with a KV cache" if cached else "without", "work": term.what,
-                             "formula": term.formula, "FLOPs": f"{term.flops:,}"})  # fmt: skip
-        with_cache, without = step_flops(config.variant, sizes, t, True), step_flops(config.variant, sizes, t, False)
-        st.markdown(
-            f"With the cache, step {t} computes **{with_cache:,}** FLOPs; without it, the whole pass over all "
-            f"{t} tokens again: **{without:,}** ({without / with_cache:.1f}×). FLOPs of the matrix products, 2 per "
-            "multiply-add; the softmax and scaling add a few per score and are not counted."
-        )
-        st.table(rows, border="horizontal")
-        cache_now = decoding.cache_at(t)
-        read_with = bytes_read(decoding.params, cache_now, decoding.x[:t], True)
-        read_without = bytes_read(decoding.params, {}, decoding.x[:t], False)
-        per_token = VARIANTS[config.variant].cache_per_token(sizes)
-        st.markdown(
-            f"**Cache**: {VARIANTS[config.variant].formula} = {VARIANTS[config.variant].formula_at(sizes)} = "
-            f"{per_token:,} numbers per token ({per_token * bytes_per:,} bytes in {config.dtype}); after {t} "
-            f"token{'s' if t > 1 else ''}: {decoding.cache_bytes(t):,} bytes. **Read from memory** at this step, at "
-            f"the least: {read_with:,} bytes with the cache (every weight, the whole cache, the new row of X), "
-            f"{read_without:,} without (every weight, all {t} rows of X): {with_cache / read_with:.2f} FLOPs per byte "
-            "read with the cache. The cache trades memory for compute. It is read whole at every step, for a few "
-            "FLOPs per byte: in a large model a decoding step waits on memory more than on arithmetic."
-        )
-        steps_shown = max(64, 2 * n)
-        flops_figure, cache_line = cost_figures(config.variant, sizes, steps_shown, bytes_per, style.beside(2))
-        left, right = st.columns(2)
-        with left:
-            show_figure(flops_figure, "dec-flops")
-        with right:
-            show_figure(cache_line, "dec-cache-growth")
-        st.caption(f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again), "
-                   f"with one with t. The sum over a whole text of n tokens: n³ against n².")  # fmt: skip
+
+def cost_slide(shown: Shown, style) -> None:
+    """What the step costs with a KV cache and without: FLOPs term by term, bytes read, and both as t grows."""
+    decoding, t, config, n = shown.decoding, shown.t, shown.decoding.config, len(shown.decoding.tokens)
+    t += 1  # tokens seen at this step
+    sizes, bytes_per = config.sizes, decoding.x.element_size()
+    st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
+    rows = []
+    for cached in (True, False):
+        for term in step_cost(config.variant, sizes, t, cached):
+            rows.append(
+                {
+                    "": "with a KV cache" if cached else "without",
+                    "work": term.what,
+                    "formula": term.formula,
+                    "FLOPs": f"{term.flops:,}",
+                }
+            )
+    with_cache, without = step_flops(config.variant, sizes, t, True), step_flops(config.variant, sizes, t, False)
+    st.markdown(
+        f"With the cache, step {t} computes **{with_cache:,}** FLOPs; without it, the whole pass over all "
+        f"{t} tokens again: **{without:,}** ({without / with_cache:.1f}×). FLOPs of the matrix products, 2 per "
+        "multiply-add; the softmax and scaling add a few per score and are not counted."
+    )
+    st.table(rows, border="horizontal")
+    cache_now = decoding.cache_at(t)
+    read_with = bytes_read(decoding.params, cache_now, decoding.x[:t], True)
+    read_without = bytes_read(decoding.params, {}, decoding.x[:t], False)
+    per_token = VARIANTS[config.variant].cache_per_token(sizes)
+    st.markdown(
+        f"**Cache**: {VARIANTS[config.variant].formula} = {VARIANTS[config.variant].formula_at(sizes)} = "
+        f"{per_token:,} numbers per token ({per_token * bytes_per:,} bytes in {config.dtype}); after {t} "
+        f"token{'s' if t > 1 else ''}: {decoding.cache_bytes(t):,} bytes. **Read from memory** at this step, at "
+        f"the least: {read_with:,} bytes with the cache (every weight, the whole cache, the new row of X), "
+        f"{read_without:,} without (every weight, all {t} rows of X): {with_cache / read_with:.2f} FLOPs per byte "
+        "read with the cache. The cache trades memory for compute. It is read whole at every step, for a few "
+        "FLOPs per byte: in a large model a decoding step waits on memory more than on arithmetic."
+    )
+    steps_shown = max(64, 2 * n)
+    flops_figure, cache_line = cost_figures(config.variant, sizes, steps_shown, bytes_per, style.beside(2))
+    left, right = st.columns(2)
+    with left:
+        show_figure(flops_figure, "dec-flops")
+    with right:
+        show_figure(cache_line, "dec-cache-growth")
+    st.caption(
+        f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again), "
+        f"with one with t. The sum over a whole text of n tokens: n³ against n²."
+    )
+
+
+main()

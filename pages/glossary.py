@@ -3,21 +3,26 @@
 import streamlit as st
 
 from figures.glossary import TERMS, anchor
-from ui.controls import current_settings
 from ui.pages import BY_TITLE
 from ui.show import friendly_errors
+from ui.sidebar import current_settings
 from ui.slides import Slides
 
-with friendly_errors():
-    settings = current_settings()
-    spec = BY_TITLE["Glossary"]
-    slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)  # a slide per term
-    slides.steer()
-    if not settings.presentation:
-        st.title("Glossary")
-        st.caption("Every term links here from where it first appears on the other pages.")
-    for term, definition in TERMS.items():
-        if not slides.shows(anchor(term)):
-            continue
-        st.header(term, anchor=anchor(term))  # the anchor the other pages link to, and Leave returns to
-        st.markdown(definition)
+
+def main() -> None:
+    with friendly_errors():
+        settings = current_settings()
+        spec = BY_TITLE["Glossary"]
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)  # a slide per term
+        slides.steer()
+        if not settings.presentation:
+            st.title("Glossary")
+            st.caption("Every term links here from where it first appears on the other pages.")
+        for term, definition in TERMS.items():
+            if not slides.shows(anchor(term)):
+                continue
+            st.header(term, anchor=anchor(term))  # the anchor the other pages link to, and Leave returns to
+            st.markdown(definition)
+
+
+main()

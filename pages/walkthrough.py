@@ -4,19 +4,14 @@ import streamlit as st
 
 from attention_core.variants import VARIANTS
 from figures.stages import BY_KEY, stages_for
-from ui.controls import check_choice, current_settings
+from ui.exports import trace_npz
+from ui.links import check_choice
 from ui.numbers import lecture_panel, numbers_editor, pattern_note
-from ui.show import (
-    SIDE_BY_SIDE_MAX,
-    friendly_errors,
-    show_stage,
-    show_typed_refusals,
-    slide_columns,
-    style_for,
-    trace_for,
-    trace_npz,
-)
+from ui.screen import slide_columns
+from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_stage, style_for
+from ui.sidebar import current_settings
 from ui.slides import Slides
+from ui.traces import show_typed_refusals, trace_for
 
 
 def settings_line(trace, config) -> list[str]:
@@ -59,46 +54,58 @@ def _head_picker(place, n_heads: int, label: str = "visible") -> int:
     return 0 if head is None else min(head, n_heads - 1)
 
 
-with friendly_errors():
-    settings = current_settings()
-    trace = trace_for(settings)
-    config = settings.config
-    keys = [stage.key for stage in stages_for(trace)]
-    if settings.presentation:
-        # One row to steer by, then the stage as a slide: words left, figures right, on one screen.
-        style = style_for(settings, side_by_side=True, slide=True)
-        show_typed_refusals(settings)
-        slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=True)
-        key = slides.steer()
-        places = slide_columns()
-        head = _head_picker(places[0], trace.n_heads, label="collapsed")
-        if key == "mask":  # the slide tells the room to switch the mask: the switch is on the slide
-            st.session_state["causal_slide"] = config.causal
-            places[0].toggle("causal mask", key="causal_slide", on_change=_switch_mask)
-        show_stage(trace, key, head, style, places=places)
-        if key == "weights":  # the stage where a lecture's pattern shows, or does not
-            with places[0]:  # its words under the stage's, the offer of trained weights under the map
-                pattern_note(trace, head, presentation=True, offer_place=places[1])
-    else:
-        # A stage's figures share a row where the maps stay wide enough to read.
-        style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
-        st.title("Self-attention, step by step")
-        st.caption(" · ".join(settings_line(trace, config)))
-        show_typed_refusals(settings)
-        lecture_panel(trace)
-        head = _head_picker(st, trace.n_heads)
-        pattern_note(trace, head)
-        numbers_editor(trace, settings, head)
-        slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
-        for key in keys:
-            slides.shows(key)  # the place presentation mode's "Leave" returns to, for this stage's slide
-            show_stage(trace, key, head, style)
-            st.divider()
-        st.download_button(
-            "⬇ whole trace (.npz)",
-            data=lambda: trace_npz(trace),
-            file_name="attention_trace.npz",
-            mime="application/octet-stream",
-            on_click="ignore",
-            key="dl-npz",
-        )
+def main() -> None:
+    with friendly_errors():
+        settings = current_settings()
+        trace = trace_for(settings)
+        keys = [stage.key for stage in stages_for(trace)]
+        if settings.presentation:
+            presented(settings, trace, keys)
+        else:
+            read(settings, trace, keys)
+
+
+def presented(settings, trace, keys: list[str]) -> None:
+    """One row to steer by, then the stage as a slide: words left, figures right, on one screen."""
+    style = style_for(settings, side_by_side=True, slide=True)
+    show_typed_refusals(settings)
+    slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=True)
+    key = slides.steer()
+    places = slide_columns()
+    head = _head_picker(places[0], trace.n_heads, label="collapsed")
+    if key == "mask":  # the slide tells the room to switch the mask: the switch is on the slide
+        st.session_state["causal_slide"] = settings.config.causal
+        places[0].toggle("causal mask", key="causal_slide", on_change=_switch_mask)
+    show_stage(trace, key, head, style, places=places)
+    if key == "weights":  # the stage where a lecture's pattern shows, or does not
+        with places[0]:  # its words under the stage's, the offer of trained weights under the map
+            pattern_note(trace, head, presentation=True, offer_place=places[1])
+
+
+def read(settings, trace, keys: list[str]) -> None:
+    """Every stage, one under the other, with the lecture's panel and the typed numbers above them."""
+    # A stage's figures share a row where the maps stay wide enough to read.
+    style = style_for(settings, side_by_side=trace.n_tokens <= SIDE_BY_SIDE_MAX)
+    st.title("Self-attention, step by step")
+    st.caption(" · ".join(settings_line(trace, settings.config)))
+    show_typed_refusals(settings)
+    lecture_panel(trace)
+    head = _head_picker(st, trace.n_heads)
+    pattern_note(trace, head)
+    numbers_editor(trace, settings, head)
+    slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
+    for key in keys:
+        slides.shows(key)  # the place presentation mode's "Leave" returns to, for this stage's slide
+        show_stage(trace, key, head, style)
+        st.divider()
+    st.download_button(
+        "⬇ whole trace (.npz)",
+        data=lambda: trace_npz(trace),
+        file_name="attention_trace.npz",
+        mime="application/octet-stream",
+        on_click="ignore",
+        key="dl-npz",
+    )
+
+
+main()

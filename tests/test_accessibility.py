@@ -22,8 +22,9 @@ from tests.browser import (
     settled,
     wait_for_chart,
 )
-from ui.controls import DEFAULTS, settings_from
+from ui.controls import DEFAULTS
 from ui.pages import BY_TITLE, PAGES
+from ui.sidebar import settings_from
 from ui.slides import PLAY_SECONDS
 
 pytestmark = pytest.mark.browser

@@ -17,8 +17,10 @@ from attention_core.training import LEARNED_WEIGHT, load_lecture_model
 from figures.palettes import PALETTES
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
-from ui.controls import DEFAULTS, OWN, settings_from, url_refusals
-from ui.show import screen_scale
+from ui.controls import DEFAULTS, OWN
+from ui.links import url_refusals
+from ui.screen import screen_scale
+from ui.sidebar import settings_from
 
 TIMEOUT = 120
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,7 +324,7 @@ def test_a_large_trace_is_kept_by_its_session_only_and_at_most_two_of_them():
     """Traces over HEAVY_TRACE_BYTES stay out of the cache shared by every session (32 of them would be
     gigabytes): the session keeps its last two, and gives the older ones back."""
     from attention_core import estimate_trace_bytes
-    from ui.show import HEAVY_PER_SESSION, HEAVY_TRACE_BYTES
+    from ui.traces import HEAVY_PER_SESSION, HEAVY_TRACE_BYTES
 
     words = " ".join(f"w{i}" for i in range(2000))
     assert estimate_trace_bytes(2000, default_config()) > HEAVY_TRACE_BYTES

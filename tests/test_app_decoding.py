@@ -14,7 +14,8 @@ from attention_core.variants import PARTS, VARIANTS
 from tests import numerics as nm
 from tests.plotly_spec import panels
 from tests.test_app import DEFAULT_TEXT, charts, default_config, no_problems, panel, shown
-from ui.controls import DEFAULTS, settings_from
+from ui.controls import DEFAULTS
+from ui.sidebar import settings_from
 
 TIMEOUT = 200
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,9 +45,10 @@ from tests.browser import (
 )
 from tests.browser import scheme as browser_scheme
 from ui import decks
-from ui.controls import DEFAULTS, settings_from
+from ui.controls import DEFAULTS
 from ui.pages import BY_TITLE, PAGES
-from ui.show import screen_scale
+from ui.screen import screen_scale
+from ui.sidebar import settings_from
 
 DEFAULT_STAGES = stages_for(
     trace_sentence("The next day is bright", AttentionConfig())
@@ -757,7 +758,7 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     page.keyboard.press("Escape")
     page.get_by_role("listbox").wait_for(state="detached")
     page.get_by_role("button", name="⬇ export").click()  # a popover open: the same
-    # Opening it reruns the page to make its buttons (ui/show.export_buttons); an Esc within that rerun is lost
+    # Opening it reruns the page to make its buttons (ui/exports.export_buttons); an Esc within that rerun is lost
     # by Streamlit's popover itself (it stays open; 2 runs in 8 here), so the press waits for the buttons.
     page.get_by_test_id("stPopoverBody").get_by_role("button").first.wait_for()
     settled(page, quiet=0.5)

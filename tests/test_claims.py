@@ -301,7 +301,7 @@ def test_compare_holds_what_it_says_it_holds():
 
 
 # ------------------------------------------------------------------------------------------------
-# The variants' own stages (attention_core/variants.py): their sentences against the numbers, at the edges
+# The variants' own stages (attention_core/variants/): their sentences against the numbers, at the edges
 # too (one token, d_k = 1, no rotary part, a query latent, GQA with one key/value head).
 
 VARIANT_CONFIGS = [

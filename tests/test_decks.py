@@ -14,8 +14,9 @@ from attention_core.lectures import BY_KEY
 from attention_core.training import load_lecture_model
 from figures.stages import stages_for
 from ui import decks
-from ui.controls import DEFAULTS, settings_from
+from ui.controls import DEFAULTS
 from ui.pages import BY_TITLE
+from ui.sidebar import settings_from
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = decks.shipped()

@@ -10,7 +10,8 @@ import pytest
 
 from attention_core import AttentionConfig, trace_sentence
 from figures.context import weighted_sum_text
-from figures.heatmap import MAX_DRAWN, fit_title, heatmap, numbers_fit, pool
+from figures.fitting import MAX_DRAWN, fit_title, numbers_fit, pool
+from figures.heatmap import heatmap
 from figures.multihead import multihead_grid
 from figures.stages import BY_KEY, GRID_STAGES, STAGES, heading, stage_view, stages_for
 from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, escape, label_width
@@ -509,7 +510,7 @@ def test_each_peakiness_bar_has_room_for_its_number_in_its_panel():
     import torch
 
     from attention_core import compute_attention
-    from figures.heatmap import number_width
+    from figures.fitting import number_width
     from figures.peakiness import peakiness_figure
 
     flat = torch.zeros(8, 4)  # W_Q = 0: every score 0, every row uniform
@@ -714,7 +715,7 @@ def test_maps_too_narrow_to_share_a_slides_row_go_in_two_rows_one_under_the_othe
     trace = trace_sentence("Alice will eat pizza", GPT2)
     view = stage_view(trace, "output", 11, SLIDE)
     assert len(view.figures) == 2 and view.stacked  # concat and W_O, then the output
-    assert sum(figure.height for figure in view.figures) <= 700  # ui.show.SLIDE_FIGURE_PIXELS: beside the words
+    assert sum(figure.height for figure in view.figures) <= 700  # ui.screen.SLIDE_FIGURE_PIXELS: beside the words
 
 
 def test_the_live_chart_knows_the_text_colours_the_figures_write():

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-import attention_core.training as training_module
+import attention_core.training.lecture as training_lecture
 from attention_core import trace_sentence
 from attention_core.config import MAX_TRAIN_STEPS
 from attention_core.matrices import fit_typed, typed_from_npz
@@ -450,7 +450,7 @@ def test_the_shipped_lecture_002_model_makes_the_lectures_pattern():
 def test_the_search_keeps_the_first_seed_that_makes_the_pattern(monkeypatch):
     """What scripts/train_lecture_model.py runs: seeds in turn until one makes the pattern; those before it listed."""
     made = iter([(0.2, False), (0.1, False), (0.8, True)])
-    monkeypatch.setattr(training_module, "makes_the_pattern", lambda checkpoint, run, grammar: next(made))
+    monkeypatch.setattr(training_lecture, "makes_the_pattern", lambda checkpoint, run, grammar: next(made))
     model = lecture_model(TrainingConfig(steps=10, seed=3))
     assert model.found and model.seed == 5 and model.tried == ((3, 0.2, False), (4, 0.1, False), (5, 0.8, True))
 
@@ -458,7 +458,7 @@ def test_the_search_keeps_the_first_seed_that_makes_the_pattern(monkeypatch):
 def test_without_a_seed_that_makes_the_pattern_the_closest_is_kept_and_named(monkeypatch):
     """None of the seeds makes it: the run whose verb looked at Alice most is kept, listed last."""
     weights = iter([0.2, 0.5, 0.3] + [0.1] * (LECTURE_SEEDS - 3))
-    monkeypatch.setattr(training_module, "makes_the_pattern", lambda checkpoint, run, grammar: (next(weights), False))
+    monkeypatch.setattr(training_lecture, "makes_the_pattern", lambda checkpoint, run, grammar: (next(weights), False))
     model = lecture_model(TrainingConfig(steps=10, seed=4))
     assert not model.found and model.seed == 5 and model.tried[-1] == (5, 0.5, False)
     assert sorted(seed for seed, _, _ in model.tried) == list(range(4, 4 + LECTURE_SEEDS))

@@ -8,7 +8,7 @@ import torch
 
 from attention_core import AttentionConfig, compute_attention, init_weights, trace_sentence
 from attention_core.matrices import can_type, fit_typed, format_blocks, parse_blocks
-from attention_core.weights import _stream, draw_matrix
+from attention_core.weights import draw_matrix, weight_stream
 
 pytestmark = pytest.mark.numeric
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.numeric
     ],
 )
 def test_each_init_draws_the_distribution_it_names(init, variance):
-    w = draw_matrix(64, 512, init, _stream(0, "w_q", 0))
+    w = draw_matrix(64, 512, init, weight_stream(0, "w_q", 0))
     assert abs(float(w.mean())) < 0.02 * math.sqrt(variance(64, 512))
     assert float(w.var()) == pytest.approx(variance(64, 512), rel=0.03)
     if init in ("xavier", "kaiming"):

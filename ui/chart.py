@@ -109,5 +109,14 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     name, summary = remember(figure, "words", lambda: describe(figure))  # its text alternative
     # Every value is text: Streamlit asks of each other value whether it is a table, and the first time
     # that imports pandas and pyarrow (0.25 s before a fresh server's first chart; bench/bench_open.py).
-    _live_chart(data={"spec": spec, "config": json.dumps(config), "plotly": f"{FILES}/plotly.min.js", "name": name,
-                      "summary": summary}, key=key, height="content")  # fmt: skip
+    _live_chart(
+        data={
+            "spec": spec,
+            "config": json.dumps(config),
+            "plotly": f"{FILES}/plotly.min.js",
+            "name": name,
+            "summary": summary,
+        },
+        key=key,
+        height="content",
+    )

@@ -23,7 +23,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui import slides
-from ui.controls import CONTROLS, NUMBERS_FROM, refused_values
+from ui.controls import CONTROLS
+from ui.links import NUMBERS_FROM, refused_values
 from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec
 
 SHIPPED_FOLDER = Path(__file__).resolve().parents[1] / "decks"
@@ -67,8 +68,11 @@ class Deck:
     views: tuple[View, ...]
 
     def to_json(self) -> str:
-        return json.dumps({"title": self.title, "views": [dataclasses.asdict(view) for view in self.views]},
-                          ensure_ascii=False, indent=2)  # fmt: skip
+        return json.dumps(
+            {"title": self.title, "views": [dataclasses.asdict(view) for view in self.views]},
+            ensure_ascii=False,
+            indent=2,
+        )
 
     def to_token(self) -> str:
         """The deck as one URL-safe word, for a link: compressed JSON in base64."""
@@ -96,8 +100,10 @@ def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
     parts = urlsplit(raw["address"])
     spec = BY_ADDRESS.get(parts.path or "/")
     if spec is None or parts.scheme or parts.netloc:
-        return None, (f"{where}: the address {raw['address'][:60]!r} names no page of this app: its path must be "
-                      f"one of {', '.join(BY_ADDRESS)} (no host: a deck never leaves the app).")  # fmt: skip
+        return None, (
+            f"{where}: the address {raw['address'][:60]!r} names no page of this app: its path must be "
+            f"one of {', '.join(BY_ADDRESS)} (no host: a deck never leaves the app)."
+        )
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
     allowed = CONTROL_KEYS | own_keys(spec) | {spec.slide_key}
     strange = sorted(set(params) - allowed - {"present"})
@@ -108,8 +114,10 @@ def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
         said = next(iter(refused.values())).replace("The link asked for", "its address asks for")
         return None, f"{where}: " + re.sub(r" Showing .* instead\.$", "", said)
     if stage and stage not in spec.slide_keys:
-        return None, (f"{where}: {stage!r} is not a slide of {spec.title}: it must be one of "
-                      f"{', '.join(sorted(spec.slide_keys))}.")  # fmt: skip
+        return None, (
+            f"{where}: {stage!r} is not a slide of {spec.title}: it must be one of "
+            f"{', '.join(sorted(spec.slide_keys))}."
+        )
     params.pop("present", None)  # the deck decides; its views open in the mode it is shown in
     address = (parts.path or "/") + (f"?{urlencode(params)}" if params else "")
     return View(address, stage, note), ""
@@ -207,6 +215,9 @@ def step_view(delta: int, past_the_end: bool) -> bool:
     if 0 <= at + delta < len(deck.views):
         open_view(at + delta, "first" if delta > 0 else "last")
     return True
+
+
+slides.at_the_ends = step_view
 
 
 def go_to_view() -> None:

@@ -18,7 +18,9 @@ from attention_core.training import LECTURE_SENTENCE, checkpoint_npz, load_lectu
 from attention_core.variants import MHA, VARIANTS
 from figures.stages import made
 from figures.style import markdown_literal
-from ui.controls import NUMBERS_FROM, Settings, current_example, numbers_from
+from ui.controls import Settings, current_example
+from ui.links import NUMBERS_FROM
+from ui.sidebar import numbers_from
 
 
 def _copies(trace, name: str) -> list[np.ndarray]:
@@ -89,22 +91,34 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
     They are made only while the box is open (on_change="rerun"): five tables were a quarter of every
     Walkthrough rerun, open or not (README "A whole class at once"). The box opens by itself when numbers
     are typed; its key names that, so that typing the first number (or forgetting the last) opens (closes) it."""
-    box = st.expander("✎ Type your own numbers: X, W_Q, W_K, W_V, W_O", expanded=bool(settings.typed),
-                      key=f"numbers-{'typed' if settings.typed else 'drawn'}", on_change="rerun")  # fmt: skip
+    box = st.expander(
+        "✎ Type your own numbers: X, W_Q, W_K, W_V, W_O",
+        expanded=bool(settings.typed),
+        key=f"numbers-{'typed' if settings.typed else 'drawn'}",
+        on_change="rerun",
+    )
     with box:
         if not box.open:
             return
-        st.file_uploader("Load weights (.npz: the Training page's export, or arrays x, w_q, w_k, w_v, w_o)",
-                         type=["npz"], key="load-npz", on_change=_load_npz, args=("load-npz",))  # fmt: skip
+        st.file_uploader(
+            "Load weights (.npz: the Training page's export, or arrays x, w_q, w_k, w_v, w_o)",
+            type=["npz"],
+            key="load-npz",
+            on_change=_load_npz,
+            args=("load-npz",),
+        )
         if st.session_state.get("npz_refusal"):
             st.warning(markdown_literal(st.session_state["npz_refusal"]), icon="📂")
         variant = VARIANTS[trace.variant]
         if not trace.params:
-            st.caption("No projections (Q = K = V = X): only X can be typed; choose another variant to type W_Q, "
-                       "W_K, W_V.")  # fmt: skip
+            st.caption(
+                "No projections (Q = K = V = X): only X can be typed; choose another variant to type W_Q, W_K, W_V."
+            )
         elif any(spec.name not in TYPED_NAMES for spec in variant.weights):
-            st.caption(f"{variant.label}'s other weights are drawn from the seed: tables for X and "
-                       f"{', '.join(TYPED_NAMES[n] for n in TYPED_NAMES if n in trace.params)} only.")  # fmt: skip
+            st.caption(
+                f"{variant.label}'s other weights are drawn from the seed: tables for X and "
+                f"{', '.join(TYPED_NAMES[n] for n in TYPED_NAMES if n in trace.params)} only."
+            )
         reason = can_type(settings.config, trace.n_tokens)
         if reason:
             st.caption(f"Tables appear for small sizes: {reason}.")
@@ -138,8 +152,12 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
                     width="stretch",
                 )
         if settings.typed:
-            st.button("Forget typed numbers", on_click=st.session_state.update,
-                      kwargs=dict.fromkeys(TYPED_NAMES, ""), key="forget_typed")  # fmt: skip
+            st.button(
+                "Forget typed numbers",
+                on_click=st.session_state.update,
+                kwargs=dict.fromkeys(TYPED_NAMES, ""),
+                key="forget_typed",
+            )
 
 
 def lecture_panel(trace) -> None:
@@ -174,8 +192,12 @@ def _use_lecture_model() -> None:
     """Lecture 002's trained model (the Training page's, at its default sizes) into the typed-number fields."""
     run = load_lecture_model().run
     checkpoint = run.checkpoints[-1]
-    use_weights(checkpoint_npz(checkpoint, run, LECTURE_SENTENCE), trained=(run.config.seed, checkpoint.step),
-                causal=run.config.causal, scaled=run.config.scaled)  # fmt: skip
+    use_weights(
+        checkpoint_npz(checkpoint, run, LECTURE_SENTENCE),
+        trained=(run.config.seed, checkpoint.step),
+        causal=run.config.causal,
+        scaled=run.config.scaled,
+    )
 
 
 def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key: str = "pattern") -> None:
@@ -197,12 +219,23 @@ def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key
     if presentation:  # a slide's words, not a box
         st.markdown(f"**Random weights** have learned nothing: here {here}. {pattern.point_text(short=True)}.")
     else:
-        st.info(f"{pattern.point_text()}. These weights are random ({trace.drawn}): they have learned nothing, so "
-                f"what this row shows is chance. Here {here}.", icon="🎲")  # fmt: skip
+        st.info(
+            f"{pattern.point_text()}. These weights are random ({trace.drawn}): they have learned nothing, so "
+            f"what this row shows is chance. Here {here}.",
+            icon="🎲",
+        )
     place = offer_place or st.container()
     if pattern.trained == "model":
-        place.button("Show it with trained weights", key=f"{key}-trained", on_click=_use_lecture_model,
-                     icon=":material/school:", help="Lecture 002's model, from the Training page")  # fmt: skip
+        place.button(
+            "Show it with trained weights",
+            key=f"{key}-trained",
+            on_click=_use_lecture_model,
+            icon=":material/school:",
+            help="Lecture 002's model, from the Training page",
+        )
     else:
-        place.page_link("pages/real_model.py", label="See this sentence in a trained model (Real model page)",
-                        icon=":material/psychology:")  # fmt: skip
+        place.page_link(
+            "pages/real_model.py",
+            label="See this sentence in a trained model (Real model page)",
+            icon=":material/psychology:",
+        )

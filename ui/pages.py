@@ -3,7 +3,7 @@
 app.py builds st.navigation from PAGES; the sidebar greys out the controls a page does not read
 (the Real model's architecture fixes d_k and heads); presentation mode links every page.
 Each page's address is its file name (/why_sqrt_dk): Streamlit's older multipage mode, which a
-fresh server starts in (see ui.controls.run_through_app_py), names pages the same way, so a
+fresh server starts in (see ui.sidebar.run_through_app_py), names pages the same way, so a
 shared link finds its page.
 """
 
@@ -36,7 +36,7 @@ class PageSpec:
     default: bool = False
     keeps: tuple[str, ...] = ()  # what a session keeps (session-state keys) only while it shows this page
     # Presentation mode (ui/slides.py): the page's slides, (key, title) in order, and where the address keeps the
-    # one shown. The Walkthrough's and Multi-head's slides include the registry's stages (figures/stages.py).
+    # one shown. The Walkthrough's and Multi-head's slides include the registry's stages (figures/stages/).
     slides: tuple[tuple[str, str], ...] = ()
     slide_key: str = ""
     own: frozenset[str] = frozenset()  # the page's own choices in its address (a stage, a head, a layer, ...)

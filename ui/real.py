@@ -102,8 +102,10 @@ def generate(key: str, device: str, text: str, count: int) -> Generation:
             except (WorkerDied, GenerationLost):
                 if attempt == 2:
                     raise
-                st.info("The model worker stopped during the generation and was started again: generating again "
-                        "from the prompt (greedy, so the same tokens).")  # fmt: skip
+                st.info(
+                    "The model worker stopped during the generation and was started again: generating again "
+                    "from the prompt (greedy, so the same tokens)."
+                )
     finally:
         GENERATING.release()
     progress.empty()

@@ -10,12 +10,13 @@ own key), so a link restores it; when a deck is open (ui/decks.py), → past the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
 import streamlit.components.v2
 
-from ui.controls import check_choice
+from ui.links import check_choice
 
 WANTED = "slide_wanted"  # a slide to open on the next run: a key, "first" or "last" (a deck's next view)
 AT = "slide_at"  # (page title, slide key) of the slide shown: where "Leave presentation" returns to
@@ -80,8 +81,7 @@ class Slides:
             st.session_state[self.key] = self.titles[at]
         back, pills, forward = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
         inner = {self.titles[k]: within for k, within in self.inner.items()}  # by label, as the state holds slides
-        back.button("← previous", on_click=step, args=(self.key, labels, -1, inner), width="stretch",
-                    key="slide_prev")  # fmt: skip
+        back.button("← previous", on_click=step, args=(self.key, labels, -1, inner), width="stretch", key="slide_prev")
         forward.button("next →", on_click=step, args=(self.key, labels, 1, inner), width="stretch", key="slide_next")
         if len(labels) == 1:  # nothing to choose; the buttons stay, for a deck's next and previous views
             self.middle = pills
@@ -114,12 +114,20 @@ class Slides:
         return key == self.shown
 
 
+def no_deck(delta: int, past_the_end: bool) -> bool:
+    """Without a deck presented no view takes a step: the slides go round."""
+    return False
+
+
+# Who takes a step at the slides' ends: ui.decks puts its step_view here when it is imported (a deck uses the
+# slides; the slides only hand over, so they do not import the decks).
+at_the_ends: Callable[[int, bool], bool] = no_deck
+
+
 def step(key: str, labels: list[str], delta: int, inner: dict[str, tuple[str, int]] | None = None) -> None:
     """← / →: the next step within the slide where it has steps (`inner`), else the previous or next slide,
     round to the other end; while a deck is presented, its next or previous view where ui.decks.step_view
     takes the step. A slide with steps is entered at its first step going forward, at its last going back."""
-    from ui.decks import step_view  # the decks use the slides; the slides only hand over at their ends
-
     st.session_state[STEPS] = st.session_state.get(STEPS, 0) + 1
     # From what was drawn, not from the widgets' values: a press sent just after a rerun can carry the pills' and
     # sliders' values from before it (the page has not applied the new ones yet), and would step from there.
@@ -133,7 +141,7 @@ def step(key: str, labels: list[str], delta: int, inner: dict[str, tuple[str, in
             st.session_state[step_key] = at + delta
             return
     index = labels.index(current) if current in labels else 0
-    if step_view(delta, past_the_end=not 0 <= index + delta < len(labels)):
+    if at_the_ends(delta, past_the_end=not 0 <= index + delta < len(labels)):
         return
     st.session_state[key] = labels[(index + delta) % len(labels)]
     if st.session_state[key] in inner:

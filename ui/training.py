@@ -4,7 +4,7 @@ A run is a pure function of its TrainingConfig (the same config trains the same 
 CPU), so runs live in one registry that all sessions share: a class that opens the lecturer's link trains
 once and every student watches the same run. The registry keeps RUNS_KEPT runs (the oldest finished one
 goes first); at most HEAVY_AT_ONCE runs train at a time (they take the same slots as large traces,
-ui.show.HEAVY_SLOTS), each in a thread of its own, and a session trains one run at a time.
+ui.traces.HEAVY_SLOTS), each in a thread of its own, and a session trains one run at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ from attention_core.training import (
     train,
 )
 from ui.controls import log
-from ui.show import HEAVY_SLOTS
+from ui.traces import HEAVY_SLOTS
+
+LECTURE_KEY = "t_lecture"  # the switch "Lecture 002's model" (attention_core.training.load_lecture_model)
 
 RUNS_KEPT = 8  # a run's checkpoints: 264 KiB at the default sizes, ~16 MB at the largest allowed (README)
 STEPS_CACHED = 256  # per cache below: a step's held-out numbers, or its layer on a 4-token sentence (a few KB)
@@ -45,8 +47,15 @@ def training_config(settings) -> TrainingConfig:
     validated Settings every page reads: a ValueError names the field, the value and what is allowed. (The
     model's one layer is MHA: its variant and positions are the Training page's own, see training.py.)"""
     config = settings.config
-    return TrainingConfig(d_model=config.d_model, d_k=config.d_k, n_heads=config.n_heads, causal=settings.train_causal,
-                          scaled=config.scaled, seed=config.seed, steps=settings.train_steps)  # fmt: skip
+    return TrainingConfig(
+        d_model=config.d_model,
+        d_k=config.d_k,
+        n_heads=config.n_heads,
+        causal=settings.train_causal,
+        scaled=config.scaled,
+        seed=config.seed,
+        steps=settings.train_steps,
+    )
 
 
 def shared_run(config: TrainingConfig) -> Training | None:

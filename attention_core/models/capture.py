@@ -26,7 +26,7 @@ from attention_core.trace import AttentionTrace
 from attention_core.variants import expand_kv
 
 if TYPE_CHECKING:
-    from attention_core.models.sources import LoadedModel, ModelInfo
+    from attention_core.models.kinds import LoadedModel, ModelInfo
 
 CAPTURE = "attention_explorer"  # the attention implementation name we register with transformers
 WORD_START = "·"  # drawn before a token that starts a new word, where the tokenizer marks it (BPE's "Ġ")
@@ -107,8 +107,11 @@ class ModelTrace:
         return self.layers[0].heads_sharing(kv_head)
 
     def to(self, device: torch.device | str) -> ModelTrace:
-        return dataclasses.replace(self, layers=tuple(layer.to(device) for layer in self.layers),
-                                   value_norms=tuple(norms.to(device) for norms in self.value_norms))  # fmt: skip
+        return dataclasses.replace(
+            self,
+            layers=tuple(layer.to(device) for layer in self.layers),
+            value_norms=tuple(norms.to(device) for norms in self.value_norms),
+        )
 
 
 def _byte_level_alphabet() -> dict[str, int]:
@@ -139,8 +142,9 @@ def readable_token(tokenizer, raw: str) -> str:
     return visible if visible.strip() else (visible.replace(" ", "␣") or raw)
 
 
-def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str,
-                 kv_head_of: tuple[int, ...]) -> AttentionTrace:  # fmt: skip
+def _layer_trace(
+    entry: dict, tokens: tuple[str, ...], label: str, device: str, kv_head_of: tuple[int, ...]
+) -> AttentionTrace:
     """An AttentionTrace from one recorded layer (one sequence); its variant follows from kv_head_of."""
     additive = entry["additive_mask"]
     mask = None
@@ -157,8 +161,9 @@ def _layer_trace(entry: dict, tokens: tuple[str, ...], label: str, device: str,
         "context": entry["context"],
     }
     q, k, v = entry["q"], entry["k"], entry["v"]
-    return trace_from_stages(tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label,
-                             kv_head_of=kv_head_of)  # fmt: skip
+    return trace_from_stages(
+        tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label, kv_head_of=kv_head_of
+    )
 
 
 def capture(
@@ -211,14 +216,14 @@ def output_projections(model: torch.nn.Module) -> list[torch.Tensor]:
 # A fast tokenizer sets its truncation on the shared Rust object, and two threads doing that at once can fail
 # ("Already borrowed", huggingface/tokenizers#537). Not seen here (200 texts on 8 threads), but the model worker
 # runs readers side by side: one text is tokenized at a time (it takes a millisecond).
-_tokenizing = threading.Lock()
+TOKENIZING = threading.Lock()
 
 
 def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
     """Tokenize text as the model does (special tokens included), cut it to the token cap, capture every layer."""
     check_text(text)
     info, tokenizer = loaded.info, loaded.tokenizer
-    with _tokenizing:
+    with TOKENIZING:
         encoding = tokenizer(text)
         all_ids = encoding["input_ids"]
         if not all_ids:
@@ -247,9 +252,11 @@ def probe_ids(tokenizer, half: int = PROBE_HALF, seed: int = PROBE_SEED) -> list
     words = [
         index
         for index, raw in enumerate(vocabulary)
-        if index not in special and raw.startswith(marker)
-        and raw[len(marker):].isascii() and raw[len(marker):].isalpha()
-    ]  # fmt: skip
+        if index not in special
+        and raw.startswith(marker)
+        and raw[len(marker) :].isascii()
+        and raw[len(marker) :].isalpha()
+    ]
     chosen = torch.randperm(len(words), generator=torch.Generator().manual_seed(seed))[:half].tolist()
     sequence = [words[i] for i in chosen]
     # the special tokens the tokenizer puts around a text, read off a one-word text (none where it is not found)
@@ -262,20 +269,23 @@ def probe_ids(tokenizer, half: int = PROBE_HALF, seed: int = PROBE_SEED) -> list
 
 def trace_probe(loaded: LoadedModel) -> ModelTrace:
     """Every layer's attention on the induction probe (probe_ids)."""
-    with _tokenizing:
+    with TOKENIZING:
         ids = probe_ids(loaded.tokenizer)
     return _trace_ids(loaded, ids, len(ids), ())
 
 
 def _trace_ids(loaded: LoadedModel, ids: list[int], total: int, words: tuple) -> ModelTrace:
     info, tokenizer = loaded.info, loaded.tokenizer
-    with _tokenizing:
+    with TOKENIZING:
         raw = tuple(tokenizer.convert_ids_to_tokens(ids))
         readable = tuple(readable_token(tokenizer, token) for token in raw)
         special = tuple(token in tokenizer.all_special_tokens for token in raw)
     layers, _ = capture(loaded.model, torch.tensor([ids]), readable, info.title)
     with torch.inference_mode():
-        norms = tuple(value_norms(layer.v, w_o).float() for layer, w_o in
-                      zip(layers, output_projections(loaded.model), strict=False))  # fmt: skip
-    return ModelTrace(info, readable, raw, tuple(layers), total_tokens=total, special=special, words=words,
-                      value_norms=norms)  # fmt: skip
+        norms = tuple(
+            value_norms(layer.v, w_o).float()
+            for layer, w_o in zip(layers, output_projections(loaded.model), strict=False)
+        )
+    return ModelTrace(
+        info, readable, raw, tuple(layers), total_tokens=total, special=special, words=words, value_norms=norms
+    )

@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from attention_core.config import MAX_MODEL_TOKENS
-from attention_core.models.capture import _tokenizing, readable_token
+from attention_core.models.capture import TOKENIZING, readable_token
 
 MAX_NEW_TOKENS = 32
 TOP = 5  # next-token probabilities shown
@@ -80,8 +80,10 @@ def _end_ids(model) -> set[int]:
 def _top(tokenizer, logits: torch.Tensor) -> tuple[tuple[str, float], ...]:
     probabilities = torch.softmax(logits.float(), dim=-1)
     values, ids = probabilities.topk(TOP)
-    return tuple((readable_token(tokenizer, tokenizer.convert_ids_to_tokens(int(i))), float(v))
-                 for v, i in zip(values, ids, strict=True))  # fmt: skip
+    return tuple(
+        (readable_token(tokenizer, tokenizer.convert_ids_to_tokens(int(i))), float(v))
+        for v, i in zip(values, ids, strict=True)
+    )
 
 
 def _cache_bytes_per_position(config, cache: DynamicCache) -> int:
@@ -115,7 +117,7 @@ def start(loaded, text: str, new_tokens: int) -> _Running:
     model, tokenizer = loaded.lm, loaded.tokenizer
     if model is None:
         raise ValueError(f"{loaded.info.title} is an encoder: it reads a sentence whole and writes no next token")
-    with _tokenizing:
+    with TOKENIZING:
         ids = tokenizer(text)["input_ids"]
         raw = tokenizer.convert_ids_to_tokens(ids)
     if not ids:
@@ -125,8 +127,9 @@ def start(loaded, text: str, new_tokens: int) -> _Running:
     record: list[dict] = []
     cache = DynamicCache(config=model.config)
     with torch.inference_mode():
-        out = model(input_ids=torch.tensor([ids], device=device), past_key_values=cache, use_cache=True,
-                    attention_record=record)  # fmt: skip
+        out = model(
+            input_ids=torch.tensor([ids], device=device), past_key_values=cache, use_cache=True, attention_record=record
+        )
     weights = torch.stack([entry["weights"].float() for entry in record]).cpu()  # [layers, heads, p, p]
     positions = tuple(
         Position(
@@ -136,7 +139,7 @@ def start(loaded, text: str, new_tokens: int) -> _Running:
             weights[:, :, i, : i + 1].clone(),
             _top(tokenizer, out.logits[0, i]),
             i + 1,
-        )  # fmt: skip
+        )
         for i, (token, token_id) in enumerate(zip(raw, ids, strict=True))
     )
     generation = Generation(positions, len(ids), new_tokens, False, _cache_bytes_per_position(model.config, cache))
@@ -150,8 +153,12 @@ def step(loaded, running: _Running) -> Position:
     device = next(model.parameters()).device
     record: list[dict] = []
     with torch.inference_mode():
-        out = model(input_ids=torch.tensor([[running.next_id]], device=device), past_key_values=running.cache,
-                    use_cache=True, attention_record=record)  # fmt: skip
+        out = model(
+            input_ids=torch.tensor([[running.next_id]], device=device),
+            past_key_values=running.cache,
+            use_cache=True,
+            attention_record=record,
+        )
     rows = torch.stack([entry["weights"][:, 0].float() for entry in record]).cpu()  # [layers, heads, t]
     logits = out.logits[0, -1].float().cpu()
     token = readable_token(tokenizer, tokenizer.convert_ids_to_tokens(running.next_id))
@@ -203,5 +210,14 @@ def generate(loaded, text: str, new_tokens: int) -> Generation:
     return running.generation
 
 
-__all__ = ["MAX_NEW_TOKENS", "Generation", "GenerationLost", "Generations", "Position", "check_generation",
-           "generate", "start", "step"]  # fmt: skip
+__all__ = [
+    "MAX_NEW_TOKENS",
+    "Generation",
+    "GenerationLost",
+    "Generations",
+    "Position",
+    "check_generation",
+    "generate",
+    "start",
+    "step",
+]

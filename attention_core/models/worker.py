@@ -254,8 +254,14 @@ def serve() -> None:
     torch.set_num_threads(RUN_THREADS)
     if hasattr(os, "nice"):  # not on Windows
         os.nice(NICENESS)
-    functions = {"load": _load, "trace": _trace, "probe": _probe, "gen_start": _generation_start,
-                 "gen_step": _generation_step, "gen_end": _generation_end}  # fmt: skip
+    functions = {
+        "load": _load,
+        "trace": _trace,
+        "probe": _probe,
+        "gen_start": _generation_start,
+        "gen_step": _generation_step,
+        "gen_end": _generation_end,
+    }
     writing = threading.Lock()  # one answer at a time on the pipe
 
     def answer(request_id: int, function: str, args: tuple) -> None:

@@ -1,0 +1,201 @@
+"""DeepSeek's multi-head latent attention: keys and values up-projected from one small latent per token, a shared
+rotary key, and absorption (the scores without ever forming K)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import torch
+
+from attention_core import rotary
+from attention_core.checks import check_int
+from attention_core.variants.record import (
+    Projected,
+    Sizes,
+    StageText,
+    Variant,
+    WeightSpec,
+    rms_norm,
+    rotary_parts,
+    rotate_qk,
+    without_q,
+)
+
+
+def _project_mla(x, w, config, start) -> dict[str, torch.Tensor]:
+    parts = {}
+    if config.d_cq:
+        c_q = rms_norm(x @ w["w_dq"], w["g_q"])  # [n, d_cq]
+        q_c = c_q @ w["w_uq"]  # [h, n, d_k]
+        parts["c_q"] = c_q
+        source = c_q
+    else:
+        q_c = x @ w["w_q"]  # [h, n, d_k]
+        source = x
+    c_kv = rms_norm(x @ w["w_dkv"], w["g_kv"])  # [n, d_c]: all that this token's keys and values are made from
+    parts |= {"q_c": q_c, "c_kv": c_kv, "q": q_c}
+    if config.d_rope:
+        q_r, k_r = rotate_qk(source @ w["w_qr"], x @ w["w_kr"], config, parts, start)  # [h, n, d_r], [n, d_r]
+        parts |= {"q_r": q_r, "k_r": k_r, "q": torch.cat([q_c, q_r], dim=-1)}  # q: [h, n, d_k + d_r]
+    return parts
+
+
+def _unpack_mla(parts, w, config) -> Projected:
+    """Keys and values up-projected from the latents (the way the trace shows them; a decoder can instead fold
+    W_UK into the query: absorbed_scores)."""
+    k_c = parts["c_kv"] @ w["w_uk"]  # [h, n, d_k]
+    v_c = parts["c_kv"] @ w["w_uv"]  # [h, n, d_v]
+    k = k_c
+    if config.d_rope:
+        k_r = parts["k_r"]  # [n, d_r]: one rotary key for all heads
+        k = torch.cat([k_c, k_r.expand(config.n_heads, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
+    return Projected(parts["q"], k, v_c, tuple(range(config.n_heads)), without_q(parts) | {"k_c": k_c, "v_c": v_c})
+
+
+def _mla_parts(s: Sizes) -> dict[str, int]:
+    parts = {"q_c": s.n_heads * s.d_k, "c_kv": s.d_c, "k_c": s.n_heads * s.d_k, "v_c": s.n_heads * s.d_v}
+    if s.d_cq:
+        parts["c_q"] = s.d_cq
+    if s.d_rope:
+        parts |= {"q_r": s.n_heads * s.d_rope, "k_r": s.d_rope} | rotary_parts(s, s.n_heads * s.d_rope, s.d_rope)
+    return parts
+
+
+def _with_query_latent(s: Sizes) -> bool:
+    return s.d_cq > 0
+
+
+def _without_query_latent(s: Sizes) -> bool:
+    return s.d_cq == 0
+
+
+def _with_rope(s: Sizes) -> bool:
+    return s.d_rope > 0
+
+
+def _with_query_latent_and_rope(s: Sizes) -> bool:
+    return s.d_cq > 0 and s.d_rope > 0
+
+
+def _without_query_latent_with_rope(s: Sizes) -> bool:
+    return s.d_cq == 0 and s.d_rope > 0
+
+
+def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
+    """A key/value head per query head (made from the latent), and MLA's own widths checked."""
+    d_rope = check_int("d_h^R (MLA's rotary width; 0: none)", f["d_rope"], 0, top)
+    if d_rope % 2:
+        raise ValueError(f"d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions; got {d_rope}")
+    d_c = check_int("d_c (MLA's latent width)", f["d_c"], 1, top)
+    d_cq = check_int("d_cq (MLA's query latent width; 0: none)", f["d_cq"], 0, top)
+    return {"kv_heads": f["n_heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
+
+
+def _mla_heads(heads: str, s: Sizes) -> str:
+    query = f", query latent d_cq {s.d_cq}" if s.d_cq else ""
+    return f"{heads} · latent d_c {s.d_c}{query}" + (f" · rotary d_h^R {s.d_rope}" if s.d_rope else "")
+
+
+MLA = Variant(
+    "mla",
+    "MLA",
+    "Multi-head latent attention",
+    "Every head's keys and values are made from one small latent c_KV per token, and one rotary key k^R carries "
+    "the position for all heads: the cache keeps only c_KV and k^R.",
+    weights=(
+        WeightSpec(
+            "w_q", "W_Q", "heads", "d_model", "d_k", "each head's content query, from X", present=_without_query_latent
+        ),
+        WeightSpec("w_dq", "W_DQ", "", "d_model", "d_cq", "down to the query latent c_Q", present=_with_query_latent),
+        WeightSpec("g_q", "g_Q", "", "d_cq", "d_cq", "RMSNorm's gain on c_Q", kind="gain", present=_with_query_latent),
+        WeightSpec(
+            "w_uq", "W_UQ", "heads", "d_cq", "d_k", "each head's content query, up from c_Q", present=_with_query_latent
+        ),
+        WeightSpec(
+            "w_qr",
+            "W_QR",
+            "heads",
+            "d_model",
+            "d_rope",
+            "each head's rotary query, from X",
+            present=_without_query_latent_with_rope,
+        ),
+        WeightSpec(
+            "w_qr",
+            "W_QR",
+            "heads",
+            "d_cq",
+            "d_rope",
+            "each head's rotary query, from c_Q",
+            present=_with_query_latent_and_rope,
+        ),
+        WeightSpec("w_dkv", "W_DKV", "", "d_model", "d_c", "down to the key-value latent c_KV"),
+        WeightSpec("g_kv", "g_KV", "", "d_c", "d_c", "RMSNorm's gain on c_KV", kind="gain"),
+        WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV", applies="cached"),
+        WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV", applies="cached"),
+        WeightSpec("w_kr", "W_KR", "", "d_model", "d_rope", "the rotary key shared by every head", present=_with_rope),
+        WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
+    ),
+    project=_project_mla,
+    unpack=_unpack_mla,
+    parts=_mla_parts,
+    cached=("c_kv", "k_r"),
+    formula="d_c + d_h^R",
+    stages=("latent", "absorb"),
+    settle=_settle_mla,
+    colour="#1a7f5a",
+    uses=("d_c", "d_cq", "d_rope"),
+    suits=lambda settings: {"positional": "rotary"},  # what its rotary parts are for (DeepSeek-V2)
+    rope_width="d_rope",
+    qk=lambda s: (s.d_k + s.d_rope, "(d_k + d_h^R)") if s.d_rope else (s.d_k, "d_k"),  # q = [q^C, q^R]
+    # Beside the others: DeepSeek-V2's proportions, d_c = 4·d_k and d_h^R = d_k/2 (512 and 64 for its d_k of 128),
+    # so that no bar uses sizes nobody chose.
+    compared_at=lambda s: dataclasses.replace(s, d_c=4 * s.d_k, d_rope=2 * (s.d_k // 4)),
+    detail=lambda s: f" (d_c {s.d_c}, d_h^R {s.d_rope})",
+    heads_line=_mla_heads,
+    own_weights="Each head has its own query weights and its own up-projections W_UK and W_UV from the one latent "
+    "c_KV that every head shares",
+    weights_note=lambda names: (
+        "No W_K or W_V: W_DKV makes the latent c_KV, each head's W_UK and W_UV its keys and "
+        f"values{'; W_KR the one rotary key' if 'w_kr' in names else ''}."
+    ),
+    qkv_titles=("Q = [q^C, q^R]", "K = [k^C, k^R]", "V = c_KV·W_UV"),
+    stage_text={
+        "projections": StageText(
+            "MLA's projection matrices",
+            r"\begin{aligned} W^{DKV} &\in \mathbb{R}^{d_{model} \times d_c}, & W^{KR} &\in "
+            r"\mathbb{R}^{d_{model} \times d_h^R} \\ W^{UK}_h &\in \mathbb{R}^{d_c \times d_k}, & W^{UV}_h &\in "
+            r"\mathbb{R}^{d_c \times d_v} \end{aligned}",
+            "Learned matrices, shared by every token.",
+        ),
+    },
+)
+
+
+def absorbed_scores(parts: Mapping[str, torch.Tensor], weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """MLA's content scores q^C·k^Cᵀ [h, n, n] computed the absorbed way: W_UK folded into the query,
+    (q^C·W_UKᵀ)·c_KVᵀ, so that a decoder compares each query with the cached latents directly."""
+    absorbed = parts["q_c"] @ weights["w_uk"].transpose(-2, -1)  # [h, n, d_k] @ [h, d_k, d_c] -> [h, n, d_c]
+    return absorbed @ parts["c_kv"].T  # [h, n, d_c] @ [d_c, n] -> [h, n, n]
+
+
+def rotation_matrix(position: int, width: int, base: float, dtype=torch.float64, device="cpu") -> torch.Tensor:
+    """RoPE at one position as a [width, width] matrix M: a row vector x turns into x·M."""
+    rows = torch.eye(width, dtype=dtype, device=device).unsqueeze(1).expand(width, position + 1, width)
+    return rotary.rotate(rows, base)[:, position]  # row r: the unit vector e_r, turned as position `position` turns
+
+
+def folded_with_rotated_keys(
+    parts: Mapping[str, torch.Tensor], weights: Mapping[str, torch.Tensor], base: float, fold_at: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Why MLA's rotary key is kept apart. Were the content keys rotated, k_j = RoPE_j(c_j·W_UK), the content
+    scores would be RoPE(q^C)·k_jᵀ. Returns (those scores, the same scores with W_UK and the keys' rotation
+    folded into the query once, for keys at position `fold_at`), each [h, n, n]. They agree only in the column of
+    that position: a fold of W_UK through a rotation would need another matrix for every key position."""
+    q_c, c_kv, w_uk = parts["q_c"], parts["c_kv"], weights["w_uk"]
+    q_rot = rotary.rotate(q_c, base)  # [h, n, d_k]
+    exact = q_rot @ rotary.rotate(c_kv @ w_uk, base).transpose(-2, -1)  # [h, n, n]
+    turn = rotation_matrix(fold_at, q_c.shape[-1], base, q_c.dtype, q_c.device)  # k = (c·W_UK)·M: kᵀ = Mᵀ·W_UKᵀ·cᵀ
+    folded = (q_rot @ turn.T @ w_uk.transpose(-2, -1)) @ c_kv.T  # [h, n, d_c] @ [d_c, n]
+    return exact, folded

@@ -1,0 +1,217 @@
+"""The builders of the scores, their scaling by √d_k, the causal mask and the softmax: the stages whose numbers
+the claims about variance and peakedness read."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from attention_core.lectures import weight_text
+from attention_core.scaling import score_variances
+from figures.heatmap import Panel, heatmaps
+from figures.peakiness import peakiness_figure
+from figures.stages.panels import allowed_cells, head_title, laid_out, square_panel, tokens_of
+from figures.stages.records import Built
+from figures.style import (
+    DEFAULT_STYLE,
+    Matrix,
+    Style,
+    Title,
+    as_numpy,
+    escape,
+    markdown_literal,
+    shape_text,
+    subscript,
+)
+
+
+def build_scores(trace, head: int, style: Style, query: int | None) -> Built:
+    values = as_numpy(trace.scores[head])
+    n, dk = trace.n_tokens, trace.d_k
+    title = Title("scores", "Q·Kᵀ", f"{shape_text(n, dk)}·{shape_text(dk, n)} = {shape_text(n, n)}")
+    part = square_panel(trace, values, "scores", title, diverging=True, masked=False, subtitle=head_title(trace, head))
+    note = f"Here they run from {values.min():.2f} to {values.max():.2f}."
+    return Built(*laid_out([part], style), [note])
+
+
+UNIT_VARIANCE = (0.8, 1.25)  # q's and k's entries count as unit-variance within this range
+NEAR_ONE = (0.5, 2.0)  # a variance measured over one small map counts as "about 1" within this range
+
+
+def scaling_notes(trace, head: int) -> list[str]:
+    """What the scaled-scores stage says about this head's numbers (tests/test_claims.py checks each)."""
+    stats = score_variances(trace, head)
+    dk, cells = stats.d_k, trace.n_tokens**2
+    if cells == 1:
+        return [
+            "With one token there is one score, and a single number has no variance to measure: the √d_k "
+            "argument needs many scores (*Why √d_k* runs it)."
+        ]
+    if dk == 1:
+        return [
+            f"With d_k = 1 each score is one product q·k, and √1 = 1: dividing by it changes nothing, so the "
+            f"scores go to the softmax as they are, scaled or not (their variance is {stats.var_scores:.2f} here)."
+        ]
+    if stats.scale == 1.0:
+        return [
+            f"Scaling is switched off: the scores go to the softmax as they are (their variance is "
+            f"{stats.var_scores:.2f} here, with d_k = {dk})."
+        ]
+    root = 1 / stats.scale
+    notes = [
+        f"Every score is divided by √{dk} = {root:.3g}, so their variance is divided by {dk} "
+        f"(Var(a·X) = a²·Var(X)): here from {stats.var_scores:.2f} to {stats.var_scaled:.2f}."
+    ]
+    near_one = NEAR_ONE[0] <= stats.var_scaled <= NEAR_ONE[1]
+    if UNIT_VARIANCE[0] <= stats.var_q <= UNIT_VARIANCE[1] and UNIT_VARIANCE[0] <= stats.var_k <= UNIT_VARIANCE[1]:
+        measured = (
+            f"these {cells} scores give {stats.var_scaled:.2f}"
+            if near_one
+            else f"these {cells} scores give {stats.var_scaled:.2f}: too few numbers to measure it well"
+        )
+        notes.append(
+            f"q's and k's entries have variance {stats.var_q:.2f} and {stats.var_k:.2f}, about 1: that is when "
+            f"Var(q·k) is about d_k = {dk} and the scaled variance about 1 ({measured})."
+        )
+    else:
+        outcome = (
+            f"the scaled variance happens to be {stats.var_scaled:.2f} anyway, near 1 by this page's rule"
+            if near_one
+            else f"so the scaled variance, {stats.var_scaled:.2f}, is not near 1"
+        )
+        notes.append(
+            f"Var(q·k) is about d_k = {dk} only when q's and k's entries have variance 1; here they have "
+            f"{stats.var_q:.2f} and {stats.var_k:.2f}, {outcome} (near 1: from {NEAR_ONE[0]} to {NEAR_ONE[1]:g}). "
+            "*Why √d_k* runs the fair experiment."
+        )
+    return notes
+
+
+def build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
+    values = as_numpy(trace.scaled_scores[head])
+    n, dk = trace.n_tokens, trace.d_k
+    if trace.scale == 1.0 and dk != 1:  # at d_k = 1 scaled and not are the same numbers
+        title = Title("scaled scores: NOT scaled (scale off)", shape=shape_text(n, n))
+    else:
+        title = Title("scaled scores", f"scores / √{dk} = scores / {1 / trace.scale:.3g}", shape_text(n, n))
+    part = square_panel(
+        trace, values, "scaled_scores", title, diverging=True, masked=False, subtitle=head_title(trace, head)
+    )
+    notes = scaling_notes(trace, head)
+    if "q_c" in trace.parts:  # MLA's content queries, with (or without) a rotary part beside them
+        content = trace.parts["q_c"].shape[-1]
+        notes.insert(
+            0,
+            f"MLA's queries and keys are a content part and a rotary part side by side, so d_k here is "
+            f"d_h + d_h^R = {content} + {dk - content} = {dk}, as DeepSeek-V2 scales them.",
+        )
+    return Built(*laid_out([part], style), notes)
+
+
+def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
+    if trace.mask is None:
+        if trace.x is None:
+            note = "This model is an encoder: every token sees every other token, before and after it."
+        else:
+            note = (
+                "Causal masking is off: every token sees every other token, before and after it, as in an encoder "
+                "(BERT). Switch *causal mask* on to hide the future, as a decoder (GPT) does when it is trained "
+                "and when it writes text: each token may only use what comes before it."
+            )
+        return Built([], [], [note])
+    allowed = allowed_cells(trace)
+    n = trace.n_tokens
+    values = allowed.astype(np.float64)
+    mask_panel = Panel(
+        values,
+        Title("causal mask", shape=shape_text(n, n)),
+        "1 = may attend, ✕ = hidden",
+        row_labels=tokens_of(trace),
+        col_labels=tokens_of(trace),
+        x_title="key (attended to)",
+        y_title="query (attending)",
+        diverging=False,
+        allowed=allowed,
+        zrange=(0.0, 1.0),
+    )
+    masked = np.where(allowed, as_numpy(trace.scaled_scores[head]), np.nan)
+    masked_part = square_panel(
+        # two spaces: where the title is too wide, what follows them moves to the subtitle line, not cut
+        trace,
+        masked,
+        "masked_scores",
+        Title("masked scores", shape="(−∞ where hidden)"),
+        diverging=True,
+        masked=True,
+        subtitle=head_title(trace, head),
+    )
+    figures, matrices = laid_out(
+        [(mask_panel, Matrix("mask", values, tokens_of(trace), tokens_of(trace))), masked_part], style
+    )
+    hidden = int((~allowed).sum())
+    note = f"Here {hidden} of the {n * n} cells are hidden: every key after its query."
+    return Built(figures, matrices, [note])
+
+
+def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray | None:
+    """Per cell: q_i·k_j = s_ij, s_ij·scale = s'_ij, α_ij = w, with the tokens named (escaped), counted as the
+    reader counts (style.index_base)."""
+    n = trace.n_tokens
+    if n > 64:
+        return None
+    tokens = [escape(t) for t in trace.tokens]
+    s, s2, w = (as_numpy(t[head]) for t in (trace.scores, trace.scaled_scores, trace.weights))
+    allowed = np.ones((n, n), bool) if trace.mask is None else trace.mask.cpu().numpy()
+    root = 1.0 / trace.scale
+    text = np.empty((n, n), dtype=object)
+    for i in range(n):
+        for j in range(n):
+            a, b = subscript(style.index(i)), subscript(style.index(j))
+            ij = f"{a},{b}" if n > 9 else f"{a}{b}"
+            line = f"query <b>{tokens[i]}</b> → key <b>{tokens[j]}</b>"
+            if not allowed[i, j]:
+                text[i, j] = f"{line}<br>masked: α{ij} = 0"
+                continue
+            scaled = f"s{ij} / {root:.3g} = {s2[i, j]:.3f}" if trace.scale != 1.0 else f"not scaled: {s2[i, j]:.3f}"
+            text[i, j] = f"{line}<br>q{a}·k{b} = s{ij} = {s[i, j]:.3f}<br>{scaled}<br>α{ij} = softmax → {w[i, j]:.3f}"
+    return text
+
+
+WIDE_MAP_TOKENS = 8  # with more tokens the weights map takes 3/5 of the row it shares with the peakiness bars
+
+
+def build_weights(trace, head: int, style: Style, query: int | None) -> Built:
+    values, n = as_numpy(trace.weights[head]), trace.n_tokens
+    # Many tokens: the map needs the room more than the bars do (lecture 003's 15 on a 1400 x 900 slide: a map 112
+    # pixels wide in half of the column, 186 in 3/5 of it).
+    shares = (3, 2) if n > WIDE_MAP_TOKENS else (1, 1)
+    beside = bars = style  # one under the other: each the whole width
+    if style.side_by_side:
+        beside, bars = (dataclasses.replace(style, width=style.width * share // sum(shares)) for share in shares)
+    part = square_panel(
+        trace,
+        values,
+        "weights",
+        Title("attention weights", "softmax(rows)", shape_text(n, n)),
+        diverging=False,
+        masked=True,
+        subtitle=head_title(trace, head),  # on its own line: this map shares its row with the peakiness bars
+        hover=weights_hover(trace, head, style),
+        zrange=(0.0, 1.0),
+    )
+    figure = heatmaps([part[0]], beside)
+    top = as_numpy(trace.max_weight[head])
+    seen = np.full(n, n) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1)  # keys each row sees
+    choices = seen > 1
+    notes = []
+    if not choices.any():
+        notes.append("Every row here has one token to look at, so its weight on it is 1 whatever the scores.")
+    if choices.any():  # a row that may see only itself is one-hot whatever the numbers
+        peaked = int(np.flatnonzero(choices)[np.argmax(top[choices])])
+        token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown
+        notes.append(
+            f"Of the rows with more than one token to look at, the most peaked is “{token}” "
+            f"(row {style.index(peaked)}): {weight_text(top[peaked])} of its attention on one token."
+        )
+    return Built([figure, peakiness_figure(trace, head, bars)], [part[1]], notes, shares=shares)

@@ -1,0 +1,187 @@
+"""The house rules (issue 40), checked on the code as it is: rooms of one purpose, small enough to read, that import
+each other one way only and through public names. Each rule is tried on a planted breach first, so that a rule
+that could not fail is seen."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("attention_core", "figures", "ui")
+MODULE_LINES_MOST = 400
+FUNCTION_LINES_MOST = 80
+PAGE_TOP_LEVEL_MOST = 80  # a page is a main() and what it calls
+FMT_SKIP_MOST = 30  # `# fmt: skip` only where a table reads better
+
+
+def product_files() -> list[Path]:
+    files = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    return [*files, *sorted((ROOT / "pages").glob("*.py")), ROOT / "app.py"]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def long_modules(files: dict[str, str]) -> list[str]:
+    return [f"{name}: {len(text.splitlines())} lines" for name, text in files.items()
+            if len(text.splitlines()) > MODULE_LINES_MOST]  # fmt: skip
+
+
+def long_functions(files: dict[str, str]) -> list[str]:
+    found = []
+    for name, text in files.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > FUNCTION_LINES_MOST:
+                    found.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    return found
+
+
+def imports_of(name: str, text: str, known: set[str]) -> list[tuple[str, str, int]]:
+    """(module imported, name imported or "", line) for every import of a product module, inside functions too."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if f"{node.module}.{alias.name}" in known:  # a module: `from ui import slides`
+                    found.append((f"{node.module}.{alias.name}", "", node.lineno))
+                elif node.module in known:
+                    found.append((node.module, alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, "", node.lineno) for alias in node.names if alias.name in known]
+    return found
+
+
+def private_imports(files: dict[str, str]) -> list[str]:
+    """`from a import _b`: a module's private name used by another."""
+    known = set(files)
+    return [f"{name}:{line} imports {source}.{what}" for name, text in files.items()
+            for source, what, line in imports_of(name, text, known)
+            if what.startswith("_") and not what.startswith("__")]  # fmt: skip
+
+
+def cycles(files: dict[str, str]) -> list[list[str]]:
+    """Groups of modules that import each other, round (Tarjan's strongly connected components). A package
+    importing its own modules (its __init__ re-exporting them) is not a cycle."""
+    known = set(files)
+    graph = {name: {source for source, _, _ in imports_of(name, text, known)} - {name} for name, text in files.items()}
+    for name in graph:  # a module importing its package needs only the package's own modules, which it is among
+        graph[name] = {other for other in graph[name] if not name.startswith(other + ".")}
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                group.append(other)
+                if other == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def page_top_level(text: str) -> int:
+    """Lines of a page outside its functions, classes, imports and docstring."""
+    return sum(node.end_lineno - node.lineno + 1 for node in ast.parse(text).body
+               if not isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom)
+               and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def product() -> dict[str, str]:
+    return {module_name(path): path.read_text() for path in product_files()}
+
+
+PLANTED = {  # a module that breaks every rule once
+    "fake.big": "x = 1\n" * (MODULE_LINES_MOST + 1),
+    "fake.long": "def f():\n" + "    x = 1\n" * FUNCTION_LINES_MOST,
+    "fake.a": "from fake.b import _hidden\n",
+    "fake.b": "def g():\n    from fake.a import thing\n",
+}
+
+
+def test_every_rule_finds_its_planted_breach():
+    assert long_modules(PLANTED) == [f"fake.big: {MODULE_LINES_MOST + 1} lines"]
+    assert long_functions(PLANTED) == [f"fake.long:1 f: {FUNCTION_LINES_MOST + 1} lines"]
+    assert private_imports(PLANTED) == ["fake.a:1 imports fake.b._hidden"]
+    assert cycles(PLANTED) == [["fake.a", "fake.b"]]  # the import inside a function counts
+    assert page_top_level("import x\n\nx.y()\nz = 1\n\n\ndef main():\n    pass\n") == 2
+
+
+def test_no_product_module_is_over_400_lines(product):
+    assert len(product) > 50  # it read the modules
+    assert long_modules(product) == []
+
+
+def test_no_function_is_over_80_lines(product):
+    assert long_functions(product) == []
+
+
+def test_modules_use_each_others_public_names_only(product):
+    assert private_imports(product) == []
+
+
+def test_no_two_modules_import_each_other(product):
+    assert cycles(product) == []
+
+
+def test_a_page_is_a_main_and_what_it_calls(product):
+    pages = {name: text for name, text in product.items() if name.startswith("pages.")}
+    assert len(pages) >= 9
+    assert {
+        name: page_top_level(text) for name, text in pages.items() if page_top_level(text) > PAGE_TOP_LEVEL_MOST
+    } == {}
+    assert all("\ndef main() -> None:" in text and text.rstrip().endswith("main()") for text in pages.values())
+
+
+def test_the_formatter_is_kept_away_only_from_tables(product):
+    skips = sum(text.count("# fmt: skip") for text in product.values())
+    assert skips <= FMT_SKIP_MOST, f"{skips} `# fmt: skip` in the product code"
+
+
+def test_every_planted_mutant_still_finds_its_line():
+    """scripts/mutants.py plants each bug by replacing a line it names: after a module moves or is reformatted,
+    each must still occur exactly once where the mutant says (else `make mutants` plants nothing)."""
+    spec = importlib.util.spec_from_file_location("mutants", ROOT / "scripts" / "mutants.py")
+    mutants = importlib.util.module_from_spec(spec)
+    sys.modules["mutants"] = mutants
+    spec.loader.exec_module(mutants)
+    assert len(mutants.MUTANTS) >= 20
+    lost = [f"{m.name}: {m.path} has {(ROOT / m.path).read_text().count(m.before)} of {m.before!r}"
+            for m in mutants.MUTANTS
+            if not (ROOT / m.path).exists() or (ROOT / m.path).read_text().count(m.before) != 1]  # fmt: skip
+    assert lost == []
+
+
+def test_a_title_is_its_parts_never_its_spaces():
+    from figures.heatmap import Panel
+    from figures.style import Title
+
+    assert Title("scores", "Q·Kᵀ", "[4x4]").text == "scores = Q·Kᵀ  [4x4]"
+    assert Panel([[0.0]], "weights").title == Title("weights")
+    with pytest.raises(ValueError, match="Title"):
+        Panel([[0.0]], "scores  [4x4]")

@@ -1,0 +1,189 @@
+"""Links: every value of an address is checked before Streamlit sees it, and what Streamlit would drop without a
+word (`heads=abc`, `d_model=5000`, a stage's choice it does not have) is named on the page, with what is allowed.
+Old links keep working: a value's old title is taken for its key (LEGACY, take_keyed_choice)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from attention_core.variants import IDENTITY, MHA
+from figures.stages import STAGES
+from figures.style import markdown_literal
+from ui.controls import CONTROLS, DEFAULTS, log
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkValue:
+    """A value a page writes into its address that no sidebar control holds, checked as the controls' are."""
+
+    key: str
+    label: str
+    pattern: str  # a regular expression the whole value must match
+    allowed: str  # the same, in words
+
+    def refusal(self, raw: str) -> str:
+        if re.fullmatch(self.pattern, raw):
+            return ""
+        return f"The link asked for {self.label} = {raw[:40]!r}, which is not used: it must be {self.allowed}."
+
+
+# The Training page's finished run: Run.fingerprint() and the CPU kernels that computed it (pages/training.py).
+TRAINING_RUN = LinkValue(
+    "t_run",
+    "the training run",
+    r"[0-9a-f]{8}-[A-Z0-9_]{1,16}",
+    "8 hex digits, a dash and the CPU kernels' name, as the Training page writes it (e.g. 3fa9c1d2-AVX512)",
+)
+# Where the typed numbers came from when the Training page put them there (ui.numbers.use_weights): its seed, its
+# step, and a digest of the numbers, so that the label goes back to "typed" once one of them is edited.
+NUMBERS_FROM = LinkValue(
+    "numbers_from",
+    "where the typed numbers come from",
+    r"trained-(\d{1,9})-(\d{1,6})-([0-9a-f]{8})",
+    "trained-, a seed, a step and 8 hex digits, as the Training page writes it when it gives "
+    "its weights to the Walkthrough (e.g. trained-1-2000-3fa9c1d2)",
+)
+LINK_VALUES = (TRAINING_RUN, NUMBERS_FROM)
+STAGE_OPTIONS = tuple(option for stage in STAGES for option in stage.options)  # e.g. the KV cache's context length
+
+
+def refused_values(params: Mapping[str, str]) -> dict[str, str]:
+    """The link values that a control or page cannot take, by key, each with its message (see Control.refusal,
+    LinkValue, Option)."""
+    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES, *STAGE_OPTIONS)}
+    return {key: problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))}
+
+
+def url_refusals(params: Mapping[str, str]) -> list[str]:
+    """One message per link value that a control or page cannot take."""
+    return list(refused_values(params).values())
+
+
+# Links made before a control changed kind: their values are carried over to what replaced them.
+LEGACY = {
+    ("positional", "true"): ("positional", "sinusoidal"),  # positional encoding was a toggle
+    ("positional", "false"): ("positional", "none"),
+    ("projections", "true"): ("variant", MHA.key),  # "projections off" is the variant Q = K = V = X now
+    ("projections", "false"): ("variant", IDENTITY.key),
+}
+
+
+def check_link() -> None:
+    """On a session's first run, before any bound widget reads the URL: carry older links' values over to the
+    controls that replaced them (LEGACY), and note the values that are refused."""
+    if "link_refusals" not in st.session_state:
+        carried = False
+        for (key, old), (new_key, new) in LEGACY.items():
+            if st.query_params.get(key, "").lower() == old:
+                del st.query_params[key]
+                st.session_state[new_key] = new
+                carried = True
+        refused = refused_values(st.query_params.to_dict())
+        defaults = {**DEFAULTS, **{option.key: option.default for option in STAGE_OPTIONS}}
+        for key, refusal in refused.items():  # the reason, with at most 40 characters of the value
+            log.info("refused a link value: %s", refusal)
+            if key in defaults:  # what the message says is shown ("Showing 4 instead"), not Streamlit's own
+                del st.query_params[key]  # reading of it (d_k=2.5 would be 2)
+                st.session_state[key] = defaults[key]
+        if carried or refused:
+            _forget_initial_link_values()
+        st.session_state["link_refusals"] = list(refused.values())
+        st.session_state["link_choices"] = {k: v for k, v in st.query_params.to_dict().items() if k not in refused}
+
+
+def _forget_initial_link_values() -> None:
+    """A bound widget takes its first value from the address as the session began, not from st.query_params:
+    make that snapshot the address as it is now, without the refused values. (Streamlit does the same after a
+    page change; it has no public call for it, and the pinned version is tested: tests/test_app.py.)"""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        with ctx.session_state.query_params() as params:
+            params.set_initial_query_params_from_current()
+
+
+def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
+    """A page's own choice, bound to the URL (a stage, a layer, a head): before its widget is drawn, a value the
+    session's first link gave it that is none of `shown` (the choices as the address writes them) is named
+    here, as the sidebar's are, and left out, instead of Streamlit dropping it without a word."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)  # once: the first link only
+    if raw is None or raw in shown:
+        return
+    listed = ", ".join(map(str, shown[:8])) + (f", … ({len(shown)} in all)" if len(shown) > 8 else "")
+    _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {listed}.")
+
+
+def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> None:
+    """A page's own choice of a record, kept in the address by its key (keep_in_address), not its title: before
+    its widget is drawn, the session's first link's value, a key or (from an older link) a title, becomes the
+    widget's; any other is named, as the sidebar's are."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)  # once: the first link only
+    if raw is None:
+        return
+    by_title = {title: record for record, title in titles.items()}
+    chosen = raw if raw in titles else by_title.get(raw)
+    if chosen is None:
+        _refuse_choice(
+            key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {', '.join(titles)}."
+        )
+    else:
+        st.session_state[key] = chosen
+
+
+def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> None:
+    """As check_choice, for a page's own number: a whole number from low to high (a multiple of step)."""
+    raw = st.session_state.get("link_choices", {}).pop(key, None)
+    try:
+        if raw is None or (low <= int(raw) <= high and int(raw) % step == 0):
+            return
+    except ValueError:
+        pass
+    every = "a whole number" if step == 1 else f"a multiple of {step}"
+    _refuse_choice(
+        key,
+        f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be {every} from {low:,} to {high:,}.",
+    )
+
+
+def keep_in_address(key: str, value: str, default: str) -> None:
+    """A page's own bound choice (a string shown as it is in the address) held in the address as the server
+    knows it. A click's rerun can reach the server with the address from before the click (the page writes the
+    new value into it a moment later), and a message later in that run writes that older address back: CI saw
+    kv_context=128k chosen, drawn, and gone from the link (1 run in 8 here). Streamlit lets no code set a bound
+    value through st.query_params, so this goes where ui.decks' views go."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as params:
+        held = params.to_dict().get(key)
+        wanted = None if value == default else value
+        if held == wanted:
+            return
+        if wanted is None:
+            params.discard_param_no_forward_msg(key)
+        else:
+            params.set_with_no_forward_msg(key, wanted)
+        params._send_query_param_msg()  # the address, with it, to the page (no public call does this)
+
+
+def _refuse_choice(key: str, message: str) -> None:
+    log.info("refused a link value: %s", message)
+    st.session_state["link_refusals"] = [*st.session_state.get("link_refusals", []), message]
+    st.warning(markdown_literal(message), icon="🔗")  # here now; above the page, with the others, from the next run
+    if key in st.query_params:
+        del st.query_params[key]
+        _forget_initial_link_values()  # its widget takes its default, not Streamlit's reading of the value
+
+
+def show_link_refusals() -> None:
+    """The refused link values, until the reader dismisses them."""
+    refusals = st.session_state.get("link_refusals") or []
+    if refusals:
+        st.warning("  \n".join(markdown_literal(line) for line in refusals), icon="🔗")  # the link's text as written
+        st.button(
+            "Dismiss", key="dismiss_link_refusals", on_click=st.session_state.update, kwargs={"link_refusals": []}
+        )

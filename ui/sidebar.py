@@ -1,0 +1,207 @@
+"""The sidebar: a widget for every Control a page reads (the others shown greyed, "not used on this page"), and the
+settings it makes, validated again on the server."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
+from attention_core import (
+    AttentionConfig,
+    check_text,
+    describe_device,
+    resolve_device,
+)
+from attention_core.matrices import TYPED_NAMES
+from attention_core.variants import VARIANTS, sizes_only_some_use
+from figures.palettes import PALETTES
+from ui.controls import (
+    DEFAULTS,
+    EXAMPLE_LABELS,
+    OTHERS,
+    OWN,
+    POSITIONAL,
+    SLIDERS,
+    TEXT,
+    TOGGLES,
+    TRAINING,
+    TYPED,
+    TYPED_FORMAT,
+    VARIANT_CONTROLS,
+    Control,
+    Settings,
+    current_example,
+    use_example,
+)
+from ui.links import NUMBERS_FROM
+from ui.pages import EVERYTHING
+
+
+def _widget(control: Control, active: bool, note: str = " Not used on this page.") -> None:
+    common = {
+        "key": control.key,
+        "bind": "query-params",
+        "disabled": not active,
+        "help": control.helps + ("" if active else note),
+        "on_change": control.on_change,
+    }
+    if control.kind == "slider":
+        st.slider(control.label, control.low, control.high, value=control.default, step=control.step, **common)
+    elif control.kind == "number":
+        st.number_input(control.label, control.low, control.high, value=control.default, step=1, **common)
+    elif control.kind == "toggle":
+        st.toggle(control.label, value=control.default, **common)
+    elif control.kind == "select":  # the options as they are (a format_func's label would be what the URL holds)
+        st.selectbox(control.label, control.choices, index=control.choices.index(control.default), **common)
+    elif control.key == "text":
+        st.text_area(control.label, value=control.default, max_chars=control.high, height=90, **common)
+    else:
+        st.text_area(control.label, value="", max_chars=control.high, height=68, placeholder="drawn", **common)
+
+
+def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
+    """Draw the controls; those the current page does not read are shown inactive (greyed out)."""
+    with st.sidebar:
+        # The lecture-example box comes first on the page but is filled last: on a session's first run the
+        # other controls take their values from the URL only as they are drawn, and the box shows which
+        # example (if any) those values are.
+        example_slot = st.empty()
+        for control in (TEXT, *SLIDERS):
+            _widget(control, control.key in reads)
+        variant = DEFAULTS["variant"]
+        for control in VARIANT_CONTROLS:  # the variant first: on a first run it reads the URL only as it is drawn
+            variant = st.session_state.get("variant", variant)
+            own = VARIANTS[variant].uses if variant in VARIANTS else ()
+            if control.key not in sizes_only_some_use() or control.key in own:  # a variant's sizes appear with it
+                _widget(control, control.key in reads)
+        if "variant" in reads and variant in VARIANTS:
+            chosen = VARIANTS[variant]
+            st.caption(f"**{chosen.title}** ({chosen.label})" + (f": {chosen.caption}." if chosen.caption else "."))
+        for control in (*TOGGLES, POSITIONAL, *OTHERS):
+            _widget(control, control.key in reads)
+        try:
+            st.caption(f"Computing on: **{describe_device(resolve_device(st.session_state.get('device', 'auto')))}**")
+        except ValueError as error:
+            st.caption(f"⚠️ {error}")
+        st.caption("**Training page**")
+        for control in TRAINING:
+            _widget(control, control.key in reads)
+        typed = any(st.session_state.get(control.key) for control in TYPED)
+        with st.expander("Typed numbers (X, W_Q, W_K, W_V, W_O)", expanded=False):
+            st.caption(f"{TYPED_FORMAT} The Walkthrough has tables to type into. Empty: drawn from the seed.")
+            for control in TYPED:
+                _widget(control, control.key in reads)
+            if typed:
+                st.button(
+                    "Forget typed numbers",
+                    on_click=st.session_state.update,
+                    kwargs=dict.fromkeys(TYPED_NAMES, ""),
+                    key="forget_typed_sidebar",
+                )
+        st.caption("The address bar holds every setting: copy it to share this exact view.")
+    example = current_example(st.session_state)
+    st.session_state["example"] = example.label if example else OWN
+    example_slot.selectbox(
+        "Lecture example",
+        (OWN, *EXAMPLE_LABELS),
+        key="example",
+        on_change=use_example,
+        disabled="example" not in reads,
+        help="Sets the lecture's sentence and sizes (and its hand numbers, where it works them by hand).",
+    )
+
+
+def current_settings() -> Settings:
+    """The sidebar's values, validated (see settings_from), with where the typed numbers came from."""
+    run_through_app_py()
+    settings = settings_from(st.session_state)
+    return dataclasses.replace(settings, typed_as=typed_as(settings.typed))
+
+
+def numbers_digest(typed: tuple[tuple[str, str], ...]) -> str:
+    """Eight hex digits of the typed numbers' text (Settings.typed): equal only for the same numbers."""
+    return hashlib.blake2b(repr(tuple(typed)).encode(), digest_size=4).hexdigest()
+
+
+def numbers_from(seed: int, step: int, typed: tuple[tuple[str, str], ...]) -> str:
+    """The NUMBERS_FROM value for numbers trained with `seed` up to `step`."""
+    return f"trained-{seed}-{step}-{numbers_digest(typed)}"
+
+
+def typed_as(typed: tuple[tuple[str, str], ...]) -> str:
+    """How the typed numbers came to be: "trained (Training page, seed 1, step 2000)" while they are the numbers
+    the Training page gave (the address, or this session, says so with their digest), else "typed". The address
+    keeps it, so that a link says the same; it is dropped once the numbers are edited."""
+    raw = st.query_params.get(NUMBERS_FROM.key) or st.session_state.get(NUMBERS_FROM.key, "")
+    match = re.fullmatch(NUMBERS_FROM.pattern, raw)
+    if typed and match and match[3] == numbers_digest(typed):
+        st.session_state[NUMBERS_FROM.key] = raw
+        if st.query_params.get(NUMBERS_FROM.key) != raw:  # written once, not sent again on every rerun
+            st.query_params[NUMBERS_FROM.key] = raw
+        return f"trained (Training page, seed {match[1]}, step {match[2]})"
+    st.session_state.pop(NUMBERS_FROM.key, None)
+    if NUMBERS_FROM.key in st.query_params:
+        del st.query_params[NUMBERS_FROM.key]
+    return "typed"
+
+
+def run_through_app_py() -> None:
+    """Make sure this run goes through app.py's st.navigation (the sidebar, the URL's settings).
+
+    A folder named pages/ beside app.py puts a fresh Streamlit server in its older multipage mode
+    until app.py first calls st.navigation. In that mode a link that is the server's first request
+    runs a page file alone (".../multihead?heads=3" shows 2 heads and no sidebar), or runs app.py as
+    a page of its own whose widgets are forgotten on the next click. Leaving that mode and rerunning
+    gives the link its exact view. Called first thing by app.py and by every page (current_settings).
+    (Streamlit 1.67 has no public switch for this; the flag is its own: streamlit/streamlit#10276.)
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def settings_from(values) -> Settings:
+    """Validate raw control values (missing ones take their defaults). Raises ValueError with a
+    message that names the field, the value and what is allowed."""
+    state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
+    text = check_text(state["text"], "Sentence")
+    for key in ("numbers", "present", "count_from_1", "train_causal"):
+        if not isinstance(state[key], bool):
+            raise ValueError(f"{key} must be on or off; got {state[key]!r}")
+    for name in TYPED_NAMES:
+        check_text(state[name], TYPED_NAMES[name])
+    config = AttentionConfig(
+        d_model=state["d_model"],
+        d_k=state["d_k"],
+        d_v=state["d_v"],
+        n_heads=state["heads"],
+        causal=state["causal"],
+        scaled=state["scaled"],
+        seed=state["seed"],
+        init=state["init"],
+        device=state["device"],
+        variant=state["variant"],
+        kv_heads=state["kv_heads"],
+        d_c=state["d_c"],
+        d_cq=state["d_cq"],
+        d_rope=state["d_rope"],
+        positional=state["positional"],
+    )
+    if state["palette"] not in PALETTES:
+        raise ValueError(f"colours must be one of {', '.join(PALETTES)}; got {state['palette']!r}")
+    typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
+    return Settings(
+        text,
+        config,
+        state["numbers"],
+        state["present"],
+        1 if state["count_from_1"] else 0,
+        typed,
+        state["train_causal"],
+        state["train_steps"],
+        palette=state["palette"],
+    )

@@ -11,7 +11,7 @@ import streamlit as st
 from ui import chart
 
 # The tab's icon, an eye drawn by the browser's emoji font. Written as an SVG with the emoji as a character
-# reference, the page's first run skips Streamlit's emoji catalogue (0.09 s on a fresh server); a Material icon
+# reference, the page's first run skips Streamlit's emoji catalogue (docs/design-notes.md); a Material icon
 # would be fetched from Google's servers, and nothing leaves the machine.
 FAVICON = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><text y=".9em" font-size="90">&#x1F441;</text></svg>'

@@ -178,7 +178,7 @@ class Statistic:
         return "0 to 1" if self.top == 1.0 else "1 to the number of keys"
 
 
-PEAKINESS = (
+PEAKINESS: list[Statistic] = [
     Statistic(
         "normalized_entropy",
         "normalized entropy",
@@ -210,9 +210,9 @@ PEAKINESS = (
         top=None,
         focused="low",
     ),
-)
+]
 
-ROLES = (
+ROLES: list[Statistic] = [
     Statistic(
         "previous",
         "previous token",
@@ -259,9 +259,26 @@ ROLES = (
         probe=True,
         lens="induction_head",
     ),
-)
+]
 
 STATISTICS: dict[str, Statistic] = {statistic.key: statistic for statistic in (*PEAKINESS, *ROLES)}
+FAMILIES = {"peakiness": PEAKINESS, "role": ROLES}
+
+
+def register_statistic(statistic: Statistic) -> Statistic:
+    """Add a statistic to its family (or replace the one with its key): the peakiness charts and tables, the
+    heads' summaries, and the real models' role grids read PEAKINESS, ROLES and STATISTICS when they run."""
+    family = FAMILIES[statistic.family]
+    if statistic.key in STATISTICS:
+        family[family.index(STATISTICS[statistic.key])] = statistic
+    else:
+        family.append(statistic)
+    STATISTICS[statistic.key] = statistic
+    return statistic
+
+
+def unregister_statistic(key: str) -> None:
+    FAMILIES[STATISTICS[key].family].remove(STATISTICS.pop(key))
 
 
 def without_first(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -77,7 +77,7 @@ def _tick_text(labels, blocks, base: int, label_chars: int) -> list[str]:
 
 def axis_ticks(labels, blocks, most: int = TICKS_MAX, base: int = 1, label_chars: int = LABEL_CHARS_MAX) -> dict:
     """Tick positions and text for one axis. Past `most` labels only every k-th is written: where
-    they would overlap, and because a browser spends ~0.3 s laying out 128 rotated labels."""
+    they would overlap, and because a browser is slow to lay out many rotated labels (docs/design-notes.md)."""
     text = _tick_text(labels, blocks, base, label_chars)
     most = max(1, min(most, TICKS_MAX))
     stride = math.ceil(len(text) / most) if len(text) > most else 1

@@ -9,14 +9,15 @@ from figures.fitting import BOLD, axis_ticks, fit_title, number_width, tick_widt
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, Title, as_numpy, figure, label_width, title_height
 
 PEAKINESS_NOTE = "entropy: 0 = one token, 1 = uniform"  # the Glossary defines the three
-PANEL_GAP = 0.06  # of the width, between the three panels
+PANEL_GAP = 0.06  # of the width, between two panels
 TITLE_FONT_MIN = 11  # the panel titles' smallest type, where even their short names are wider than a panel
 NUMBERS_ROOM_MOST = 0.5  # a bar's number is written after it where it takes at most this share of its panel
 
 
 def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
-    """Per query token: normalized entropy, max weight and effective number of tokens, as three bar panels
-    sharing the token axis. Title, note and panel titles each get their own line of the top margin."""
+    """Per query token: normalized entropy, max weight and effective number of tokens (the statistics of
+    PEAKINESS), as a bar panel each, sharing the token axis. Title, note and panel titles each get their own line
+    of the top margin."""
     y = list(range(trace.n_tokens))
     columns = [  # (name, short name where a panel is too narrow for it, values, axis maximum): the registry's
         (
@@ -32,12 +33,12 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     rows_pixels = min(26 * len(y), style.max_map_pixels)
     ticks = axis_ticks(trace.tokens, [(i, i + 1) for i in y], most=min(40, max(2, int(rows_pixels / font))))
     left = round(16 + max(tick_widths(ticks, font)))
-    width = (1.0 - 2 * PANEL_GAP) / 3
+    width = panel_width(len(columns))
     panel_pixels = (style.width - left - 10) * width - 8
     names, title_font = panel_titles(columns, font, panel_pixels)
     traces, layout_axes, titles = [], {}, []
     for index, ((name, _, values, top), shown) in enumerate(zip(columns, names, strict=True)):
-        trace_, axis, title = bar_panel(index, name, values, top, font, panel_pixels)
+        trace_, axis, title = bar_panel(index, len(columns), name, values, top, font, panel_pixels)
         traces.append(trace_)
         layout_axes[f"xaxis{index + 1 if index else ''}"] = axis
         titles.append({"text": shown, **title, "font": {"size": title_font}})
@@ -63,7 +64,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
 
 
 def panel_titles(columns: list, font: int, panel_pixels: float) -> tuple[list[str], int]:
-    """The three panels' titles and their type size: whole on one line where they fit, else on two lines, else
+    """The panels' titles and their type size: whole on one line where they fit, else on two lines, else
     their short names, in type small enough that they do not run into each other (a slide's narrow column, many
     tokens' labels on the left)."""
 
@@ -81,8 +82,14 @@ def panel_titles(columns: list, font: int, panel_pixels: float) -> tuple[list[st
     return names, font if widest <= panel_pixels else max(TITLE_FONT_MIN, int(font * panel_pixels / widest))
 
 
-def bar_panel(index: int, name: str, values, top: float, font: int, panel_pixels: float) -> tuple[dict, dict, dict]:
-    """One statistic's panel, the `index`-th from the left: its bars, its x axis and where its title goes."""
+def panel_width(panels: int) -> float:
+    """A panel's share of the width, beside `panels - 1` others (one per statistic of PEAKINESS)."""
+    return (1.0 - (panels - 1) * PANEL_GAP) / panels
+
+
+def bar_panel(index: int, panels: int, name: str, values, top: float, font: int, panel_pixels: float) -> tuple:
+    """One statistic's panel, the `index`-th of `panels` from the left: its bars, its x axis and where its title
+    goes."""
     axis = "x" if index == 0 else f"x{index + 1}"
     rows = len(values)
     number_font = max(11, font - 4)
@@ -95,7 +102,7 @@ def bar_panel(index: int, name: str, values, top: float, font: int, panel_pixels
     # The axis is marked up to the statistic's largest possible value, never past it (a weight: 1); a narrow
     # panel marks only that end ("1" of one panel beside "0" of the next read "10").
     marks = [0, top / 2, top] if panel_pixels >= 8 * font else [top]
-    width = (1.0 - 2 * PANEL_GAP) / 3
+    width = panel_width(panels)
     start = index * (width + PANEL_GAP)
     bars = dict(
         type="bar",

@@ -5,7 +5,7 @@ import streamlit as st
 from attention_core import MAX_DIM
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
-from figures.stages import BY_KEY, GRID_STAGES, stage_view
+from figures.stages import BY_KEY, grid_stages, stage_view
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
 from ui.pages import BY_TITLE
@@ -102,7 +102,7 @@ def main() -> None:
                 st.title("Compare two settings")
             what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
             check_choice("cmp_what", "compare", COMPARISONS)
-            check_choice("cmp_stage", "stage", [s.title for s in GRID_STAGES])
+            check_choice("cmp_stage", "stage", [s.title for s in grid_stages()])
             what = (
                 what_place.segmented_control(
                     "compare",
@@ -116,7 +116,7 @@ def main() -> None:
             )
             stage = stage_place.segmented_control(
                 "stage",
-                [s.key for s in GRID_STAGES],
+                [s.key for s in grid_stages()],
                 format_func=lambda k: BY_KEY[k].title,
                 label_visibility="collapsed" if settings.presentation else "visible",
                 default="weights",

@@ -8,7 +8,7 @@ from attention_core.config import APP_MAX_HEADS
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import VARIANTS
 from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
-from figures.stages import BY_KEY, GRID_STAGES, VARIANT_STAGES, made
+from figures.stages import BY_KEY, brought_stages, grid_stages, made
 from ui.chart import show_figure
 from ui.links import check_choice
 from ui.numbers import pattern_note
@@ -47,7 +47,7 @@ def main() -> None:
         style = style_for(settings)
         h = trace.n_heads
         # Presentation mode: a slide for the heads, one for how peaked they are, one per stage after them.
-        stages = ["output", *(key for key in VARIANT_STAGES if BY_KEY[key].applies(trace))]
+        stages = ["output", *(key for key in brought_stages() if BY_KEY[key].applies(trace))]
         spec = BY_TITLE["Multi-head"]
         # On a slide one row of heads at a time: more are paged, and ← → step through the pages before the next slide.
         pages_of_heads = math.ceil(h / GRID_COLUMNS) if settings.presentation else 1
@@ -102,7 +102,7 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
     pattern_note(trace, shown_heads, settings.presentation)
     if h == 1 and not settings.presentation:
         st.info("One head: raise **heads** in the sidebar to see several side by side.")
-    choices = [stage.key for stage in GRID_STAGES]
+    choices = [stage.key for stage in grid_stages()]
     check_choice("mh_stage", "map", [BY_KEY[k].label for k in choices])
     check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
     left, middle, right = st.columns([3, 1, 2], vertical_alignment="bottom")  # the toggle's words whole

@@ -13,7 +13,7 @@ from figures.context import weighted_sum_text
 from figures.fitting import MAX_DRAWN, fit_title, numbers_fit, pool
 from figures.heatmap import heatmap
 from figures.multihead import multihead_grid
-from figures.stages import BY_KEY, GRID_STAGES, STAGES, heading, stage_view, stages_for
+from figures.stages import BY_KEY, STAGES, grid_stages, heading, stage_view, stages_for
 from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, escape, label_width
 from tests.plotly_spec import decode, find_panel, panels
 
@@ -81,7 +81,7 @@ def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
     assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "mask", "weights",
                     "context", "output", "absorb", "cache"]  # fmt: skip
     assert heading("scaled_scores", causal_trace) == "5 · Scale by √d_k"  # numbered among the stages MHA shows
-    assert [stage.key for stage in GRID_STAGES] == ["scores", "scaled_scores", "mask", "weights"]
+    assert [stage.key for stage in grid_stages()] == ["scores", "scaled_scores", "mask", "weights"]
     plain = ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output", "cache"]
     assert [stage.key for stage in stages_for(causal_trace)] == plain
     captured = dataclasses.replace(causal_trace, x=None, params={}, output=None)
@@ -561,7 +561,7 @@ def _every_figure():
         for stage in stages_for(trace):
             for k, fig in enumerate(stage_view(trace, stage.key, trace.n_heads - 1, style).figures):
                 yield f"{stage.key} {k}, {name}", fig
-        for stage in GRID_STAGES:
+        for stage in grid_stages():
             for shared in (True, False):
                 yield f"grid {stage.key}, {name}", multihead_grid(trace, stage.key, shared_scale=shared, style=style)
         yield f"head summary, {name}", head_summary_figure(trace, style)

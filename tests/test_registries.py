@@ -1,6 +1,6 @@
-"""Issue 40: a variant is one record in fact. A variant defined here, in the test, and registered is computed,
-checked, offered in the sidebar and drawn on every page that shows the sidebar's variant, with no change to
-product code; and no product module names a variant by its key.
+"""Issue 40: a variant, a stage, a statistic and a page are each one record in fact. Each is defined here, in the
+test, registered, and shown on every page that lists its kind, with no change to product code; and no product
+module names a variant by its key.
 
 The variant: tied keys and values (K = V = X·W_KV, one matrix for both), an idea from the literature on KV-cache
 savings that the app does not ship. Its cache keeps one h·d_k per token instead of MHA's h·(d_k + d_v).
@@ -8,6 +8,7 @@ savings that the app does not ship. Its cache keeps one h·d_k per token instead
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -16,9 +17,14 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, trace_sentence
+from attention_core.statistics import PEAKINESS, STATISTICS, Statistic, register_statistic, unregister_statistic
 from attention_core.variants import VARIANTS, Projected, Variant, WeightSpec, register
 from figures.cache import compared_rows
-from ui.pages import PAGES
+from figures.heatmap import Panel, heatmaps
+from figures.stages import BY_KEY, Built, Stage, heading, register_stage, stages_for, unregister_stage
+from figures.style import Matrix, Title, as_numpy, shape_text
+from tests.test_app import charts
+from ui.pages import PAGES, PageSpec, register_page, unregister_page
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120
@@ -109,3 +115,147 @@ def test_no_product_module_outside_the_registry_names_a_variant():
                 if pattern.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+# ------------------------------------------------------------------------------------------------
+# A stage: the scaled scores with each row's mean taken off. Softmax gives the same weights (a row's shift cancels
+# in its ratios), which is the lecture's point about why only differences between scores matter.
+
+
+def _build_centred(trace, head: int, style, query: int | None) -> Built:
+    scores = as_numpy(trace.scaled_scores[head])
+    centred = scores - scores.mean(axis=-1, keepdims=True)
+    title = Title("centred scores", "scaled − row mean", shape_text(*centred.shape))
+    panel = Panel(centred, title, row_labels=trace.tokens, col_labels=trace.tokens, x_title="key", y_title="query")
+    sums = float(abs(centred.sum(axis=-1)).max())
+    return Built([heatmaps([panel], style)], [Matrix("centred", centred, trace.tokens, trace.tokens)],
+                 notes=[f"Every row sums to {sums:.0e} or less."])  # fmt: skip
+
+
+CENTRED = Stage(
+    "centred",
+    "centred",
+    "Scores, each row centred",
+    r"S' = S - \bar{S}_{\text{row}}",
+    "Taking a row's mean off its scores changes no weight: softmax sees only differences.",
+    lambda trace: trace.scaled_scores is not None,
+    _build_centred,
+)
+
+
+@pytest.fixture
+def centred():
+    register_stage(CENTRED, after="scaled_scores")
+    yield CENTRED
+    unregister_stage("centred")
+
+
+def test_a_registered_stage_is_numbered_in_its_place(centred):
+    trace = trace_sentence("The next day is bright", AttentionConfig())
+    keys = [stage.key for stage in stages_for(trace)]
+    assert keys[keys.index("scaled_scores") + 1] == "centred"
+    assert heading("centred", trace) == f"{keys.index('centred') + 1} · Scores, each row centred"
+    assert heading("weights", trace).startswith(f"{keys.index('weights') + 1} · ")  # the stages after it moved on
+
+
+def test_a_registered_stage_opens_on_the_walkthrough_read_and_presented(centred):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    headings = [h.value for h in at.get("header")] + [h.value for h in at.markdown]
+    assert any("Scores, each row centred" in str(h) for h in headings)
+    assert any(chart["data"][0].get("name", "").startswith("centred scores") for chart in charts(at))
+    presented = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    presented.query_params.update({"present": "true", "stage": "centred"})
+    presented.run()
+    assert not presented.exception and not presented.error, [e.value for e in (*presented.exception, *presented.error)]
+    assert presented.session_state["stage"] == BY_KEY["centred"].label  # the slide bar took it from the link
+    assert any(chart["data"][0].get("name", "").startswith("centred scores") for chart in charts(presented))
+
+
+# ------------------------------------------------------------------------------------------------
+# A statistic: how much of a row's weight its two largest take (1 for a row with two keys or fewer).
+
+
+def _top_two(weights: torch.Tensor, seq) -> tuple[torch.Tensor, torch.Tensor]:
+    return weights.topk(min(2, weights.shape[-1]), dim=-1).values.sum(dim=-1), seq.averaged_rows()
+
+
+TOP_TWO = Statistic("top_two", "top-two share", "top 2", "The weight a row's two largest weights share.",
+                    "peakiness", rows=_top_two, top=1.0, focused="high")  # fmt: skip
+
+
+@pytest.fixture
+def top_two():
+    register_statistic(TOP_TWO)
+    yield TOP_TWO
+    unregister_statistic("top_two")
+
+
+def test_a_registered_statistic_is_computed_per_head(top_two):
+    trace = trace_sentence("The next day is bright", AttentionConfig(n_heads=2))
+    assert STATISTICS["top_two"] is TOP_TWO and PEAKINESS[-1] is TOP_TWO
+    expected = trace.weights.double().topk(2, dim=-1).values.sum(dim=-1).mean(dim=-1)  # no mask: every row counts
+    torch.testing.assert_close(trace.statistic("top_two").double().cpu(), expected.cpu())
+    assert {f"mean_{stat.key}" for stat in PEAKINESS} <= set(trace.head_summary()[0])
+
+
+@pytest.mark.parametrize("page", ["pages/walkthrough.py", "pages/multihead.py", "pages/compare.py"])
+def test_a_registered_statistic_is_drawn_on_every_page_that_shows_peakiness(top_two, page):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    names = {str(trace.get("name", "")) for chart in charts(at) for trace in chart["data"]}
+    assert any("top-two share" in name for name in names), sorted(names)
+
+
+# ------------------------------------------------------------------------------------------------
+# A page: a glossary of one term, reached from the navigation, its sidebar and the presentation bar.
+
+ONE_TERM = ROOT / "tests" / "fixtures" / "one_term_page.py"
+
+
+@pytest.fixture
+def one_term():
+    spec = register_page(PageSpec(str(ONE_TERM.relative_to(ROOT)), "One term", ":material/book:", frozenset({"text"})))
+    yield spec
+    unregister_page("One term")
+
+
+def test_a_registered_page_is_reached_from_the_navigation_and_the_presentation_bar(one_term):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(one_term.path).run()
+    assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+    assert [t.value for t in at.title] == ["One term"]
+    assert not at.text_area(key="text").disabled  # the one control it reads
+    assert at.slider(key="d_k").disabled  # the others greyed: "not used on this page"
+    presented = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    presented.query_params["present"] = "true"
+    presented.run()
+    bar = [link.proto.label for link in presented.get("page_link")]
+    assert "One term" in bar and "Walkthrough" in bar
+
+
+def bound_keys(path: Path) -> set[str]:
+    """The keys of the widgets a module binds to the address (`bind="query-params"`), where written as a string."""
+    keys = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            given = {keyword.arg: keyword.value for keyword in node.keywords}
+            bind, key = given.get("bind"), given.get("key")
+            if isinstance(bind, ast.Constant) and bind.value == "query-params" and isinstance(key, ast.Constant):
+                keys.add(key.value)
+    return keys
+
+
+def test_every_widget_a_page_binds_to_its_address_is_one_of_its_link_keys():
+    """A page's own address keys are its PageSpec's (the decks and the link checks read them there); a widget the
+    page binds and its record does not name would be dropped from a deck's view. The stages' choices come from
+    the stage registry."""
+    assert bound_keys(ROOT / "pages" / "decoding.py") == {"dec_source", "dec_step", "dec_head"}  # it finds them
+    missing = {spec.title: bound_keys(ROOT / spec.path) - spec.link_keys for spec in PAGES}
+    assert {title: keys for title, keys in missing.items() if keys} == {}
+    walkthrough = next(spec for spec in PAGES if spec.title == "Walkthrough")
+    assert {"query", "kv_bytes", "kv_context"} <= walkthrough.link_keys  # from the stages' records

@@ -8,14 +8,13 @@ are part of it), so a rerun sends new numbers to the same Plotly chart, which up
 and a chart more than a screen away from the viewport waits to be drawn until it comes near.
 
 The chart is ui/chart_frontend/chart.js, a components-v2 module that runs in the page itself (no frame of
-its own): every chart of a page shares one plotly.js, loaded and compiled once (in a frame per chart that was
-~150 ms of the page's main thread for each chart, and what five browsers on one machine waited for).
+its own): every chart of a page shares one plotly.js, loaded and compiled once (a frame per chart cost the
+page's main thread a compile for each chart: docs/design-notes.md).
 
 That plotly.js is plotly.js's own "cartesian" bundle (npm plotly.js-cartesian-dist-min, MIT, kept beside
 chart.js: offline, and the same picture on every machine), of the version the plotly package ships: the app
-draws only heatmaps, bars and lines, which it has, and it is a third of the full bundle's size. On the 2-core
-machine the browser compiles it in ~0.3 s instead of ~0.85 s, while a fresh server imports torch
-(bench/bench_open.py). An exported chart (.html) carries the full plotly.js of the plotly package.
+draws only heatmaps, bars and lines, which it has, and it is a third of the full bundle's size, so the browser
+compiles it sooner, while a fresh server imports torch (bench/bench_open.py; docs/design-notes.md). An exported chart (.html) carries the full plotly.js of the plotly package.
 Streamlit serves both files from a folder declared as a v1 component's, made once per version in the temporary
 folder (the app's own folder may be read-only, as in the Docker image).
 """
@@ -108,7 +107,7 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     spec = remember(figure, "json", figure.to_json)  # once per figure
     name, summary = remember(figure, "words", lambda: describe(figure))  # its text alternative
     # Every value is text: Streamlit asks of each other value whether it is a table, and the first time
-    # that imports pandas and pyarrow (0.25 s before a fresh server's first chart; bench/bench_open.py).
+    # that imports pandas and pyarrow before a fresh server's first chart (docs/design-notes.md).
     _live_chart(
         data={
             "spec": spec,

@@ -37,7 +37,13 @@ VIEW_AT = slides.VIEW_AT  # session state: the index of the view shown, while a 
 GO = "deck_go"  # session state: (page path, the page's own address values) to switch to on the next run
 SEED = "deck_seed"  # session state: those values, for the page's widgets on its first run
 VERSION = "deck_version"  # session state: bumped when views move, so that the note fields follow them
-BY_ADDRESS = {spec.address: spec for spec in PAGES}
+
+
+def by_address() -> dict[str, PageSpec]:
+    """Every page by its address ("/", "/why_sqrt_dk"), as PAGES has them now."""
+    return {spec.address: spec for spec in PAGES}
+
+
 CONTROL_KEYS = frozenset(control.key for control in CONTROLS)
 
 
@@ -51,7 +57,7 @@ class View:
 
     @property
     def page(self) -> PageSpec:
-        return BY_ADDRESS[urlsplit(self.address).path or "/"]
+        return by_address()[urlsplit(self.address).path or "/"]
 
     @property
     def params(self) -> dict[str, str]:
@@ -83,7 +89,7 @@ class Deck:
 def own_keys(spec: PageSpec) -> frozenset[str]:
     """What a view's address may hold besides the sidebar's settings: the page's own choices and, on a page that
     reads typed numbers, where they came from (numbers_from: the Training page's weights are named "trained")."""
-    return spec.own | ({NUMBERS_FROM.key} if spec.reads >= TYPED else frozenset())
+    return spec.link_keys | ({NUMBERS_FROM.key} if spec.reads >= TYPED else frozenset())
 
 
 def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
@@ -98,11 +104,11 @@ def _view_problem(number: int, raw: object) -> tuple[View | None, str]:
     if not isinstance(stage, str) or not isinstance(note, str) or len(note) > MAX_NOTE:
         return None, f"{where}: stage and note must be text (a note at most {MAX_NOTE} characters)."
     parts = urlsplit(raw["address"])
-    spec = BY_ADDRESS.get(parts.path or "/")
+    spec = by_address().get(parts.path or "/")
     if spec is None or parts.scheme or parts.netloc:
         return None, (
             f"{where}: the address {raw['address'][:60]!r} names no page of this app: its path must be "
-            f"one of {', '.join(BY_ADDRESS)} (no host: a deck never leaves the app)."
+            f"one of {', '.join(by_address())} (no host: a deck never leaves the app)."
         )
     params = dict(parse_qsl(parts.query, keep_blank_values=True))
     allowed = CONTROL_KEYS | own_keys(spec) | {spec.slide_key}

@@ -49,13 +49,17 @@ NUMBERS_FROM = LinkValue(
     "its weights to the Walkthrough (e.g. trained-1-2000-3fa9c1d2)",
 )
 LINK_VALUES = (TRAINING_RUN, NUMBERS_FROM)
-STAGE_OPTIONS = tuple(option for stage in STAGES for option in stage.options)  # e.g. the KV cache's context length
+
+
+def stage_options() -> tuple:
+    """Every stage's choices (e.g. the KV cache's context length), as the registry has them now."""
+    return tuple(option for stage in STAGES for option in stage.options)
 
 
 def refused_values(params: Mapping[str, str]) -> dict[str, str]:
     """The link values that a control or page cannot take, by key, each with its message (see Control.refusal,
     LinkValue, Option)."""
-    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES, *STAGE_OPTIONS)}
+    by_key = {value.key: value for value in (*CONTROLS, *LINK_VALUES, *stage_options())}
     return {key: problem for key, raw in params.items() if key in by_key and (problem := by_key[key].refusal(raw))}
 
 
@@ -84,7 +88,7 @@ def check_link() -> None:
                 st.session_state[new_key] = new
                 carried = True
         refused = refused_values(st.query_params.to_dict())
-        defaults = {**DEFAULTS, **{option.key: option.default for option in STAGE_OPTIONS}}
+        defaults = {**DEFAULTS, **{option.key: option.default for option in stage_options()}}
         for key, refusal in refused.items():  # the reason, with at most 40 characters of the value
             log.info("refused a link value: %s", refusal)
             if key in defaults:  # what the message says is shown ("Showing 4 instead"), not Streamlit's own
@@ -153,7 +157,7 @@ def keep_in_address(key: str, value: str, default: str) -> None:
     """A page's own bound choice (a string shown as it is in the address) held in the address as the server
     knows it. A click's rerun can reach the server with the address from before the click (the page writes the
     new value into it a moment later), and a message later in that run writes that older address back: CI saw
-    kv_context=128k chosen, drawn, and gone from the link (1 run in 8 here). Streamlit lets no code set a bound
+    kv_context=128k chosen, drawn, and gone from the link (docs/design-notes.md). Streamlit lets no code set a bound
     value through st.query_params, so this goes where ui.decks' views go."""
     ctx = get_script_run_ctx()
     if ctx is None:

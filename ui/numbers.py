@@ -127,7 +127,7 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
             "Every stage below is recomputed from these numbers. Edited tables go to the address bar, so the "
             "link restores them. A cleared cell is named until it holds a number again."
         )
-        import pandas as pd  # here, not at the top: 0.25 s of a fresh server's first page, for a box seldom opened
+        import pandas as pd  # here, not at the top: not on a fresh server's first page, for a box seldom opened
 
         matrices = _matrices(trace, head)
         names = [name for name in TYPED_NAMES if name in matrices]

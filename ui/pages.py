@@ -15,7 +15,7 @@ import streamlit as st
 
 from figures.glossary import TERMS
 from figures.glossary import anchor as term_anchor
-from figures.stages import STAGES
+from figures.stages import STAGES, stage_choices
 
 # The sidebar's controls (ui.controls.CONTROLS) by what they set.
 SENTENCE = frozenset({"text", "example"})
@@ -47,19 +47,27 @@ class PageSpec:
         return "/" if self.default else "/" + self.path.removeprefix("pages/").removesuffix(".py")
 
     @property
+    def shows_stages(self) -> bool:
+        """Whether the page's slides include the registry's stages (the Walkthrough's, Multi-head's, Real model's)."""
+        return self.slide_key in STAGE_SLIDES
+
+    @property
     def slide_keys(self) -> frozenset[str]:
-        return frozenset(key for key, _ in self.slides) | (STAGE_KEYS if self.slide_key in STAGE_SLIDES else set())
+        stages = {stage.key for stage in STAGES} if self.shows_stages else set()
+        return frozenset(key for key, _ in self.slides) | stages
+
+    @property
+    def link_keys(self) -> frozenset[str]:
+        """The page's own choices in its address: its `own`, and the stages' where it shows them."""
+        return self.own | (stage_choices() if self.shows_stages else frozenset())
 
     def page(self) -> st.Page:
         return st.Page(self.path, title=self.title, icon=self.icon, default=self.default)
 
 
-# Stage options (the KV cache's bytes and context) are in the address of the pages that show stages.
-STAGE_CHOICES = frozenset({"query", "kv_bytes", "kv_context"})
 STAGE_SLIDES = frozenset({"stage", "mh_slide", "rm_slide"})  # the pages whose slides include the registry's stages
-STAGE_KEYS = frozenset(stage.key for stage in STAGES)
 
-PAGES = (
+PAGES: list[PageSpec] = [
     PageSpec(
         "pages/walkthrough.py",
         "Walkthrough",
@@ -67,7 +75,7 @@ PAGES = (
         EVERYTHING,
         default=True,
         slide_key="stage",
-        own=STAGE_CHOICES | {"head"},
+        own=frozenset({"head"}),
     ),
     PageSpec(
         "pages/multihead.py",
@@ -76,7 +84,7 @@ PAGES = (
         EVERYTHING,
         slides=(("heads", "Every head"), ("peaked", "How peaked each head is")),
         slide_key="mh_slide",
-        own=STAGE_CHOICES | {"mh_stage", "mh_shared"},
+        own=frozenset({"mh_stage", "mh_shared"}),
     ),
     # Decoding is causal whatever the sidebar's mask says: each step's query sees the tokens so far.
     PageSpec(
@@ -174,8 +182,23 @@ PAGES = (
         slide_key="g_slide",
     ),
     PageSpec("pages/decks.py", "Decks", ":material/slideshow:", DISPLAY, own=frozenset({"deck"})),
-)
-BY_TITLE = {spec.title: spec for spec in PAGES}
+]
+BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
+
+
+def register_page(spec: PageSpec) -> PageSpec:
+    """Add a page at the end of the navigation (or replace the one with its title): app.py builds the navigation,
+    the sidebar and the presentation bar from PAGES on every run, so a registered page is reached from each."""
+    if spec.title in BY_TITLE:
+        PAGES[PAGES.index(BY_TITLE[spec.title])] = spec
+    else:
+        PAGES.append(spec)
+    BY_TITLE[spec.title] = spec
+    return spec
+
+
+def unregister_page(title: str) -> None:
+    PAGES.remove(BY_TITLE.pop(title))
 
 
 def forget_other_pages(shown: str) -> None:

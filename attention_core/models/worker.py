@@ -2,16 +2,15 @@
 
 Why: a Python process runs Python code one thread at a time (the interpreter lock). A model's forward pass
 is hundreds of small torch calls, and each hands the lock back and waits to get it again. In the web
-server, every other reader's page is being built by Python threads that want the same lock: measured on the
-2-core machine, one SmolLM2 run took 0.17 s alone and 6.4 s beside one busy Python thread. In a process of
-its own the model waits for no one, and it computes on the cores the server's one lock leaves idle.
+server, every other reader's page is being built by Python threads that want the same lock, and a run beside
+one busy thread took many times as long as alone (docs/design-notes.md). In a process of its own the model
+waits for no one, and it computes on the cores the server's one lock leaves idle.
 
 The worker is a small program (`python -m attention_core.models.worker`): it reads requests from its
 standard input, (request id, function name, arguments), pickled, and writes each answer to its standard
 output as it is ready, (request id, "ok", value) or (request id, "error", exception). The models are loaded
 in it on their first run and kept, one copy for every run. Several readers' runs go at once, one core each
-(see `runs_at_once`): on the 2-core machine, SmolLM2 runs asked one at a time took 0.21-0.23 s each, and
-asked two at a time 0.12-0.13 s each (bench/bench_models.py). A run's numbers do not depend on the runs
+(see `runs_at_once`): two at a time take less time each than one at a time (bench/bench_models.py). A run's numbers do not depend on the runs
 beside it, nor on the machine's cores: each computes on one thread of its own.
 
 ModelWorker is the server's side: it starts the worker on first use, sends requests from any thread and
@@ -40,8 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the folder that holds attention_co
 MAX_RUNS_AT_ONCE = 4  # each run holds its maps while they are built and pickled: up to ~70 MB for SmolLM2
 RUN_THREADS = 1  # every run computes on one thread, on every machine: see runs_at_once
 # The server answers every reader's every action and the worker only some: the worker runs at a lower
-# priority and takes the cores the server leaves idle. 30 sessions on 2 cores (bench/load.py), p95 action
-# latency per wave: 1.1-4.3 s at equal priority, 1.3-2.1 s with the worker at niceness 10.
+# priority and takes the cores the server leaves idle (what that did to 30 sessions: docs/design-notes.md).
 NICENESS = 10
 
 __all__ = ["MAX_RUNS_AT_ONCE", "NICENESS", "RUN_THREADS", "Loaded", "ModelWorker", "WorkerDied", "runs_at_once"]

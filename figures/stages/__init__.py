@@ -13,31 +13,45 @@ computed from them (tests/test_claims.py checks each against the trace). The roo
 - records.py: what a stage is (Stage, Option, Built, StageView);
 - panels.py: the pieces every builder draws with;
 - inputs.py, scores.py, outputs.py: the builders, in the order of the stages;
-- registry.py: STAGES, the sets derived from it, and stage_view.
+- registry.py: STAGES (register_stage adds one), the sets derived from it, and stage_view.
 """
 
 from figures.stages.panels import banded, made, origin
 from figures.stages.records import Built, Option, Stage, StageView
-from figures.stages.registry import BY_KEY, GRID_STAGES, STAGES, VARIANT_STAGES, heading, stage_view, stages_for
+from figures.stages.registry import (
+    BY_KEY,
+    STAGES,
+    brought_stages,
+    grid_stages,
+    heading,
+    register_stage,
+    stage_choices,
+    stage_view,
+    stages_for,
+    unregister_stage,
+)
 from figures.stages.scores import NEAR_ONE, UNIT_VARIANCE, scaling_notes, weights_hover
 
 __all__ = [
     "BY_KEY",
-    "GRID_STAGES",
-    "NEAR_ONE",
-    "STAGES",
-    "UNIT_VARIANCE",
-    "VARIANT_STAGES",
     "Built",
+    "NEAR_ONE",
     "Option",
+    "STAGES",
     "Stage",
     "StageView",
+    "UNIT_VARIANCE",
     "banded",
+    "brought_stages",
+    "grid_stages",
     "heading",
     "made",
     "origin",
+    "register_stage",
     "scaling_notes",
+    "stage_choices",
     "stage_view",
     "stages_for",
+    "unregister_stage",
     "weights_hover",
 ]

@@ -24,7 +24,7 @@ from figures.style import (
     Style,
 )
 
-STAGES: tuple[Stage, ...] = (
+STAGES: list[Stage] = [
     Stage(
         "x",
         "X",
@@ -170,10 +170,39 @@ STAGES: tuple[Stage, ...] = (
         ),
         brought=True,
     ),
-)
-BY_KEY = {stage.key: stage for stage in STAGES}
-VARIANT_STAGES = tuple(stage.key for stage in STAGES if stage.brought)  # the Multi-head page adds them
-GRID_STAGES = tuple(stage for stage in STAGES if stage.grid)  # the maps the Multi-head page offers
+]
+BY_KEY: dict[str, Stage] = {stage.key: stage for stage in STAGES}
+
+
+def register_stage(stage: Stage, after: str | None = None) -> Stage:
+    """Add a stage to the registry after the stage keyed `after` (at the end by default), or replace the one with
+    its key: every page, slide, link check and heading reads STAGES when it runs, so a registered stage is shown
+    wherever it applies."""
+    if stage.key in BY_KEY:
+        STAGES[STAGES.index(BY_KEY[stage.key])] = stage
+    else:
+        STAGES.insert(STAGES.index(BY_KEY[after]) + 1 if after else len(STAGES), stage)
+    BY_KEY[stage.key] = stage
+    return stage
+
+
+def unregister_stage(key: str) -> None:
+    STAGES.remove(BY_KEY.pop(key))
+
+
+def brought_stages() -> tuple[str, ...]:
+    """The stages the roadmap's variants brought: the Multi-head page adds them after concat·W_O."""
+    return tuple(stage.key for stage in STAGES if stage.brought)
+
+
+def grid_stages() -> tuple[Stage, ...]:
+    """The stages with a map per head: the maps the Multi-head and Compare pages offer."""
+    return tuple(stage for stage in STAGES if stage.grid)
+
+
+def stage_choices() -> frozenset[str]:
+    """What a page that shows stages keeps in its address for them: the query shown in detail, every option."""
+    return frozenset({"query"}) | {option.key for stage in STAGES for option in stage.options}
 
 
 def stages_for(trace) -> tuple[Stage, ...]:

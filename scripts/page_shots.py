@@ -1,0 +1,47 @@
+"""Every page at 1400 x 900, read and presented, light and dark: the screenshots a refactor is compared by.
+
+    .venv/bin/python scripts/page_shots.py OUT_FOLDER
+
+Starts the app as the README runs it, opens each page of ui/pages.py at the default settings, waits until
+nothing on it changes, and saves OUT_FOLDER/<page>-<read|presented>-<scheme>.png (the whole page, scrolled).
+Run it on two checkouts and compare the folders (scripts/compare_shots.py puts each pair side by side).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_for_chart  # noqa: E402
+from ui.pages import PAGES  # noqa: E402
+
+WIDTH, HEIGHT = 1400, 900
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with running_app() as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        for scheme in ("light", "dark"):
+            context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}, color_scheme=scheme)
+            page = context.new_page()
+            for spec in PAGES:
+                for mode, query in (("read", ""), ("presented", "?present=true")):
+                    page.goto(f"{server}{spec.address}{query}")
+                    if spec.title in ("Walkthrough", "Multi-head", "Compare"):
+                        wait_for_chart(page, "")
+                    settled(page, quiet=1.0, timeout=90)
+                    name = spec.address.strip("/") or "walkthrough"
+                    page.screenshot(path=str(out / f"{name}-{mode}-{scheme}.png"), full_page=mode == "read")
+                    print(name, mode, scheme, flush=True)
+            context.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -177,7 +177,7 @@ def sentence_slide(sentence: Sentence, settings, style, half) -> int:
             ),
             "sq-sentence-peaks",
         )
-    st.markdown(" ".join(sentence_claims(sentence, query)))
+    st.markdown(" ".join(sentence_claims(scaling, query)))
     return query
 
 

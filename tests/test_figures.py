@@ -14,7 +14,7 @@ from figures.fitting import MAX_DRAWN, fit_title, numbers_fit, pool
 from figures.heatmap import heatmap
 from figures.multihead import multihead_grid
 from figures.stages import BY_KEY, STAGES, grid_stages, heading, stage_view, stages_for
-from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, escape, label_width
+from figures.style import LABEL_CHARS_MAX, MASKED_GREY, PAGE_PIXELS, Style, Title, escape, label_width
 from tests.plotly_spec import decode, find_panel, panels
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,7 +169,8 @@ def test_numbers_are_written_only_where_they_fit_the_cell():
 
 
 def test_a_title_too_wide_for_its_chart_moves_its_details_down_and_never_runs_out():
-    title = "scaled scores = scores / √4 = scores / 2  [12x12]"
+    title = Title("scaled scores", "scores / √4 = scores / 2", "[12x12]")
+    assert title.text == "scaled scores = scores / √4 = scores / 2  [12x12]"  # whole, where it fits
     head, sub, size = fit_title(title, "head 1 of 2", width=600, font_size=16)
     assert head == "scaled scores = scores / √4 = scores / 2" and sub == "[12x12] · head 1 of 2"
     head, sub, size = fit_title(title, "head 1 of 2", width=450, font_size=16)  # then after " = "; shape dropped
@@ -177,7 +178,8 @@ def test_a_title_too_wide_for_its_chart_moves_its_details_down_and_never_runs_ou
     head, sub, size = fit_title(title, "head 1 of 2", width=300, font_size=16)  # whole parts go, not cut words
     assert head == "scaled scores" and sub == "head 1 of 2"  # which head it is stays
     for width in (200, 300, 450):
-        head, sub, size = fit_title(title + " with a very long tail of words", "a long subtitle " * 3, width, 16)
+        long = Title(f"{title.name} with a very long tail of words", title.formula, title.shape)
+        head, sub, size = fit_title(long, "a long subtitle " * 3, width, 16)
         assert label_width(head, size) * 1.1 <= width - 24 and label_width(sub, 16) <= width - 24
 
 
@@ -227,8 +229,8 @@ def test_a_y_title_longer_than_a_short_map_stays_inside_its_chart(font):
     """Lecture 002's W_Q (3 rows of its 3-d hand numbers) on a 1920x1080 slide: "input dimension", centred on a
     map shorter than it, hung past the chart's bottom and was cut ("nput dimension"; the deck walk found it)."""
     for rows in (1, 2, 3, 5):
-        spec = heatmap(np.ones((rows, 2)), title="W_Q  [3x2]", x_title="output dimension", y_title="input dimension",
-                       style=Style(font_size=font, width=300)).to_plotly_json()  # fmt: skip
+        spec = heatmap(np.ones((rows, 2)), title=Title("W_Q", shape="[3x2]"), x_title="output dimension",
+                       y_title="input dimension", style=Style(font_size=font, width=300)).to_plotly_json()  # fmt: skip
         layout = spec["layout"]
         title = next(a for a in layout["annotations"] if a["text"] == "input dimension")
         centre, half = (1 - title["y"]) * layout["height"], label_width("input dimension", font) / 2

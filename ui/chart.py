@@ -14,7 +14,8 @@ page's main thread a compile for each chart: docs/design-notes.md).
 That plotly.js is plotly.js's own "cartesian" bundle (npm plotly.js-cartesian-dist-min, MIT, kept beside
 chart.js: offline, and the same picture on every machine), of the version the plotly package ships: the app
 draws only heatmaps, bars and lines, which it has, and it is a third of the full bundle's size, so the browser
-compiles it sooner, while a fresh server imports torch (bench/bench_open.py; docs/design-notes.md). An exported chart (.html) carries the full plotly.js of the plotly package.
+compiles it sooner, while a fresh server imports torch (bench/bench_open.py; docs/design-notes.md). An exported
+chart (.html) carries the full plotly.js of the plotly package.
 Streamlit serves both files from a folder declared as a v1 component's, made once per version in the temporary
 folder (the app's own folder may be read-only, as in the Docker image).
 """

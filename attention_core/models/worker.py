@@ -10,8 +10,8 @@ The worker is a small program (`python -m attention_core.models.worker`): it rea
 standard input, (request id, function name, arguments), pickled, and writes each answer to its standard
 output as it is ready, (request id, "ok", value) or (request id, "error", exception). The models are loaded
 in it on their first run and kept, one copy for every run. Several readers' runs go at once, one core each
-(see `runs_at_once`): two at a time take less time each than one at a time (bench/bench_models.py). A run's numbers do not depend on the runs
-beside it, nor on the machine's cores: each computes on one thread of its own.
+(see `runs_at_once`): two at a time take less time each than one at a time (bench/bench_models.py). A run's
+numbers do not depend on the runs beside it, nor on the machine's cores: each computes on one thread of its own.
 
 ModelWorker is the server's side: it starts the worker on first use, sends requests from any thread and
 hands each answer to the thread that asked. A trace comes back pickled, tensors and all (copied, not put in

@@ -3,7 +3,8 @@
     .venv/bin/python scripts/page_shots.py OUT_FOLDER
 
 Starts the app as the README runs it, opens each page of ui/pages.py at the default settings, waits until
-nothing on it changes, and saves OUT_FOLDER/<page>-<read|presented>-<scheme>.png (the whole page, scrolled).
+nothing on it changes, and saves OUT_FOLDER/<page>-<read|presented>-<scheme>-<screen>.png (read normally: its
+first screens, scrolled one after the other).
 Run it on two checkouts and compare the folders (scripts/compare_shots.py puts each pair side by side).
 """
 
@@ -21,6 +22,15 @@ from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_f
 from ui.pages import PAGES  # noqa: E402
 
 WIDTH, HEIGHT = 1400, 900
+SCREENS = 4  # a page read normally: its first four screens
+# The element that scrolls the page (Streamlit's main column), scrolled to `arg` screens down; how many it has.
+SCROLL = """screens => {
+  const scroller = [...document.querySelectorAll('*')].filter(e => e.scrollHeight > e.clientHeight + 5
+    && getComputedStyle(e).overflowY !== 'visible').sort((a, b) => b.scrollHeight - a.scrollHeight)[0];
+  if (!scroller) return 1;
+  scroller.scrollTop = screens * scroller.clientHeight;
+  return Math.ceil(scroller.scrollHeight / scroller.clientHeight);
+}"""
 
 
 def main(out: Path) -> None:
@@ -37,8 +47,12 @@ def main(out: Path) -> None:
                         wait_for_chart(page, "")
                     settled(page, quiet=1.0, timeout=90)
                     name = spec.address.strip("/") or "walkthrough"
-                    page.screenshot(path=str(out / f"{name}-{mode}-{scheme}.png"), full_page=mode == "read")
-                    print(name, mode, scheme, flush=True)
+                    screens = min(SCREENS, page.evaluate(SCROLL, 0)) if mode == "read" else 1
+                    for screen in range(screens):
+                        page.evaluate(SCROLL, screen)
+                        settled(page, quiet=1.0, timeout=90)  # charts further down are drawn as they come near
+                        page.screenshot(path=str(out / f"{name}-{mode}-{scheme}-{screen}.png"))
+                    print(name, mode, scheme, screens, flush=True)
             context.close()
         browser.close()
 

@@ -115,15 +115,23 @@ def main() -> None:
 def choose_model(settings, style) -> Page:
     """The model, by its key in the address (its title on screen), loaded once and kept; its trace."""
     sources = available_models()
-    take_keyed_choice("rm_model", "model", {key: source.title for key, source in sources.items()})
-    if "rm_model" not in st.session_state and st.session_state.get(CHOSEN_MODEL) in sources:
-        st.session_state["rm_model"] = st.session_state[CHOSEN_MODEL]  # back on the page: the model it showed
+    keys = tuple(sources)
+    linked = take_keyed_choice("rm_model", "model", {key: source.title for key, source in sources.items()})
+    # The model shown: a link's (on the session's first run), else the one this page showed last (a widget's own
+    # state is forgotten on another page), else the first. It is the widget's index, never set into its state:
+    # a widget drawn again at another place (a slide's row appears once the window's size is known) starts from
+    # its index, and a state set from code would not reach it there (the next run read the first model back).
+    chosen = linked or st.session_state.get(CHOSEN_MODEL)
+    chosen = chosen if chosen in sources else keys[0]
+    if linked is None and st.session_state.get("rm_model") in sources:
+        chosen = st.session_state["rm_model"]  # the reader's own pick
     # On a slide one row holds the model, and on a stage's slide the layer and head (their choices name themselves).
     row = st.columns([2, 1, 1], vertical_alignment="bottom") if settings.presentation else (st, None, None)
     # Not bound to the address by Streamlit, which would write the title there: the key goes there instead.
     key = row[0].selectbox(
         "model",
-        tuple(sources),
+        keys,
+        index=keys.index(chosen),
         format_func=lambda k: sources[k].title,
         key="rm_model",
         label_visibility=shown(settings),

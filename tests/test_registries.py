@@ -251,3 +251,37 @@ def test_a_registered_page_is_reached_from_the_navigation_and_the_presentation_b
     page.run()
     assert not page.exception, [e.value for e in page.exception]
     assert [t.value for t in page.title] == ["One term"]
+
+
+# ------------------------------------------------------------------------------------------------
+# On a real model: the registered stage among its one head's stages, and a registered role in its role grid.
+
+
+def _last(seq) -> torch.Tensor:
+    targets = torch.zeros(seq.n, seq.n, dtype=torch.bool)
+    targets[:, -1] = True
+    return targets
+
+
+LAST = Statistic("last", "last token", "last", "The weight each row puts on the sentence's last token.", "role",
+                 targets=_last)  # fmt: skip
+
+
+@pytest.mark.models
+@pytest.mark.xdist_group("models")
+def test_a_registered_stage_and_role_open_on_the_real_model_page(minilm, centred):
+    register_statistic(LAST)
+    fresh_caches()
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+        at.switch_page("pages/real_model.py").run()
+        assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+        assert "last token" in at.segmented_control(key="rm_role").options  # its name, shown
+        at.segmented_control(key="rm_role").set_value("last").run()
+        assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+        names = {str(trace.get("name", "")) for chart in charts(at) for trace in chart["data"]}
+        assert any(name.startswith("Last token per layer and head") for name in names), sorted(names)
+        assert any(name.startswith("centred scores") for name in names), sorted(names)  # one head, stage by stage
+    finally:
+        unregister_statistic("last")
+        fresh_caches()

@@ -121,21 +121,20 @@ def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
     _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {listed}.")
 
 
-def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> None:
-    """A page's own choice of a record, kept in the address by its key (keep_in_address), not its title: before
-    its widget is drawn, the session's first link's value, a key or (from an older link) a title, becomes the
-    widget's; any other is named, as the sidebar's are."""
+def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> str | None:
+    """A page's own choice of a record, kept in the address by its key (keep_in_address), not its title: the
+    session's first link's value, a key or (from an older link) a title, as the record's key for the page to
+    draw its widget with; any other is named, as the sidebar's are. None when there is no such link value."""
     raw = st.session_state.get("link_choices", {}).pop(key, None)  # once: the first link only
     if raw is None:
-        return
+        return None
     by_title = {title: record for record, title in titles.items()}
     chosen = raw if raw in titles else by_title.get(raw)
     if chosen is None:
         _refuse_choice(
             key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {', '.join(titles)}."
         )
-    else:
-        st.session_state[key] = chosen
+    return chosen
 
 
 def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> None:

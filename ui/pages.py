@@ -182,6 +182,8 @@ PAGES: list[PageSpec] = [
         slide_key="g_slide",
     ),
     PageSpec("pages/decks.py", "Decks", ":material/slideshow:", DISPLAY, own=frozenset({"deck"})),
+    # Check your attention: the sidebar's settings make the inputs a student's implementation runs on.
+    PageSpec("pages/check.py", "Check", ":material/fact_check:", EVERYTHING),
 ]
 BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
 

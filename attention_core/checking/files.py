@@ -1,0 +1,74 @@
+"""Files: the app's inputs for a student to download, and a student's outputs to read, never by unpickling."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from attention_core.trace import AttentionTrace
+
+MAX_UPLOAD_BYTES = 64 * 2**20
+
+
+def inputs_arrays(trace: AttentionTrace) -> dict[str, torch.Tensor]:
+    """X and the variant's weights as a student uses them: a per-head matrix as one [rows, heads·cols] (X·W
+    gives every head's columns side by side), the others as they are."""
+    arrays = {"x": trace.x.detach().cpu().float().contiguous()}
+    for name, w in trace.params.items():
+        w = w.detach().cpu().float()
+        arrays[name] = (w.permute(1, 0, 2).reshape(w.shape[1], -1) if w.dim() == 3 else w).contiguous()
+    return arrays
+
+
+def inputs_settings(trace: AttentionTrace) -> dict:
+    """What a student's implementation must do as the app did: the tokens, the heads and which key/value head each
+    query head reads, the widths, the mask, the scale and RoPE's base (None: no RoPE)."""
+    return {
+        "variant": trace.variant,
+        "tokens": list(trace.tokens),
+        "heads": trace.n_heads,
+        "kv_head_of": list(trace.kv_head_of),
+        "d_k": trace.q.shape[-1],
+        "d_v": trace.v.shape[-1],
+        "causal": trace.mask is not None,
+        "scale": trace.scale,
+        "rope_base": trace.rope_base,
+    }
+
+
+def read_outputs(filename: str, data: bytes) -> dict[str, torch.Tensor]:
+    """A student's arrays from an .npz, a .safetensors or a torch file of tensors (read with weights_only=True);
+    ValueError naming what is wrong with the file. A pickle is never loaded."""
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise ValueError(f"{filename} is {len(data) / 2**20:.1f} MB; at most {MAX_UPLOAD_BYTES // 2**20} MB")
+    suffix = filename.lower().rsplit(".", 1)[-1]
+    try:
+        if suffix == "npz":
+            import io
+
+            import numpy as np
+
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {name: torch.from_numpy(npz[name].copy()) for name in npz.files}
+        elif suffix == "safetensors":
+            from safetensors.torch import load
+
+            arrays = load(data)
+        elif suffix in ("pt", "pth"):
+            import io
+
+            loaded = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+            if not isinstance(loaded, Mapping) or not all(isinstance(v, torch.Tensor) for v in loaded.values()):
+                raise ValueError("it must hold a dict of tensors, name → tensor")
+            arrays = dict(loaded)
+        else:
+            raise ValueError("it must be .npz, .safetensors, .pt or .pth")
+    except ValueError as error:
+        raise ValueError(f"{filename}: {error}") from None
+    except Exception as error:  # a damaged file or a pickle: each library says why in its own words
+        raise ValueError(f"{filename} could not be read as .{suffix}: {str(error).splitlines()[0][:200]}") from None
+    for name, value in arrays.items():
+        if not (value.dtype.is_floating_point or value.dtype == torch.bool):
+            raise ValueError(f"{filename}: {name} holds {value.dtype} values; numbers are floats")
+    return arrays

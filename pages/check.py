@@ -1,0 +1,130 @@
+"""Check your attention: run your own implementation on this page's inputs, upload what it made, and see which
+stages match, the first that differs, and the mistake that explains it (attention_core/checking.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import streamlit as st
+from safetensors.torch import save
+
+from attention_core.checking import (
+    MAX_UPLOAD_BYTES,
+    MISTAKES,
+    STAGES,
+    Verdict,
+    check,
+    inputs_arrays,
+    inputs_settings,
+    read_outputs,
+)
+from attention_core.variants import VARIANTS
+from figures.style import markdown_literal
+from ui.show import friendly_errors
+from ui.sidebar import current_settings
+from ui.traces import show_typed_refusals, trace_for
+
+NAMES = {
+    "q": "Q",
+    "k": "K",
+    "v": "V",
+    "scores": "scores QKᵀ",
+    "scaled_scores": "scaled scores",
+    "masked_scores": "masked scores",
+    "weights": "attention weights",
+    "context": "context",
+    "output": "output",
+}
+SNIPPET = """import numpy as np
+inputs = np.load("attention_inputs.npz")
+x, w_q, w_k, w_v, w_o = (inputs[name] for name in ("x", "w_q", "w_k", "w_v", "w_o"))
+# ... your attention, on x with these weights (q = x @ w_q, heads side by side in its columns) ...
+np.savez("my_attention.npz", q=q, k=k, v=v, scores=scores, weights=weights, context=context, output=output)"""
+
+
+def main() -> None:
+    with friendly_errors():
+        settings = current_settings()
+        trace = trace_for(settings)
+        st.title("Check your attention")
+        st.markdown(
+            "Run your own implementation on these inputs, then upload what it made: any of its stages, named as "
+            "the lectures, TransformerLens or transformers name them. The page lines them up with its own, in "
+            "order, and where one differs it says which mistake gives exactly your numbers."
+        )
+        show_typed_refusals(settings)
+        inputs(trace)
+        uploaded = st.file_uploader(
+            "Your outputs (.npz, .safetensors, or a torch file of tensors: read with weights_only=True)",
+            type=["npz", "safetensors", "pt", "pth"],
+            key="chk_file",
+            help=f"At most {MAX_UPLOAD_BYTES // 2**20} MB. A pickle is never loaded.",
+        )
+        if uploaded is None:
+            st.caption(f"The catalogue of mistakes it recognises: {', '.join(m.name for m in MISTAKES)}.")
+            return
+        try:
+            verdict = check(trace, read_outputs(uploaded.name, uploaded.getvalue()))
+        except ValueError as error:
+            st.error(f"⚠️ Nothing was checked: {markdown_literal(str(error))}")
+            return
+        show_verdict(trace, verdict)
+
+
+def inputs(trace) -> None:
+    """The inputs as .npz and .safetensors, and how to load them."""
+    arrays = inputs_arrays(trace)
+    settings = json.dumps(inputs_settings(trace))
+    buffer = io.BytesIO()
+    np.savez(buffer, settings=np.array(settings), **{name: value.numpy() for name, value in arrays.items()})
+    variant = VARIANTS[trace.variant]
+    st.markdown(
+        f"**Inputs**: X [{trace.n_tokens} × {trace.x.shape[1]}] and {variant.label}'s weights "
+        f"({', '.join(name for name in arrays if name != 'x')}), with the sidebar's settings: "
+        f"{'causal mask' if trace.mask is not None else 'no mask'}, scale {trace.scale:.4g}, {trace.n_heads} "
+        f"head{'s' if trace.n_heads > 1 else ''}{', RoPE' if trace.rope_base else ''}."
+    )
+    left, right = st.columns(2)
+    left.download_button("⬇ inputs (.npz)", buffer.getvalue(), "attention_inputs.npz", on_click="ignore",
+                         key="chk_npz")  # fmt: skip
+    right.download_button("⬇ inputs (.safetensors)", save(arrays, metadata={"settings": settings}),
+                          "attention_inputs.safetensors", on_click="ignore", key="chk_safetensors")  # fmt: skip
+    st.code(SNIPPET, language=None)  # no highlighting: its colours are under 4.5:1 on the code's grey
+
+
+def show_verdict(trace, verdict: Verdict) -> None:
+    """Each stage handed in, in order; the first that differs, its rows side by side, and the mistake."""
+    if not verdict.checked:
+        st.warning(f"No array in the file has a stage's name. Use one of: {', '.join(STAGES)}.")
+    st.dataframe(
+        [
+            {"stage": NAMES[c.stage], "read as": c.layout, "largest difference": f"{c.difference:.2e}",
+             "": "✓ matches" if c.ok else "✗ differs"}
+            for c in verdict.checked
+        ],
+        hide_index=True,
+    )  # fmt: skip
+    if verdict.ignored:
+        st.caption(f"Not a stage the check knows, left out: {', '.join(map(markdown_literal, verdict.ignored))}.")
+    if verdict.checked and verdict.all_right:
+        st.success(f"Every stage you handed in matches ({len(verdict.checked)} of {len(STAGES)}).")
+        return
+    if verdict.first_wrong is None:
+        return
+    wrong = next(c for c in verdict.checked if c.stage == verdict.first_wrong)
+    st.error(f"The first stage that differs: **{NAMES[wrong.stage]}** (largest difference {wrong.difference:.3g}).")
+    for mistake in verdict.mistakes:
+        st.markdown(f"**The likely mistake: {mistake.name}.** {mistake.explanation}")
+    if not verdict.mistakes:
+        st.markdown("No mistake of the catalogue gives exactly these numbers.")
+    if wrong.where is not None:
+        row = wrong.where[:-1]
+        st.markdown(f"The row of the first cell that differs most, at {list(wrong.where)} (counted from 0):")
+        st.dataframe(
+            {"expected": verdict.expected_row(wrong.stage, row), "yours": verdict.received_row(wrong.stage, row)},
+        )
+
+
+main()

@@ -1,0 +1,43 @@
+"""Check your attention in the browser (issue 41): the inputs downloaded from the page, a student's implementation
+run on them (tests/test_checking.py's, in numpy), its outputs uploaded; the page says what matches, the first
+stage that differs and the mistake, and names a file it will not read."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+from tests.browser import check_view, screenshot, settled
+from tests.test_checking import student
+
+pytestmark = pytest.mark.browser
+
+
+def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, page, tmp_path):
+    page.goto(f"{server}/check")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="⬇ inputs (.npz)").click()
+    with np.load(download.value.path(), allow_pickle=False) as npz:
+        inputs = {name: npz[name] for name in npz.files}
+    settings = json.loads(str(inputs.pop("settings")))
+    upload = page.locator("input[type=file]")
+    answers = [
+        (None, "Every stage you handed in matches (9 of 9)."),
+        ("softmax_queries", "The likely mistake: softmax over the wrong axis."),
+        ("no_scaling", "The likely mistake: no scaling by √d_k."),
+    ]
+    for mistake, says in answers:
+        mine = tmp_path / f"{mistake or 'right'}.npz"
+        np.savez(mine, **student(inputs, settings, mistake))
+        upload.set_input_files(str(mine))
+        page.get_by_text(says).wait_for(timeout=30000)
+        settled(page)
+        check_view(page, f"check: {mistake or 'right'}", charts=False)
+        screenshot(page, f"check-{mistake or 'right'}")
+    (tmp_path / "pickled.npz").write_bytes(pickle.dumps({"q": [1.0]}))  # a pickle named as an .npz
+    upload.set_input_files(str(tmp_path / "pickled.npz"))
+    page.get_by_text("Nothing was checked: pickled.npz").wait_for(timeout=30000)
+    check_view(page, "check: a pickle refused", charts=False)

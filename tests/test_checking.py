@@ -1,0 +1,214 @@
+"""Check your attention (issue 41): a student's implementation, written here in plain numpy as a student writes it
+(full matrices, x @ W, a reshape into heads), run on the app's inputs. Written correctly, every stage matches;
+with each mistake of the catalogue planted in it, the check finds the stage where it first shows and names that
+mistake, and no other."""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from attention_core import AttentionConfig, trace_sentence
+from attention_core.checking import (
+    ALIASES,
+    MAX_UPLOAD_BYTES,
+    MISTAKES,
+    STAGES,
+    check,
+    inputs_arrays,
+    inputs_settings,
+    read_outputs,
+    stage_of,
+    take,
+)
+
+TEXT = "the cat sat on the mat today"
+
+
+def rotate_half(t: np.ndarray, base: float, pairs: str) -> np.ndarray:
+    n, width = t.shape[-2:]
+    frequency = base ** (-np.arange(0, width, 2) / width)
+    theta = np.outer(np.arange(n), frequency)  # [n, w/2]
+    cos, sin = np.cos(theta), np.sin(theta)
+    if pairs == "neighbours":
+        even, odd = t[..., 0::2], t[..., 1::2]
+        out = np.empty_like(t)
+        out[..., 0::2], out[..., 1::2] = even * cos - odd * sin, even * sin + odd * cos
+        return out
+    first, second = t[..., : width // 2], t[..., width // 2 :]
+    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+
+
+def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[str, np.ndarray]:
+    """Multi-head (grouped) attention as a student writes it, in float32, on the page's downloaded inputs (X and
+    one matrix per projection, heads side by side in its columns), with one mistake or none."""
+    x = np.asarray(inputs["x"], dtype=np.float32)
+    n, heads, d_k = x.shape[0], settings["heads"], settings["d_k"]
+    groups = len(set(settings["kv_head_of"]))
+
+    def project(name: str, count: int) -> np.ndarray:
+        w = np.asarray(inputs[name], dtype=np.float32)
+        flat = x @ (w.T if mistake == "weights_transposed" else w)  # [n, count·d]
+        d = flat.shape[1] // count
+        if mistake == "split_without_transpose":
+            return flat.reshape(count, n, d)
+        return flat.reshape(n, count, d).transpose(1, 0, 2)
+
+    q, k, v = project("w_q", heads), project("w_k", groups), project("w_v", groups)
+    if settings["rope_base"] is not None:
+        pairs = "neighbours" if mistake == "rope_neighbours" else "halves"
+        q, k = rotate_half(q, settings["rope_base"], pairs), rotate_half(k, settings["rope_base"], pairs)
+    copies = heads // groups
+    if mistake == "groups_repeated":
+        k, v = np.tile(k, (copies, 1, 1)), np.tile(v, (copies, 1, 1))
+    else:
+        k, v = np.repeat(k, copies, axis=0), np.repeat(v, copies, axis=0)
+    scores = q @ k.transpose(0, 2, 1)
+    scale = {"no_scaling": 1.0, "scaled_by_d_k": 1 / d_k}.get(mistake, settings["scale"])
+    scaled = scores * scale
+    shift = {"mask_hides_self": -1, "mask_sees_next": 1}.get(mistake, 0)
+    mask = np.tril(np.ones((n, n), dtype=bool), shift) if settings["causal"] else np.ones((n, n), dtype=bool)
+    masked = np.where(mask, scaled, -np.inf)
+    axis = -2 if mistake == "softmax_queries" else -1
+    with np.errstate(invalid="ignore"):
+        if mistake == "mask_after_softmax":
+            e = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+            weights = e / e.sum(axis=-1, keepdims=True) * mask
+        else:
+            e = np.exp(masked - masked.max(axis=axis, keepdims=True))
+            weights = e / e.sum(axis=axis, keepdims=True)
+    context = weights @ v
+    output = context.transpose(1, 0, 2).reshape(n, -1) @ np.asarray(inputs["w_o"], dtype=np.float32)
+    # Named as three libraries name them: the lectures', TransformerLens's, transformers'.
+    z = context.transpose(1, 0, 2)  # TransformerLens's layout: [n, heads, d]
+    return {"hook_q": q, "key_states": k, "v": v, "scores": scores, "scaled_scores": scaled,
+            "attn_scores": masked, "pattern": weights, "z": z, "attn_output": output}  # fmt: skip
+
+
+def students(trace, mistake: str | None = None) -> dict[str, np.ndarray]:
+    """The student's stages on the inputs the page offers for this trace."""
+    inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
+    return student(inputs, inputs_settings(trace), mistake)
+
+
+CONFIGS = {
+    "mha": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True),
+    "gqa": AttentionConfig(d_model=8, d_k=2, n_heads=4, kv_heads=2, variant="gqa", causal=True),
+    "rope": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, positional="rotary"),
+}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_a_right_implementation_matches_at_every_stage(name):
+    trace = trace_sentence(TEXT, CONFIGS[name])
+    verdict = check(trace, students(trace))
+    assert [c.stage for c in verdict.checked] == list(STAGES)  # every stage found under some library's name
+    assert verdict.all_right and verdict.mistakes == (), [(c.stage, c.difference) for c in verdict.checked]
+
+
+PLANTED = [  # (mistake, the configuration it can happen in, the first stage it changes)
+    ("no_scaling", "mha", "scaled_scores"),
+    ("scaled_by_d_k", "mha", "scaled_scores"),
+    ("softmax_queries", "mha", "weights"),
+    ("mask_hides_self", "mha", "masked_scores"),
+    ("mask_sees_next", "mha", "masked_scores"),
+    ("mask_after_softmax", "mha", "weights"),
+    ("weights_transposed", "mha", "q"),
+    ("split_without_transpose", "mha", "q"),
+    ("groups_repeated", "gqa", "k"),
+    ("rope_neighbours", "rope", "q"),
+]
+
+
+@pytest.mark.parametrize(("mistake", "name", "first"), PLANTED, ids=[p[0] for p in PLANTED])
+def test_each_planted_mistake_is_found_where_it_first_shows_and_named(mistake, name, first):
+    trace = trace_sentence(TEXT, CONFIGS[name])
+    verdict = check(trace, students(trace, mistake))
+    assert verdict.first_wrong == first
+    assert [m.key for m in verdict.mistakes] == [mistake]
+    assert all(c.ok for c in verdict.checked if STAGES.index(c.stage) < STAGES.index(first))
+
+
+def test_every_mistake_of_the_catalogue_is_planted_here():
+    assert {m.key for m in MISTAKES} == {p[0] for p in PLANTED}
+
+
+def test_a_difference_no_known_mistake_explains_is_said_with_its_first_cell():
+    trace = trace_sentence(TEXT, CONFIGS["mha"])
+    arrays = students(trace)
+    arrays["pattern"] = arrays["pattern"].copy()
+    arrays["pattern"][1, 3, 0] += 0.01  # one weight off
+    verdict = check(trace, arrays)
+    assert verdict.first_wrong == "weights" and verdict.mistakes == ()
+    wrong = next(c for c in verdict.checked if c.stage == "weights")
+    assert wrong.where == (1, 3, 0) and wrong.difference == pytest.approx(0.01, rel=1e-3)
+
+
+def test_per_head_stages_are_taken_in_every_layout_and_say_which():
+    q = torch.arange(2 * 5 * 3, dtype=torch.float64).reshape(2, 5, 3)  # [heads, n, d]
+    assert take("q", q, heads=2, n=5).layout == "[heads, n, d]"
+    moved = take("q", q.transpose(0, 1), heads=2, n=5)
+    assert moved.layout.startswith("[n, heads, d]") and torch.equal(moved.value, q)
+    joined = take("q", q.transpose(0, 1).reshape(5, 6), heads=2, n=5)
+    assert joined.layout.startswith("[n, heads·d]") and torch.equal(joined.value, q)
+    batched = take("q", q.unsqueeze(0), heads=2, n=5)
+    assert "batch of 1 dropped" in batched.layout and torch.equal(batched.value, q)
+    with pytest.raises(ValueError, match=r"q should be .* heads = 2 and n = 5; got \[7, 3\]"):
+        take("q", torch.zeros(7, 3), heads=2, n=5)
+    with pytest.raises(ValueError, match="weights holds infinite values"):
+        take("weights", torch.full((2, 5, 5), float("inf")), heads=2, n=5)
+
+
+def test_names_of_the_three_libraries_are_known_and_others_are_listed_as_ignored():
+    assert stage_of("blocks.0.attn.hook_pattern") == "weights" and stage_of("attn_weights") == "weights"
+    assert stage_of("query_states") == "q" and stage_of("z") == "context" and stage_of("nonsense") is None
+    assert len({alias for aliases in ALIASES.values() for alias in aliases}) == sum(map(len, ALIASES.values()))
+    trace = trace_sentence(TEXT, CONFIGS["mha"])
+    verdict = check(trace, {"nonsense": np.zeros(3), "pattern": students(trace)["pattern"]})
+    assert verdict.ignored == ("nonsense",) and verdict.all_right
+
+
+def test_the_inputs_a_student_downloads_give_the_apps_stages():
+    """X and the weights as one matrix per projection ([d_model, heads·d_k]): X·W_Q, split into heads, is Q."""
+    trace = trace_sentence(TEXT, CONFIGS["gqa"])
+    arrays = inputs_arrays(trace)
+    assert arrays["w_q"].shape == (8, 4 * 2) and arrays["w_k"].shape == (8, 2 * 2)
+    q = (arrays["x"] @ arrays["w_q"]).reshape(7, 4, 2).transpose(0, 1)
+    torch.testing.assert_close(q, trace.q, rtol=1e-5, atol=1e-6)
+
+
+class Note:
+    """Any class of one's own: what a pickle can make run on loading, and weights_only refuses."""
+
+
+def _npz(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def test_outputs_are_read_from_npz_safetensors_and_torch_files_and_a_pickle_never():
+    from safetensors.torch import save
+
+    weights = np.full((2, 3, 3), 1 / 3, dtype=np.float32)
+    assert set(read_outputs("mine.npz", _npz(pattern=weights))) == {"pattern"}
+    assert set(read_outputs("mine.safetensors", save({"z": torch.zeros(3, 2, 4)}))) == {"z"}
+    buffer = io.BytesIO()
+    torch.save({"q": torch.zeros(2, 3, 4)}, buffer)
+    assert set(read_outputs("mine.pt", buffer.getvalue())) == {"q"}
+    with pytest.raises(ValueError, match="mine.npz could not be read|Object arrays cannot be loaded"):
+        read_outputs("mine.npz", _npz(q=np.array([object()], dtype=object)))
+    evil = io.BytesIO()
+    torch.save({"q": torch.zeros(1), "note": Note()}, evil)  # an object of a class: weights-only refuses it
+    with pytest.raises(ValueError, match="mine.pt"):
+        read_outputs("mine.pt", evil.getvalue())
+    with pytest.raises(ValueError, match="mine.pkl: it must be .npz, .safetensors, .pt or .pth"):
+        read_outputs("mine.pkl", pickle.dumps({"q": 1}))
+    with pytest.raises(ValueError, match="at most 64 MB"):
+        read_outputs("big.npz", b"0" * (MAX_UPLOAD_BYTES + 1))
+    with pytest.raises(ValueError, match="q holds torch.int64 values"):
+        read_outputs("mine.npz", _npz(q=np.arange(6)))

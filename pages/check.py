@@ -13,11 +13,11 @@ from safetensors.torch import save
 from attention_core.checking import (
     MAX_UPLOAD_BYTES,
     MISTAKES,
-    STAGES,
     Verdict,
     check,
     inputs_arrays,
     inputs_settings,
+    load_snippet,
     read_outputs,
 )
 from attention_core.variants import VARIANTS
@@ -27,6 +27,12 @@ from ui.sidebar import current_settings
 from ui.traces import show_typed_refusals, trace_for
 
 NAMES = {
+    "q_c": "q^C (MLA's content query)",
+    "q_r": "q^R (MLA's rotary query)",
+    "c_kv": "c_KV (MLA's latent)",
+    "k_c": "k^C (MLA's content key)",
+    "k_r": "k^R (MLA's shared rotary key)",
+    "absorbed": "absorbed scores (q^C·W_UKᵀ)·c_KVᵀ",
     "q": "Q",
     "k": "K",
     "v": "V",
@@ -37,11 +43,6 @@ NAMES = {
     "context": "context",
     "output": "output",
 }
-SNIPPET = """import numpy as np
-inputs = np.load("attention_inputs.npz")
-x, w_q, w_k, w_v, w_o = (inputs[name] for name in ("x", "w_q", "w_k", "w_v", "w_o"))
-# ... your attention, on x with these weights (q = x @ w_q, heads side by side in its columns) ...
-np.savez("my_attention.npz", q=q, k=k, v=v, scores=scores, weights=weights, context=context, output=output)"""
 
 
 def main() -> None:
@@ -91,13 +92,14 @@ def inputs(trace) -> None:
                          key="chk_npz")  # fmt: skip
     right.download_button("⬇ inputs (.safetensors)", save(arrays, metadata={"settings": settings}),
                           "attention_inputs.safetensors", on_click="ignore", key="chk_safetensors")  # fmt: skip
-    st.code(SNIPPET, language=None)  # no highlighting: its colours are under 4.5:1 on the code's grey
+    # No highlighting: its colours are under 4.5:1 on the code's grey.
+    st.code(load_snippet(list(arrays)), language=None)
 
 
 def show_verdict(trace, verdict: Verdict) -> None:
     """Each stage handed in, in order; the first that differs, its rows side by side, and the mistake."""
     if not verdict.checked:
-        st.warning(f"No array in the file has a stage's name. Use one of: {', '.join(STAGES)}.")
+        st.warning(f"No array in the file has a stage's name. Use one of: {', '.join(verdict.expected)}.")
     st.dataframe(
         [
             {"stage": NAMES[c.stage], "read as": c.layout, "largest difference": f"{c.difference:.2e}",
@@ -109,7 +111,7 @@ def show_verdict(trace, verdict: Verdict) -> None:
     if verdict.ignored:
         st.caption(f"Not a stage the check knows, left out: {', '.join(map(markdown_literal, verdict.ignored))}.")
     if verdict.checked and verdict.all_right:
-        st.success(f"Every stage you handed in matches ({len(verdict.checked)} of {len(STAGES)}).")
+        st.success(f"Every stage you handed in matches ({len(verdict.checked)} of {len(verdict.expected)}).")
         return
     if verdict.first_wrong is None:
         return

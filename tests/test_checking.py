@@ -19,8 +19,10 @@ from attention_core.checking import (
     MISTAKES,
     STAGES,
     check,
+    expected,
     inputs_arrays,
     inputs_settings,
+    load_snippet,
     read_outputs,
     stage_of,
     take,
@@ -106,7 +108,8 @@ CONFIGS = {
 def test_a_right_implementation_matches_at_every_stage(name):
     trace = trace_sentence(TEXT, CONFIGS[name])
     verdict = check(trace, students(trace))
-    assert [c.stage for c in verdict.checked] == list(STAGES)  # every stage found under some library's name
+    assert [c.stage for c in verdict.checked] == [s for s in STAGES if s in expected(trace)]  # every stage, found
+    assert len(verdict.checked) == 9  # under some library's name
     assert verdict.all_right and verdict.mistakes == (), [(c.stage, c.difference) for c in verdict.checked]
 
 
@@ -212,3 +215,62 @@ def test_outputs_are_read_from_npz_safetensors_and_torch_files_and_a_pickle_neve
         read_outputs("big.npz", b"0" * (MAX_UPLOAD_BYTES + 1))
     with pytest.raises(ValueError, match="q holds torch.int64 values"):
         read_outputs("mine.npz", _npz(q=np.arange(6)))
+
+
+def mla_student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[str, np.ndarray]:
+    """DeepSeek's multi-head latent attention as a student writes it from the paper, on the page's inputs: the
+    latent c_KV = RMSNorm(X·W_DKV), keys and values up-projected from it per head, a rotary query part per head
+    and one rotary key for all heads."""
+    x = np.asarray(inputs["x"], dtype=np.float64)
+    n, heads = x.shape[0], settings["heads"]
+
+    def heads_of(flat: np.ndarray) -> np.ndarray:
+        return flat.reshape(n, heads, -1).transpose(1, 0, 2)
+
+    latent = x @ inputs["w_dkv"]
+    latent = latent / np.sqrt((latent**2).mean(axis=-1, keepdims=True) + settings["norm_eps"]) * inputs["g_kv"]
+    if mistake == "no_norm":
+        latent = x @ inputs["w_dkv"]
+    q_c, k_c, v = heads_of(x @ inputs["w_q"]), heads_of(latent @ inputs["w_uk"]), heads_of(latent @ inputs["w_uv"])
+    q_r = rotate_half(heads_of(x @ inputs["w_qr"]), settings["rope_base"], "halves")
+    k_r = rotate_half(x @ inputs["w_kr"], settings["rope_base"], "halves")  # [n, d_r]: one for every head
+    q = np.concatenate([q_c, q_r], axis=-1)
+    k = np.concatenate([k_c, np.broadcast_to(k_r, (heads, *k_r.shape))], axis=-1)
+    scores = q @ k.transpose(0, 2, 1)
+    masked = np.where(np.tril(np.ones((n, n), dtype=bool)), scores * settings["scale"], -np.inf)
+    axis = -2 if mistake == "softmax_queries" else -1
+    e = np.exp(masked - masked.max(axis=axis, keepdims=True))
+    weights = e / e.sum(axis=axis, keepdims=True)
+    context = weights @ v
+    output = context.transpose(1, 0, 2).reshape(n, -1) @ inputs["w_o"]
+    return {"q_nope": q_c, "q_pe": q_r, "compressed_kv": latent, "k_nope": k_c, "k_pe": k_r, "q": q, "k": k,
+            "v": v, "scores": scores, "absorbed_scores": q_c @ k_c.transpose(0, 2, 1), "attn_weights": weights,
+            "z": context.transpose(1, 0, 2), "attn_output": output}  # fmt: skip
+
+
+MLA = AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
+
+
+def test_mla_is_checked_through_its_latent_its_rotary_key_and_its_absorbed_scores():
+    trace = trace_sentence(TEXT, MLA)
+    inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
+    verdict = check(trace, mla_student(inputs, inputs_settings(trace)))
+    handed_in = ["q_c", "q_r", "c_kv", "k_c", "k_r", "q", "k", "v", "scores", "absorbed", "weights", "context"]
+    assert [c.stage for c in verdict.checked] == [*handed_in, "output"]  # MLA's own too, by DeepSeek's names
+    assert verdict.all_right, [(c.stage, c.difference) for c in verdict.checked if not c.ok]
+    wrong = check(trace, mla_student(inputs, inputs_settings(trace), "softmax_queries"))
+    assert wrong.first_wrong == "weights" and [m.key for m in wrong.mistakes] == ["softmax_queries"]
+    unnormed = check(trace, mla_student(inputs, inputs_settings(trace), "no_norm"))
+    assert unnormed.first_wrong == "c_kv" and unnormed.mistakes == ()  # said as a difference, with its cell
+
+
+@pytest.mark.parametrize("config", [CONFIGS["gqa"], MLA], ids=["gqa", "mla"])
+def test_the_pages_snippet_loads_the_inputs_it_offers(config, tmp_path, monkeypatch):
+    trace = trace_sentence(TEXT, config)
+    arrays = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
+    np.savez(tmp_path / "attention_inputs.npz", **arrays)
+    monkeypatch.chdir(tmp_path)
+    loading = "\n".join(load_snippet(list(arrays)).splitlines()[:3])  # up to the student's own code
+    names: dict = {}
+    exec(loading, names)  # noqa: S102 (the page's own text, run as a student runs it)
+    assert all(np.array_equal(names[name], value) for name, value in arrays.items())

@@ -4,7 +4,13 @@ verdict.py: the stages' names in three libraries, their layouts, the comparison,
 verdict; files.py: the inputs a student downloads, and reading what they upload (never a pickle).
 """
 
-from attention_core.checking.files import MAX_UPLOAD_BYTES, inputs_arrays, inputs_settings, read_outputs
+from attention_core.checking.files import (
+    MAX_UPLOAD_BYTES,
+    inputs_arrays,
+    inputs_settings,
+    load_snippet,
+    read_outputs,
+)
 from attention_core.checking.verdict import (
     ALIASES,
     MISTAKES,
@@ -13,6 +19,7 @@ from attention_core.checking.verdict import (
     StageCheck,
     Verdict,
     check,
+    expected,
     stage_of,
     take,
 )
@@ -26,8 +33,10 @@ __all__ = [
     "StageCheck",
     "Verdict",
     "check",
+    "expected",
     "inputs_arrays",
     "inputs_settings",
+    "load_snippet",
     "read_outputs",
     "stage_of",
     "take",

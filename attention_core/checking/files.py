@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from attention_core.trace import AttentionTrace
+from attention_core.variants import NORM_EPS
 
 MAX_UPLOAD_BYTES = 64 * 2**20
 
@@ -34,6 +35,7 @@ def inputs_settings(trace: AttentionTrace) -> dict:
         "causal": trace.mask is not None,
         "scale": trace.scale,
         "rope_base": trace.rope_base,
+        "norm_eps": NORM_EPS,  # RMSNorm's ε, where the variant normalizes (MLA's latent)
     }
 
 
@@ -72,3 +74,15 @@ def read_outputs(filename: str, data: bytes) -> dict[str, torch.Tensor]:
         if not (value.dtype.is_floating_point or value.dtype == torch.bool):
             raise ValueError(f"{filename}: {name} holds {value.dtype} values; numbers are floats")
     return arrays
+
+
+def load_snippet(names: list[str]) -> str:
+    """How to load the inputs and save what one's attention made, for these arrays' names."""
+    listed = ", ".join(f'"{name}"' for name in names)
+    return (
+        "import numpy as np\n"
+        'inputs = np.load("attention_inputs.npz")\n'
+        f"{', '.join(names)} = (inputs[name] for name in ({listed}))\n"
+        "# ... your attention on x with these weights (q = x @ w_q: every head's columns side by side) ...\n"
+        'np.savez("my_attention.npz", q=q, k=k, v=v, scores=scores, weights=weights, context=context, output=output)'
+    )

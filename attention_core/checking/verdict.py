@@ -24,8 +24,17 @@ from attention_core.trace import AttentionTrace, concat_heads
 # The stages in the order attention computes them, and the names a student's code may give each. A name that two
 # libraries use for different stages (transformers' attn_output is the output; TransformerLens's z the context)
 # belongs to the one it means there.
-STAGES = ("q", "k", "v", "scores", "scaled_scores", "masked_scores", "weights", "context", "output")
+# MLA's own stages come first (what q, k and v are made of), with DeepSeek's and transformers' names; the absorbed
+# scores (q^C·W_UKᵀ)·c_KVᵀ after the scores, as their content part.
+STAGES = ("q_c", "q_r", "c_kv", "k_c", "k_r", "q", "k", "v", "scores", "absorbed", "scaled_scores", "masked_scores",
+          "weights", "context", "output")  # fmt: skip
 ALIASES: dict[str, tuple[str, ...]] = {
+    "q_c": ("q_c", "q_nope", "q_pass"),
+    "q_r": ("q_r", "q_pe", "q_rot"),
+    "c_kv": ("c_kv", "compressed_kv", "kv_latent", "latent"),
+    "k_c": ("k_c", "k_nope", "k_pass"),
+    "k_r": ("k_r", "k_pe", "k_rot"),
+    "absorbed": ("absorbed", "absorbed_scores", "scores_nope"),
     "q": ("q", "Q", "queries", "query", "hook_q", "query_states"),
     "k": ("k", "K", "keys", "key", "hook_k", "key_states"),
     "v": ("v", "V", "values", "value", "hook_v", "value_states"),
@@ -37,8 +46,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "output": ("output", "out", "attn_output", "attn_out", "hook_attn_out"),
 }
 BY_ALIAS = {alias: stage for stage, aliases in ALIASES.items() for alias in aliases}
-PER_HEAD = ("q", "k", "v", "context")  # [heads, n, width]
-SQUARE = ("scores", "scaled_scores", "masked_scores", "weights")  # [heads, n, n]
+PER_HEAD = ("q_c", "q_r", "k_c", "q", "k", "v", "context")  # [heads, n, width]
+SQUARE = ("scores", "absorbed", "scaled_scores", "masked_scores", "weights")  # [heads, n, n]
+SHARED = ("c_kv", "k_r")  # [n, width]: one for every head (MLA's latent and its rotary key)
 HIDDEN = -1e4  # a score at or below this is a hidden one (a student may fill with -1e9, -1e4·..., or −∞)
 
 
@@ -48,9 +58,14 @@ def stage_of(name: str) -> str | None:
 
 
 def expected(trace: AttentionTrace) -> dict[str, torch.Tensor]:
-    """The app's stages, in the layouts the check compares in (float64)."""
-    stages = {name: getattr(trace, name) for name in STAGES if getattr(trace, name) is not None}
-    return {name: value.detach().double().cpu() for name, value in stages.items()}
+    """The app's stages, in the layouts the check compares in (float64): those of every trace, and the parts of a
+    variant that has them (MLA's)."""
+    stages = {name: getattr(trace, name, None) for name in STAGES}
+    parts = trace.parts
+    stages.update({name: parts[name] for name in ("q_c", "q_r", "c_kv", "k_c", "k_r") if name in parts})
+    if "q_c" in parts and "k_c" in parts:
+        stages["absorbed"] = parts["q_c"] @ parts["k_c"].transpose(-2, -1)  # = (q^C·W_UKᵀ)·c_KVᵀ
+    return {name: value.detach().double().cpu() for name, value in stages.items() if value is not None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +81,16 @@ def take(stage: str, array, heads: int, n: int) -> Taken:
     batch of one is dropped; per-head stages may be [heads, n, d], [n, heads, d] or [n, heads·d]."""
     value = torch.as_tensor(array).detach().double().cpu()
     read = []
-    if value.dim() >= 3 and value.shape[0] == 1 and (value.dim() == 4 or stage == "output"):
+    if value.dim() == 4 and value.shape[0] == 1:
         value, read = value[0], ["batch of 1 dropped"]
     if torch.isinf(value).any() and stage != "masked_scores":
         raise ValueError(f"{stage} holds infinite values; only masked scores may be −∞")
-    if stage == "output":
+    if stage == "output" or stage in SHARED:
+        if value.dim() == 3 and value.shape[0] == 1:
+            value, read = value[0], ["batch of 1 dropped"]
         if value.dim() != 2 or value.shape[0] != n:
-            raise ValueError(f"output should be [n, d_model] with n = {n}; got {list(value.shape)}")
-        return Taken(value, ", ".join(["[n, d_model]", *read]))
+            raise ValueError(f"{stage} should be [n, width] with n = {n}; got {list(value.shape)}")
+        return Taken(value, ", ".join(["[n, width]", *read]))
     if stage in SQUARE:
         if value.dim() == 2 and heads == 1:
             value, layout = value.unsqueeze(0), "[n, n] (one head)"

@@ -103,6 +103,7 @@ def show_verdict(trace, verdict: Verdict) -> None:
     st.dataframe(
         [
             {"stage": NAMES[c.stage], "read as": c.layout, "largest difference": f"{c.difference:.2e}",
+             "first cell that differs": "" if c.first is None else str(list(c.first)),
              "": "✓ matches" if c.ok else "✗ differs"}
             for c in verdict.checked
         ],
@@ -116,17 +117,17 @@ def show_verdict(trace, verdict: Verdict) -> None:
     if verdict.first_wrong is None:
         return
     wrong = next(c for c in verdict.checked if c.stage == verdict.first_wrong)
-    st.error(f"The first stage that differs: **{NAMES[wrong.stage]}** (largest difference {wrong.difference:.3g}).")
+    st.error(f"The first stage that differs: **{NAMES[wrong.stage]}**, first at {list(wrong.first)} (counted "
+             f"from 0); the largest difference is {wrong.difference:.3g}.")  # fmt: skip
+    if wrong.nan is not None:
+        st.markdown(f"Yours holds NaN, first at {list(wrong.nan)}: a softmax over a row whose every key is hidden.")
     for mistake in verdict.mistakes:
         st.markdown(f"**The likely mistake: {mistake.name}.** {mistake.explanation}")
     if not verdict.mistakes:
         st.markdown("No mistake of the catalogue gives exactly these numbers.")
-    if wrong.where is not None:
-        row = wrong.where[:-1]
-        st.markdown(f"The row of the first cell that differs most, at {list(wrong.where)} (counted from 0):")
-        st.dataframe(
-            {"expected": verdict.expected_row(wrong.stage, row), "yours": verdict.received_row(wrong.stage, row)},
-        )
+    row = wrong.first[:-1]
+    st.markdown(f"The row of that first cell, {list(row)}, expected and yours:")
+    st.dataframe({"expected": verdict.expected_row(wrong.stage, row), "yours": verdict.received_row(wrong.stage, row)})
 
 
 main()

@@ -149,6 +149,23 @@ def test_a_difference_no_known_mistake_explains_is_said_with_its_first_cell():
     assert verdict.first_wrong == "weights" and verdict.mistakes == ()
     wrong = next(c for c in verdict.checked if c.stage == "weights")
     assert wrong.where == (1, 3, 0) and wrong.difference == pytest.approx(0.01, rel=1e-3)
+    assert wrong.first == (1, 3, 0) and wrong.nan is None
+
+
+def test_the_first_cell_that_differs_and_a_nan_are_named():
+    trace = trace_sentence(TEXT, CONFIGS["mha"])
+    arrays = students(trace, "mask_hides_self")  # row 1 sees no key: its weights are NaN
+    verdict = check(trace, arrays)
+    masked = next(c for c in verdict.checked if c.stage == "masked_scores")
+    assert masked.first == (0, 0, 0)  # the first token's score on itself, hidden
+    weights = next(c for c in verdict.checked if c.stage == "weights")
+    assert weights.nan == (0, 0, 0) and weights.first == (0, 0, 0)
+    right = students(trace)
+    right["pattern"] = right["pattern"].copy()
+    right["pattern"][0, 2, 1] += 0.5
+    right["pattern"][1, 5, 4] += 0.9  # larger, but later in reading order
+    two = next(c for c in check(trace, right).checked if c.stage == "weights")
+    assert two.first == (0, 2, 1) and two.where == (1, 5, 4) and two.nan is None
 
 
 def test_per_head_stages_are_taken_in_every_layout_and_say_which():
@@ -274,3 +291,13 @@ def test_the_pages_snippet_loads_the_inputs_it_offers(config, tmp_path, monkeypa
     names: dict = {}
     exec(loading, names)  # noqa: S102 (the page's own text, run as a student runs it)
     assert all(np.array_equal(names[name], value) for name, value in arrays.items())
+
+
+def test_a_stage_of_the_wrong_width_is_named_and_nothing_is_checked():
+    trace = trace_sentence(TEXT, CONFIGS["mha"])
+    arrays = students(trace)
+    arrays["hook_q"] = np.zeros((2, 7, 5))
+    with pytest.raises(
+        ValueError, match=r"hook_q \(q\) read as \[heads, n, d\] is \[2, 7, 5\]; the app's q is \[2, 7, 4\]"
+    ):
+        check(trace, arrays)

@@ -127,6 +127,19 @@ def difference(want: torch.Tensor, got: torch.Tensor) -> tuple[float, tuple[int,
     return float(gap.max()), where
 
 
+def first_cell(want: torch.Tensor, got: torch.Tensor, room: float) -> tuple[int, ...] | None:
+    """The first cell, in reading order, where `got` differs from `want` by more than `room` (None: none)."""
+    same = (hidden(want) & hidden(got)) | (torch.isnan(want) & torch.isnan(got))
+    gap = (want - got).abs()
+    cells = (((gap > room) | torch.isnan(gap)) & ~same).nonzero()
+    return tuple(int(i) for i in cells[0]) if len(cells) else None
+
+
+def first_nan(got: torch.Tensor) -> tuple[int, ...] | None:
+    cells = torch.isnan(got).nonzero()
+    return tuple(int(i) for i in cells[0]) if len(cells) else None
+
+
 def tolerance(want: torch.Tensor) -> float:
     """What float32 arithmetic of the student's may be off by: a little more than its rounding of numbers this
     large, after sums as long as these stages' (a student computes in float32; the app's reference is float64)."""
@@ -309,8 +322,10 @@ class StageCheck:
     stage: str
     layout: str
     difference: float  # the largest, 0 where they are equal
-    where: tuple[int, ...] | None
+    where: tuple[int, ...] | None  # where the largest is
     ok: bool
+    first: tuple[int, ...] | None = None  # the first cell (in reading order) that differs by more than float32 may
+    nan: tuple[int, ...] | None = None  # the first NaN handed in (a row whose every key was hidden, say)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,11 +360,16 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object]) -> Verdict:
             ignored.append(name)
         elif stage in want and stage not in taken:
             taken[stage] = take(stage, array, heads, n)
+            if taken[stage].value.shape != want[stage].shape:
+                raise ValueError(f"{name} ({stage}) read as {taken[stage].layout} is {list(taken[stage].value.shape)}; "
+                                 f"the app's {stage} is {list(want[stage].shape)}")  # fmt: skip
     checked = []
     for stage in STAGES:
         if stage in taken:
-            gap, where = difference(want[stage], taken[stage].value)
-            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= tolerance(want[stage])))
+            got, room = taken[stage].value, tolerance(want[stage])
+            gap, where = difference(want[stage], got)
+            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= room,
+                                      first_cell(want[stage], got, room), first_nan(got)))  # fmt: skip
     first = next((c.stage for c in checked if not c.ok), None)
     found = ()
     if first is not None:

@@ -22,6 +22,7 @@ from attention_core.checking import (
 )
 from attention_core.variants import VARIANTS
 from figures.style import markdown_literal
+from ui.links import check_whole
 from ui.show import friendly_errors
 from ui.sidebar import current_settings
 from ui.traces import show_typed_refusals, trace_for
@@ -57,6 +58,15 @@ def main() -> None:
         )
         show_typed_refusals(settings)
         inputs(trace)
+        check_whole("chk_step", "decoding step", 0, trace.n_tokens)
+        st.number_input(
+            "decoding step: 0 = the whole sentence at once; t = token t's row against the cache of tokens 1 … t",
+            0,
+            trace.n_tokens,
+            0,
+            key="chk_step",
+            bind="query-params",
+        )
         uploaded = st.file_uploader(
             "Your outputs (.npz, .safetensors, or a torch file of tensors: read with weights_only=True)",
             type=["npz", "safetensors", "pt", "pth"],
@@ -66,8 +76,9 @@ def main() -> None:
         if uploaded is None:
             st.caption(f"The catalogue of mistakes it recognises: {', '.join(m.name for m in MISTAKES)}.")
             return
+        step = decoding_step(trace)
         try:
-            verdict = check(trace, read_outputs(uploaded.name, uploaded.getvalue()))
+            verdict = check(trace, read_outputs(uploaded.name, uploaded.getvalue()), step)
         except ValueError as error:
             st.error(f"⚠️ Nothing was checked: {markdown_literal(str(error))}")
             return
@@ -94,6 +105,16 @@ def inputs(trace) -> None:
                           "attention_inputs.safetensors", on_click="ignore", key="chk_safetensors")  # fmt: skip
     # No highlighting: its colours are under 4.5:1 on the code's grey.
     st.code(load_snippet(list(arrays)), language=None)
+
+
+def decoding_step(trace) -> int | None:
+    """The step chosen, counted from 0 (None: the whole sentence). A step needs the causal mask."""
+    step = st.session_state.get("chk_step", 0) or 0
+    if step and trace.mask is None:
+        st.info("A decoding step needs the causal mask (a decoder sees only the tokens so far): switch it on in "
+                "the sidebar. The whole sentence is checked.")  # fmt: skip
+        return None
+    return step - 1 if step else None
 
 
 def show_verdict(trace, verdict: Verdict) -> None:

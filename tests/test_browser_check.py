@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.browser import check_view, screenshot, settled
-from tests.test_checking import student
+from tests.test_checking import step_student, student
 
 pytestmark = pytest.mark.browser
 
@@ -41,3 +41,18 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
     upload.set_input_files(str(tmp_path / "pickled.npz"))
     page.get_by_text("Nothing was checked: pickled.npz").wait_for(timeout=30000)
     check_view(page, "check: a pickle refused", charts=False)
+
+
+def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
+    page.goto(f"{server}/check?causal=true&chk_step=3")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="⬇ inputs (.npz)").click()
+    with np.load(download.value.path(), allow_pickle=False) as npz:
+        inputs = {name: npz[name] for name in npz.files}
+    settings = json.loads(str(inputs.pop("settings")))
+    assert settings["causal"] is True
+    mine = tmp_path / "step.npz"
+    np.savez(mine, **step_student(inputs, settings, 2))  # token 3's row, counted from 1 on the page
+    page.locator("input[type=file]").set_input_files(str(mine))
+    page.get_by_text("Every stage you handed in matches (7 of 9).").wait_for(timeout=30000)
+    check_view(page, "check: one decoding step", charts=False)

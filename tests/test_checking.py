@@ -170,17 +170,17 @@ def test_the_first_cell_that_differs_and_a_nan_are_named():
 
 def test_per_head_stages_are_taken_in_every_layout_and_say_which():
     q = torch.arange(2 * 5 * 3, dtype=torch.float64).reshape(2, 5, 3)  # [heads, n, d]
-    assert take("q", q, heads=2, n=5).layout == "[heads, n, d]"
-    moved = take("q", q.transpose(0, 1), heads=2, n=5)
+    assert take("q", q, (2, 5, 3)).layout == "[heads, n, d]"
+    moved = take("q", q.transpose(0, 1), (2, 5, 3))
     assert moved.layout.startswith("[n, heads, d]") and torch.equal(moved.value, q)
-    joined = take("q", q.transpose(0, 1).reshape(5, 6), heads=2, n=5)
+    joined = take("q", q.transpose(0, 1).reshape(5, 6), (2, 5, 3))
     assert joined.layout.startswith("[n, heads·d]") and torch.equal(joined.value, q)
-    batched = take("q", q.unsqueeze(0), heads=2, n=5)
+    batched = take("q", q.unsqueeze(0), (2, 5, 3))
     assert "batch of 1 dropped" in batched.layout and torch.equal(batched.value, q)
     with pytest.raises(ValueError, match=r"q should be .* heads = 2 and n = 5; got \[7, 3\]"):
-        take("q", torch.zeros(7, 3), heads=2, n=5)
+        take("q", torch.zeros(7, 3), (2, 5, 3))
     with pytest.raises(ValueError, match="weights holds infinite values"):
-        take("weights", torch.full((2, 5, 5), float("inf")), heads=2, n=5)
+        take("weights", torch.full((2, 5, 5), float("inf")), (2, 5, 5))
 
 
 def test_names_of_the_three_libraries_are_known_and_others_are_listed_as_ignored():
@@ -301,3 +301,26 @@ def test_a_stage_of_the_wrong_width_is_named_and_nothing_is_checked():
         ValueError, match=r"hook_q \(q\) read as \[heads, n, d\] is \[2, 7, 5\]; the app's q is \[2, 7, 4\]"
     ):
         check(trace, arrays)
+
+
+def step_student(inputs: dict, settings: dict, t: int, mistake: str | None = None) -> dict[str, np.ndarray]:
+    """One decoding step as a student writes it with a KV cache: the new token t's query against the keys and
+    values of tokens 0 … t (the cache, and its own), its row of weights, its context and output."""
+    whole = student({**inputs, "x": np.asarray(inputs["x"])[: t + 1]}, settings, mistake)  # the tokens so far
+    row = slice(t, t + 1)
+    return {"hook_q": whole["hook_q"][:, row], "key_states": whole["key_states"], "v": whole["v"],
+            "scores": whole["scores"][:, row], "pattern": whole["pattern"][:, row], "z": whole["z"][row],
+            "attn_output": whole["attn_output"][row]}  # fmt: skip
+
+
+def test_a_decoding_step_is_checked_as_one_row_against_its_cache():
+    trace = trace_sentence(TEXT, CONFIGS["gqa"])
+    inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
+    settings = inputs_settings(trace)
+    verdict = check(trace, step_student(inputs, settings, 4), step=4)
+    assert verdict.all_right and len(verdict.checked) == 7, [(c.stage, c.difference) for c in verdict.checked]
+    assert verdict.expected["k"].shape == (4, 5, 2) and verdict.expected["weights"].shape == (4, 1, 5)
+    wrong = check(trace, step_student(inputs, settings, 4, "no_scaling"), step=4)
+    assert wrong.first_wrong == "weights" and [m.key for m in wrong.mistakes] == ["no_scaling"]
+    with pytest.raises(ValueError, match=r"k should be .* got \[4, 5, 2\]"):
+        check(trace, step_student(inputs, settings, 4), step=3)  # the cache of another step

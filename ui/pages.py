@@ -183,7 +183,7 @@ PAGES: list[PageSpec] = [
     ),
     PageSpec("pages/decks.py", "Decks", ":material/slideshow:", DISPLAY, own=frozenset({"deck"})),
     # Check your attention: the sidebar's settings make the inputs a student's implementation runs on.
-    PageSpec("pages/check.py", "Check", ":material/fact_check:", EVERYTHING),
+    PageSpec("pages/check.py", "Check", ":material/fact_check:", EVERYTHING, own=frozenset({"chk_step"})),
 ]
 BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
 

@@ -76,28 +76,28 @@ class Taken:
     layout: str  # e.g. "[heads, n, d]", "[n, heads·d] split into heads"
 
 
-def take(stage: str, array, heads: int, n: int) -> Taken:
-    """`array` (numpy or torch) as the app's layout for `stage`; ValueError naming what does not fit. A leading
-    batch of one is dropped; per-head stages may be [heads, n, d], [n, heads, d] or [n, heads·d]."""
+def take(stage: str, array, shape: tuple[int, ...]) -> Taken:
+    """`array` (numpy or torch) in the app's layout for `stage`, whose shape is `shape`; ValueError naming what does
+    not fit. A leading batch of one is dropped; per-head stages may be [heads, n, d], [n, heads, d] or
+    [n, heads·d]."""
     value = torch.as_tensor(array).detach().double().cpu()
     read = []
-    if value.dim() == 4 and value.shape[0] == 1:
+    if value.dim() == len(shape) + 1 and value.shape[0] == 1:
         value, read = value[0], ["batch of 1 dropped"]
     if torch.isinf(value).any() and stage != "masked_scores":
         raise ValueError(f"{stage} holds infinite values; only masked scores may be −∞")
     if stage == "output" or stage in SHARED:
-        if value.dim() == 3 and value.shape[0] == 1:
-            value, read = value[0], ["batch of 1 dropped"]
-        if value.dim() != 2 or value.shape[0] != n:
-            raise ValueError(f"{stage} should be [n, width] with n = {n}; got {list(value.shape)}")
+        if value.dim() != 2 or value.shape[0] != shape[0]:
+            raise ValueError(f"{stage} should be [n, width] with n = {shape[0]}; got {list(value.shape)}")
         return Taken(value, ", ".join(["[n, width]", *read]))
+    heads, n = shape[:2]
     if stage in SQUARE:
         if value.dim() == 2 and heads == 1:
             value, layout = value.unsqueeze(0), "[n, n] (one head)"
-        elif value.dim() == 3 and value.shape[0] == heads and value.shape[1:] == (n, n):
+        elif value.dim() == 3 and value.shape == shape:
             layout = "[heads, n, n]"
         else:
-            raise ValueError(f"{stage} should be [heads, n, n] = [{heads}, {n}, {n}]; got {list(value.shape)}")
+            raise ValueError(f"{stage} should be [heads, queries, keys] = {list(shape)}; got {list(value.shape)}")
         return Taken(value, ", ".join([layout, *read]))
     if value.dim() == 3 and value.shape[0] == heads and value.shape[1] == n:
         return Taken(value, ", ".join(["[heads, n, d]", *read]))
@@ -108,6 +108,19 @@ def take(stage: str, array, heads: int, n: int) -> Taken:
         return Taken(split, ", ".join(["[n, heads·d], split into heads", *read]))
     raise ValueError(f"{stage} should be [heads, n, d], [n, heads, d] or [n, heads·d] with heads = {heads} and "
                      f"n = {n}; got {list(value.shape)}")  # fmt: skip
+
+
+def at_step(stages: Mapping[str, torch.Tensor], step: int | None) -> dict[str, torch.Tensor]:
+    """The stages as one decoding step makes them: the new token's (its query, its row of scores and weights,
+    its context and output) against the cache of every token up to it (keys, values, MLA's latent and rotary
+    key). None: the whole sentence at once."""
+    if step is None:
+        return dict(stages)
+    new, cache = slice(step, step + 1), slice(0, step + 1)
+    cut = {"q": (slice(None), new), "q_c": (slice(None), new), "q_r": (slice(None), new),
+           "context": (slice(None), new), "output": (new,), "k": (slice(None), cache), "v": (slice(None), cache),
+           "k_c": (slice(None), cache), "c_kv": (cache,), "k_r": (cache,)}  # fmt: skip
+    return {name: value[cut.get(name, (slice(None), new, cache))] for name, value in stages.items()}
 
 
 def hidden(value: torch.Tensor) -> torch.Tensor:
@@ -348,18 +361,18 @@ class Verdict:
         return self.received[stage][row].tolist()
 
 
-def check(trace: AttentionTrace, arrays: Mapping[str, object]) -> Verdict:
+def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None = None) -> Verdict:
     """The student's arrays (by any of ALIASES' names) against the trace, stage by stage, with the mistakes that
-    explain the first difference. ValueError for an array whose shape fits no layout of its stage."""
-    want = expected(trace)
-    heads, n = trace.q.shape[:2]
+    explain the first difference; `step`: one decoding step's (at_step), counted from 0. ValueError for an array
+    whose shape fits no layout of its stage, and nothing is checked."""
+    want = at_step(expected(trace), step)
     taken, ignored = {}, []
     for name, array in arrays.items():
         stage = stage_of(name)
         if stage is None:
             ignored.append(name)
         elif stage in want and stage not in taken:
-            taken[stage] = take(stage, array, heads, n)
+            taken[stage] = take(stage, array, tuple(want[stage].shape))
             if taken[stage].value.shape != want[stage].shape:
                 raise ValueError(f"{name} ({stage}) read as {taken[stage].layout} is {list(taken[stage].value.shape)}; "
                                  f"the app's {stage} is {list(want[stage].shape)}")  # fmt: skip
@@ -374,6 +387,7 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object]) -> Verdict:
     found = ()
     if first is not None:
         got = taken[first].value
-        found = tuple(m for m in MISTAKES if (made := m.stages(trace)) and first in made and matches(made[first], got))
+        found = tuple(m for m in MISTAKES if (made := m.stages(trace)) and first in made
+                      and matches(at_step({first: made[first]}, step)[first], got))  # fmt: skip
     received = {stage: taken[stage].value for stage in taken}
     return Verdict(tuple(checked), first, found, tuple(ignored), want, received)

@@ -34,6 +34,7 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
         np.savez(mine, **student(inputs, settings, mistake))
         upload.set_input_files(str(mine))
         page.get_by_text(says).wait_for(timeout=30000)
+        page.get_by_text(says).scroll_into_view_if_needed()  # the screenshot shows the verdict
         settled(page)
         check_view(page, f"check: {mistake or 'right'}", charts=False)
         screenshot(page, f"check-{mistake or 'right'}")

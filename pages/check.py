@@ -104,7 +104,7 @@ def inputs(trace) -> None:
     right.download_button("⬇ inputs (.safetensors)", save(arrays, metadata={"settings": settings}),
                           "attention_inputs.safetensors", on_click="ignore", key="chk_safetensors")  # fmt: skip
     # No highlighting: its colours are under 4.5:1 on the code's grey.
-    st.code(load_snippet(list(arrays)), language=None)
+    st.code(load_snippet(list(arrays)), language=None, wrap_lines=True)  # a scrolling block is not reachable by keys
 
 
 def decoding_step(trace) -> int | None:

@@ -57,3 +57,19 @@ def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
     page.locator("input[type=file]").set_input_files(str(mine))
     page.get_by_text("Every stage you handed in matches (7 of 9).").wait_for(timeout=30000)
     check_view(page, "check: one decoding step", charts=False)
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1920, 1080, "dark"), (1400, 900, "light")])
+def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, browser, width, height, scheme):
+    """On a projector the type grows: the loading snippet once ran past its block, which then scrolled sideways
+    where no key could reach it (axe: scrollable-region-focusable). It wraps now."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/check?present=true&variant=mla&heads=2")
+        page.get_by_text("Check your attention").wait_for(timeout=60000)
+        settled(page)
+        check_view(page, f"check presented at {width}x{height} ({scheme})", charts=False)
+        screenshot(page, f"check-presented-{width}-{scheme}")
+    finally:
+        context.close()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,7 +230,7 @@ def test_outputs_are_read_from_npz_safetensors_and_torch_files_and_a_pickle_neve
         read_outputs("mine.pt", evil.getvalue())
     with pytest.raises(ValueError, match="mine.pkl: it must be .npz, .safetensors, .pt or .pth"):
         read_outputs("mine.pkl", pickle.dumps({"q": 1}))
-    with pytest.raises(ValueError, match="at most 64 MB"):
+    with pytest.raises(ValueError, match=f"at most {MAX_UPLOAD_BYTES // 2**20} MB"):
         read_outputs("big.npz", b"0" * (MAX_UPLOAD_BYTES + 1))
     with pytest.raises(ValueError, match="q holds torch.int64 values"):
         read_outputs("mine.npz", _npz(q=np.arange(6)))
@@ -324,3 +326,10 @@ def test_a_decoding_step_is_checked_as_one_row_against_its_cache():
     assert wrong.first_wrong == "weights" and [m.key for m in wrong.mistakes] == ["no_scaling"]
     with pytest.raises(ValueError, match=r"k should be .* got \[4, 5, 2\]"):
         check(trace, step_student(inputs, settings, 4), step=3)  # the cache of another step
+
+
+def test_the_checks_size_limit_is_the_servers():
+    """The page says what the server takes: Streamlit refuses a larger upload before the check sees it."""
+    config = (Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text()
+    megabytes = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", config, re.M).group(1))
+    assert megabytes * 2**20 == MAX_UPLOAD_BYTES

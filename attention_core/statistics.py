@@ -28,6 +28,8 @@ from collections.abc import Callable
 
 import torch
 
+from attention_core.registry import put
+
 # A row whose other keys hold less than this has nothing left to re-normalize (in float64): left out.
 ONLY_FIRST = 1e-12
 
@@ -268,13 +270,7 @@ FAMILIES = {"peakiness": PEAKINESS, "role": ROLES}
 def register_statistic(statistic: Statistic) -> Statistic:
     """Add a statistic to its family (or replace the one with its key): the peakiness charts and tables, the
     heads' summaries, and the real models' role grids read PEAKINESS, ROLES and STATISTICS when they run."""
-    family = FAMILIES[statistic.family]
-    if statistic.key in STATISTICS:
-        family[family.index(STATISTICS[statistic.key])] = statistic
-    else:
-        family.append(statistic)
-    STATISTICS[statistic.key] = statistic
-    return statistic
+    return put(FAMILIES[statistic.family], STATISTICS, statistic.key, statistic)
 
 
 def unregister_statistic(key: str) -> None:

@@ -16,13 +16,18 @@ from tests.test_checking import step_student, student
 pytestmark = pytest.mark.browser
 
 
-def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, page, tmp_path):
-    page.goto(f"{server}/check")
+def downloaded_inputs(page) -> tuple[dict, dict]:
+    """The page's inputs, downloaded as a student downloads them: the arrays, and the settings they came with."""
     with page.expect_download() as download:
         page.get_by_role("button", name="⬇ inputs (.npz)").click()
     with np.load(download.value.path(), allow_pickle=False) as npz:
         inputs = {name: npz[name] for name in npz.files}
-    settings = json.loads(str(inputs.pop("settings")))
+    return inputs, json.loads(str(inputs.pop("settings")))
+
+
+def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, page, tmp_path):
+    page.goto(f"{server}/check")
+    inputs, settings = downloaded_inputs(page)
     upload = page.locator("input[type=file]")
     answers = [
         (None, "Every stage you handed in matches (9 of 9)."),
@@ -46,11 +51,7 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
 
 def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
     page.goto(f"{server}/check?causal=true&chk_step=3")
-    with page.expect_download() as download:
-        page.get_by_role("button", name="⬇ inputs (.npz)").click()
-    with np.load(download.value.path(), allow_pickle=False) as npz:
-        inputs = {name: npz[name] for name in npz.files}
-    settings = json.loads(str(inputs.pop("settings")))
+    inputs, settings = downloaded_inputs(page)
     assert settings["causal"] is True
     mine = tmp_path / "step.npz"
     np.savez(mine, **step_student(inputs, settings, 2))  # token 3's row, counted from 1 on the page

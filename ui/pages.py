@@ -13,6 +13,7 @@ import dataclasses
 
 import streamlit as st
 
+from attention_core.registry import put
 from figures.glossary import TERMS
 from figures.glossary import anchor as term_anchor
 from figures.stages import STAGES, stage_choices
@@ -191,12 +192,7 @@ BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
 def register_page(spec: PageSpec) -> PageSpec:
     """Add a page at the end of the navigation (or replace the one with its title): app.py builds the navigation,
     the sidebar and the presentation bar from PAGES on every run, so a registered page is reached from each."""
-    if spec.title in BY_TITLE:
-        PAGES[PAGES.index(BY_TITLE[spec.title])] = spec
-    else:
-        PAGES.append(spec)
-    BY_TITLE[spec.title] = spec
-    return spec
+    return put(PAGES, BY_TITLE, spec.title, spec)
 
 
 def unregister_page(title: str) -> None:

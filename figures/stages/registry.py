@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attention_core.registry import put
 from attention_core.variants import (
     VARIANTS,
 )
@@ -178,12 +179,7 @@ def register_stage(stage: Stage, after: str | None = None) -> Stage:
     """Add a stage to the registry after the stage keyed `after` (at the end by default), or replace the one with
     its key: every page, slide, link check and heading reads STAGES when it runs, so a registered stage is shown
     wherever it applies."""
-    if stage.key in BY_KEY:
-        STAGES[STAGES.index(BY_KEY[stage.key])] = stage
-    else:
-        STAGES.insert(STAGES.index(BY_KEY[after]) + 1 if after else len(STAGES), stage)
-    BY_KEY[stage.key] = stage
-    return stage
+    return put(STAGES, BY_KEY, stage.key, stage, STAGES.index(BY_KEY[after]) + 1 if after else None)
 
 
 def unregister_stage(key: str) -> None:

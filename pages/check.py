@@ -71,6 +71,7 @@ def main() -> None:
             "Your outputs (.npz, .safetensors, or a torch file of tensors: read with weights_only=True)",
             type=["npz", "safetensors", "pt", "pth"],
             key="chk_file",
+            max_upload_size=MAX_UPLOAD_BYTES // 2**20,
             help=f"At most {MAX_UPLOAD_BYTES // 2**20} MB. A pickle is never loaded.",
         )
         if uploaded is None:

@@ -8,6 +8,7 @@ from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
 from figures.stages import BY_KEY, grid_stages, stage_view
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.own_weights import own_weights_box
 from ui.pages import BY_TITLE
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
@@ -100,6 +101,7 @@ def main() -> None:
         if slides.shows("compare"):
             if not settings.presentation:
                 st.title("Compare two settings")
+                own_weights_box(settings)
             what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
             check_choice("cmp_what", "compare", COMPARISONS)
             check_choice("cmp_stage", "stage", [s.title for s in grid_stages()])
@@ -124,6 +126,8 @@ def main() -> None:
                 bind="query-params",
             )
             left_changes, right_changes, held = _pair(what, settings.config)
+            if settings.own and what == "two seeds":
+                held = "Only the seed differs: your own weights do not depend on it, only what is drawn does."
             st.caption(held)
             for column, changes, side in zip(
                 st.columns(2), (left_changes, right_changes), ("left", "right"), strict=True
@@ -131,6 +135,8 @@ def main() -> None:
                 with column:
                     trace = trace_for(settings, **changes)
                     st.markdown(f"**{_label(changes, settings.config)}**")
+                    if settings.own and not trace.given:
+                        st.caption("Your own weights do not fit this side's settings: its weights are drawn.")
                     view = stage_view(trace, stage or "weights", 0, style)
                     show_figure(view.figures[0], f"cmp-{side}")
                     summary = trace.head_summary()[0]

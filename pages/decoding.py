@@ -15,12 +15,13 @@ from figures.stages import made
 from figures.style import markdown_literal
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.own_weights import own_refusal, own_weights_box
 from ui.pages import BY_TITLE
 from ui.screen import reduced_motion, slide_pixels
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
 from ui.slides import PLAY_SECONDS, Slides
-from ui.traces import show_typed_refusals, typed_numbers
+from ui.traces import given_weights, show_typed_refusals, typed_numbers
 from ui.training import session_run, start, training_config
 
 SENTENCE, TRAINED = "the sentence", "the trained model"  # where the next token comes from
@@ -30,8 +31,8 @@ SLIDE_MAP_PIXELS = 160  # in presentation mode, the tallest the cache and the ro
 
 
 @st.cache_resource(max_entries=16, show_spinner="Decoding…")
-def cached_decoding(text: str, config, typed: tuple):
-    given = dict(typed)
+def cached_decoding(text: str, config, typed: tuple, own: str = ""):
+    given = given_weights(text, config, typed, own)
     x = given.pop("x", None)
     return decode_sentence(text, config, x=x, weights=given)
 
@@ -114,6 +115,7 @@ def main() -> None:
         spec = BY_TITLE["Decoding"]
         if not settings.presentation:
             introduce()
+            own_weights_box(settings)
         show_typed_refusals(settings)
         check_choice("dec_source", "next token from", [SENTENCE, TRAINED])
         # Its widget is drawn below, in one row with the step: what it says decides the steps there are (the bar's).
@@ -126,7 +128,9 @@ def main() -> None:
                 st.info(markdown_literal(why))
         else:
             typed, _ = typed_numbers(settings) if settings.typed else ({}, [])
-            decoding = cached_decoding(settings.text, settings.config, tuple(sorted(typed.items())))
+            own = "" if own_refusal(settings.own, settings.config, settings.text) else settings.own
+            decoding = cached_decoding(settings.text, settings.config, tuple(sorted(typed.items())), own)
+            typed = {**dict.fromkeys(decoding.params if own else ()), **typed}  # what was given, by name
         n = len(decoding.tokens)
         if "dec_next" in st.session_state:  # ▶ play's next step, set on the run before, taken before the slider
             st.session_state["dec_step"] = st.session_state.pop("dec_next")

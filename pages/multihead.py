@@ -12,6 +12,7 @@ from figures.stages import BY_KEY, brought_stages, grid_stages, made
 from ui.chart import show_figure
 from ui.links import check_choice
 from ui.numbers import pattern_note
+from ui.own_weights import own_weights_box
 from ui.pages import BY_TITLE
 from ui.screen import slide_columns
 from ui.show import friendly_errors, show_stage, style_for
@@ -83,6 +84,7 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
     h = trace.n_heads
     if not settings.presentation:  # on a slide the bar names it
         st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
+        own_weights_box(settings)
     show_typed_refusals(settings)
     weights_are = made(set(trace.given), set(trace.params), trace.typed_as)
     here = (

@@ -7,6 +7,7 @@ from figures.stages import BY_KEY, stages_for
 from ui.exports import trace_npz
 from ui.links import check_choice
 from ui.numbers import lecture_panel, numbers_editor, pattern_note
+from ui.own_weights import own_weights_box
 from ui.screen import slide_columns
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_stage, style_for
 from ui.sidebar import current_settings
@@ -92,6 +93,7 @@ def read(settings, trace, keys: list[str]) -> None:
     lecture_panel(trace)
     head = _head_picker(st, trace.n_heads)
     pattern_note(trace, head)
+    own_weights_box(settings)
     numbers_editor(trace, settings, head)
     slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
     for key in keys:

@@ -583,8 +583,8 @@ def test_glossary_has_every_term_linked_from_the_pages(app):
 def test_the_number_tables_are_made_when_their_box_opens(app):
     """The five tables to type into cost a quarter of a rerun: made only while their box is open. Opened,
     they start from the numbers on screen (X's first row is the X map's)."""
-    box = app.main.expander[0]
-    assert box.label.startswith("✎ Type your own numbers") and len(app.dataframe) == 0
+    [box] = [box for box in app.main.expander if box.label.startswith("✎ Type your own numbers")]
+    assert len(app.dataframe) == 0
     app.session_state["numbers-drawn"] = True  # as a click on "✎ Type your own numbers" does
     app.run()
     no_problems(app)

@@ -29,6 +29,7 @@ from attention_core.checking import (
     stage_of,
     take,
 )
+from attention_core.checkpoints import MAX_CHECKPOINT_MB
 
 TEXT = "the cat sat on the mat today"
 
@@ -328,8 +329,11 @@ def test_a_decoding_step_is_checked_as_one_row_against_its_cache():
         check(trace, step_student(inputs, settings, 4), step=3)  # the cache of another step
 
 
-def test_the_checks_size_limit_is_the_servers():
-    """The page says what the server takes: Streamlit refuses a larger upload before the check sees it."""
-    config = (Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text()
+def test_the_checks_size_limit_is_its_uploaders_and_the_server_takes_the_largest_upload():
+    """The page says what its uploader takes (the browser refuses more), and the server takes the largest upload
+    of any page, a checkpoint: a smaller server limit would refuse a file the page says it takes."""
+    root = Path(__file__).resolve().parents[1]
+    config = (root / ".streamlit" / "config.toml").read_text()
     megabytes = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", config, re.M).group(1))
-    assert megabytes * 2**20 == MAX_UPLOAD_BYTES
+    assert megabytes == MAX_CHECKPOINT_MB > MAX_UPLOAD_BYTES // 2**20
+    assert "max_upload_size=MAX_UPLOAD_BYTES // 2**20" in (root / "pages" / "check.py").read_text()

@@ -305,6 +305,7 @@ class Settings:
     train_causal: bool = True  # the Training page's own two
     train_steps: int = TrainingConfig().steps
     typed_as: str = "typed"  # how the typed numbers came to be (typed_as below): "typed", or "trained (...)"
+    own: str = ""  # one's own checkpoint's layer, as the address names it (ui.own_weights: "<digest>/<layer>")
     palette: str = DEFAULT_PALETTE  # figures.palettes
 
     @property

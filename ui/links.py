@@ -48,7 +48,15 @@ NUMBERS_FROM = LinkValue(
     "trained-, a seed, a step and 8 hex digits, as the Training page writes it when it gives "
     "its weights to the Walkthrough (e.g. trained-1-2000-3fa9c1d2)",
 )
-LINK_VALUES = (TRAINING_RUN, NUMBERS_FROM)
+# A checkpoint of one's own weights that this server holds (ui.own_weights): its digest and the layer shown.
+OWN_WEIGHTS = LinkValue(
+    "own_weights",
+    "your own weights",
+    r"[0-9a-f]{12}/[A-Za-z0-9_.]{0,200}",
+    "12 hex digits, a slash and a layer's name, as the page writes it when a checkpoint is opened "
+    "(e.g. 3fa9c1d2e4b5/transformer.h.0.attn)",
+)
+LINK_VALUES = (TRAINING_RUN, NUMBERS_FROM, OWN_WEIGHTS)
 
 
 def stage_options() -> tuple:

@@ -38,6 +38,7 @@ from ui.controls import (
     use_example,
 )
 from ui.links import NUMBERS_FROM
+from ui.own_weights import own_label, own_value
 from ui.pages import EVERYTHING
 
 
@@ -119,7 +120,9 @@ def current_settings() -> Settings:
     """The sidebar's values, validated (see settings_from), with where the typed numbers came from."""
     run_through_app_py()
     settings = settings_from(st.session_state)
-    return dataclasses.replace(settings, typed_as=typed_as(settings.typed))
+    own = own_value()
+    label = own_label(own) if own and not settings.typed else typed_as(settings.typed)
+    return dataclasses.replace(settings, typed_as=label, own=own)
 
 
 def numbers_digest(typed: tuple[tuple[str, str], ...]) -> str:

@@ -24,12 +24,19 @@ from attention_core.matrices import fit_typed
 from attention_core.tokens import embed
 from figures.style import markdown_literal
 from ui.controls import Settings
+from ui.own_weights import own_given, own_label, own_refusal
 
 
-def compute_trace(text: str, config, typed: tuple) -> AttentionTrace:
-    """The trace of a sentence under a config, with the typed matrices ((name, numbers) pairs) in place of
-    drawn ones; kept on the CPU, where the figures read it."""
-    given = dict(typed)
+def given_weights(text: str, config, typed: tuple, own: str = "") -> dict:
+    """The matrices given in place of drawn ones: those of one's own checkpoint (`own`, ui.own_weights; only when
+    they fit), and the typed ones ((name, numbers) pairs) over them."""
+    return {**(own_given(own, config, text) if own else {}), **dict(typed)}
+
+
+def compute_trace(text: str, config, typed: tuple, own: str = "") -> AttentionTrace:
+    """The trace of a sentence under a config, with the given matrices (given_weights) in place of drawn ones;
+    kept on the CPU, where the figures read it."""
+    given = given_weights(text, config, typed, own)
     x = given.pop("x", None)
     return trace_sentence(text, config, x=x, weights=given).to("cpu")
 
@@ -37,11 +44,11 @@ def compute_trace(text: str, config, typed: tuple) -> AttentionTrace:
 # The spinner shows only while a trace is computed (a cache miss): a spinner around every lookup would cost
 # each rerun a timer thread and two messages.
 @st.cache_resource(max_entries=32, show_spinner="Computing attention…")
-def cached_trace(text: str, config, typed: tuple) -> AttentionTrace:
+def cached_trace(text: str, config, typed: tuple, own: str = "") -> AttentionTrace:
     """One trace per (text, settings, typed numbers), shared by all sessions: the same inputs give the same
     numbers, and the trace is frozen. cache_resource hands out the object itself (no pickling copy of
     several n x n tensors on every rerun). Only small traces come here (see trace_for)."""
-    return compute_trace(text, config, typed)
+    return compute_trace(text, config, typed, own)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -108,13 +115,15 @@ def trace_for(settings: Settings, **changes) -> AttentionTrace:
     computes it once); large ones see _heavy_trace."""
     config = settings.config.replace(**changes) if changes else settings.config
     typed, _ = typed_numbers(settings, **changes) if settings.typed else ({}, [])
-    key = (settings.text, config, tuple(sorted(typed.items())))
+    own = settings.own if settings.own and not own_refusal(settings.own, config, settings.text) else ""
+    key = (settings.text, config, tuple(sorted(typed.items())), own)
     if estimate_trace_bytes(len(tokenize(settings.text)), config) > HEAVY_TRACE_BYTES:
         trace = _heavy_trace(key)
     else:
         trace = cached_trace(*key)
-    if typed and settings.typed_as != trace.typed_as:  # the shared trace is frozen: a copy says where they came from
-        trace = dataclasses.replace(trace, typed_as=settings.typed_as)
+    typed_as = own_label(own) if own and not typed else settings.typed_as
+    if (typed or own) and typed_as != trace.typed_as:  # the shared trace is frozen: a copy says where they came from
+        trace = dataclasses.replace(trace, typed_as=typed_as)
     return trace
 
 
@@ -123,3 +132,5 @@ def show_typed_refusals(settings: Settings) -> None:
     if settings.typed:
         for message in typed_numbers(settings)[1]:
             st.warning(markdown_literal(message), icon="✏️")  # it quotes what was typed: shown as typed
+    if refusal := own_refusal(settings.own, settings.config, settings.text):
+        st.warning(markdown_literal(refusal), icon="📂")

@@ -9,7 +9,7 @@ import torch
 from attention_core.trace import AttentionTrace
 from attention_core.variants import NORM_EPS
 
-MAX_UPLOAD_BYTES = 5 * 2**20  # as the server takes (.streamlit/config.toml: server.maxUploadSize, in MB)
+MAX_UPLOAD_BYTES = 5 * 2**20  # /check's uploader takes this much (max_upload_size), and this function no more
 
 
 def inputs_arrays(trace: AttentionTrace) -> dict[str, torch.Tensor]:

@@ -15,8 +15,11 @@ CONSERVATIVE := MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_I
 
 .PHONY: run test check lint mutants learns-plain install install-dev bench
 
+# `make run MODEL=path` adds one's own model to the Real model page: a folder (config, safetensors, tokenizer) or a
+# .gguf file of any family transformers reads (docs/user-guide.md).
 run: install
-	$(BIN)/streamlit run app.py --server.port 8501
+	$(if $(MODEL),ATTENTION_MODEL_DIRS="$(abspath $(MODEL))$${ATTENTION_MODEL_DIRS:+:$$ATTENTION_MODEL_DIRS}") \
+		$(BIN)/streamlit run app.py --server.port 8501
 
 test: lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup

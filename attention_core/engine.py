@@ -57,14 +57,19 @@ def attend(
     *,
     scale: float,
     mask: torch.Tensor | None,
+    softcap: float | None = None,
 ) -> dict[str, torch.Tensor]:
     """The stages after the projections, for q, k [h, n, d_k] and v [h, n, d_v].
 
     Returns scores, scaled_scores, masked_scores, weights [h, n, n] and context [h, n, d_v].
+    softcap: c where a model soft-caps its scaled scores to c·tanh(s/c), each within ±c (Gemma 2); the scaled
+    scores are then the capped ones.
     Used by compute_attention and by views that re-run one head (e.g. a causal what-if).
     """
     scores = q @ k.transpose(-2, -1)  # [h, n, n]
     scaled_scores = scores if scale == 1.0 else scores * scale
+    if softcap:
+        scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
     masked_scores, weights = masked_softmax(scaled_scores, mask)
     context = weights.to(v.dtype) @ v  # [h, n, d_v]
     return {
@@ -88,6 +93,7 @@ def trace_from_stages(
     device: str,
     label: str = "",
     kv_head_of: tuple[int, ...] = (),
+    softcap: float | None = None,
 ) -> AttentionTrace:
     """An AttentionTrace for attention computed elsewhere (a real model's layer, a re-run head).
 
@@ -111,6 +117,7 @@ def trace_from_stages(
         label=label,
         variant=variant,
         kv_head_of=kv_head_of,
+        softcap=softcap,
         **stages,
     )
 
@@ -125,10 +132,19 @@ def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None, labe
     if not 0 <= head < trace.n_heads:
         raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
     q, k, v = (t[head : head + 1] for t in (trace.q, trace.k, trace.v))  # [1, n, d]
-    stages = attend(q, k, v, scale=trace.scale, mask=mask)
+    stages = attend(q, k, v, scale=trace.scale, mask=mask, softcap=trace.softcap)
     label = label or f"{trace.label} · head {head + 1}"
     return trace_from_stages(
-        trace.tokens, q, k, v, stages, scale=trace.scale, mask=mask, device=trace.device, label=label
+        trace.tokens,
+        q,
+        k,
+        v,
+        stages,
+        scale=trace.scale,
+        mask=mask,
+        device=trace.device,
+        label=label,
+        softcap=trace.softcap,
     )  # one head: it reads its own key/value head
 
 

@@ -149,7 +149,8 @@ def score_variances(trace, head: int) -> ScoreVariance:
         var_q=var(trace.q[head]),
         var_k=var(trace.k[head]),
         var_scores=var(trace.scores[head]),
-        var_scaled=var(trace.scaled_scores[head]),
+        # before any soft cap (Gemma 2's c·tanh(s/c)), which is not a scaling
+        var_scaled=var(trace.scores[head] * trace.scale) if trace.softcap else var(trace.scaled_scores[head]),
     )
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
+from attention_core.checking.rounding import explains, room, twice
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
 
@@ -153,17 +154,15 @@ def first_nan(got: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(int(i) for i in cells[0]) if len(cells) else None
 
 
-def tolerance(want: torch.Tensor) -> float:
-    """What float32 arithmetic of the student's may be off by: a little more than its rounding of numbers this
-    large, after sums as long as these stages' (a student computes in float32; the app's reference is float64)."""
-    finite = want[torch.isfinite(want) & ~hidden(want)]
-    size = float(finite.abs().max()) if finite.numel() else 1.0
-    return 1e-4 * max(1.0, size)
-
-
-def matches(want: torch.Tensor, got: torch.Tensor) -> bool:
-    gap, _ = difference(want, got)
-    return gap <= tolerance(want)
+def rooms(trace: AttentionTrace, step: int | None) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """(the exact stages, what a float32 implementation may be off by on each): measured on this very layer
+    (rounding.py). A layer without X (a real model's) keeps its own stages, with ULPS of each stage's size."""
+    runs = twice(trace)
+    if runs is None:
+        want = at_step(expected(trace), step)
+        return want, {stage: room(None, value) for stage, value in want.items()}
+    single, exact = (at_step(expected(run), step) for run in runs)
+    return exact, {stage: room(single.get(stage), value) for stage, value in exact.items()}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -365,7 +364,7 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
     """The student's arrays (by any of ALIASES' names) against the trace, stage by stage, with the mistakes that
     explain the first difference; `step`: one decoding step's (at_step), counted from 0. ValueError for an array
     whose shape fits no layout of its stage, and nothing is checked."""
-    want = at_step(expected(trace), step)
+    want, allowed = rooms(trace, step)
     taken, ignored = {}, []
     for name, array in arrays.items():
         stage = stage_of(name)
@@ -379,15 +378,21 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
     checked = []
     for stage in STAGES:
         if stage in taken:
-            got, room = taken[stage].value, tolerance(want[stage])
+            got, most = taken[stage].value, allowed[stage]
             gap, where = difference(want[stage], got)
-            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= room,
-                                      first_cell(want[stage], got, room), first_nan(got)))  # fmt: skip
+            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= most,
+                                      first_cell(want[stage], got, most), first_nan(got)))  # fmt: skip
     first = next((c.stage for c in checked if not c.ok), None)
     found = ()
     if first is not None:
         got = taken[first].value
-        found = tuple(m for m in MISTAKES if (made := m.stages(trace)) and first in made
-                      and matches(at_step({first: made[first]}, step)[first], got))  # fmt: skip
+        made = {
+            m: at_step({first: stages[first]}, step)[first]
+            for m in MISTAKES
+            if first in (stages := m.stages(trace) or {})
+        }
+        found = tuple(
+            m for m, mine in made.items() if explains(difference(mine, got)[0], mine, want[first], allowed[first])
+        )
     received = {stage: taken[stage].value for stage in taken}
     return Verdict(tuple(checked), first, found, tuple(ignored), want, received)

@@ -20,6 +20,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.config import check_text
 from attention_core.engine import trace_from_stages
+from attention_core.models.latent import keep_inputs, latent_layer, rope_base
 from attention_core.reading import value_norms
 from attention_core.statistics import STATISTICS, per_layer_and_head
 from attention_core.trace import AttentionTrace
@@ -32,18 +33,35 @@ CAPTURE = "attention_explorer"  # the attention implementation name we register 
 WORD_START = "·"  # drawn before a token that starts a new word, where the tokenizer marks it (BPE's "Ġ")
 
 
-def capture_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+# What some models hand their attention function besides q, k, v and the mask, and that changes the weights: the
+# capture refuses a model that passes one (a sliding window comes in the mask, and a soft cap is computed).
+UNREAD = {"s_aux": "gpt-oss's learned sink logits", "sinks": "learned sink logits", "alibi": "ALiBi's biases",
+          "position_bias": "T5's relative position biases"}  # fmt: skip
+
+
+def capture_attention(
+    module, query, key, value, attention_mask, scaling=None, dropout=0.0, softcap=None, **kwargs
+):  # fmt: skip
     """Eager attention (as transformers' eager_attention_forward) that also records every stage.
 
-    query [b, h, n, d_k]; key, value [b, h_kv, n, d]; attention_mask additive [b, 1, n, n] or None.
+    query [b, h, n, d_k]; key, value [b, h_kv, n, d]; attention_mask additive [b, 1, n, n] or None (a sliding
+    window is in it); softcap: Gemma 2's c, which caps the scaled scores to c·tanh(s/c) before the mask.
     Returns (attn_output [b, n, h, d_v], weights [b, h, n, n]) like every AttentionInterface function.
     """
+    unread = [name for name in UNREAD if kwargs.get(name) is not None]
+    if unread:
+        raise ValueError(
+            f"this model's attention also takes {', '.join(unread)} ({UNREAD[unread[0]]}), which this app does not "
+            "compute: its maps would be wrong, so it is not shown"
+        )
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     groups = query.shape[1] // key.shape[1]
     key_all, value_all = expand_kv(key, groups), expand_kv(value, groups)  # the from-scratch variants' expansion
     scores = query @ key_all.transpose(2, 3)  # [b, h, n, n]
     scaled_scores = scores * scaling
+    if softcap:
+        scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
     masked = scaled_scores if attention_mask is None else scaled_scores + attention_mask
     weights = torch.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
@@ -57,6 +75,8 @@ def capture_attention(module, query, key, value, attention_mask, scaling=None, d
                 "v": value_all[0],
                 "scores": scores[0],
                 "scale": float(scaling),
+                "scaled_scores": scaled_scores[0],
+                "softcap": float(softcap) if softcap else None,
                 "additive_mask": None if attention_mask is None else attention_mask[0, 0],
                 "weights": weights[0],
                 "context": context[0],
@@ -152,7 +172,7 @@ def _layer_trace(
         mask = additive == 0  # eager masks are 0 where allowed, the dtype's minimum where hidden
         if bool(mask.all()):
             mask = None  # no padding and no causal mask: nothing is hidden
-    scaled_scores = entry["scores"] * entry["scale"]
+    scaled_scores = entry["scaled_scores"]
     stages = {
         "scores": entry["scores"],
         "scaled_scores": scaled_scores,
@@ -162,7 +182,17 @@ def _layer_trace(
     }
     q, k, v = entry["q"], entry["k"], entry["v"]
     return trace_from_stages(
-        tokens, q, k, v, stages, scale=entry["scale"], mask=mask, device=device, label=label, kv_head_of=kv_head_of
+        tokens,
+        q,
+        k,
+        v,
+        stages,
+        scale=entry["scale"],
+        mask=mask,
+        device=device,
+        label=label,
+        kv_head_of=kv_head_of,
+        softcap=entry["softcap"],
     )
 
 
@@ -183,13 +213,17 @@ def capture(
         raise ValueError(f"input_ids must have shape [1, n] with n >= 1; got {list(input_ids.shape)}")
     record: list[dict] = []
     device = next(model.parameters()).device
+    keep_inputs(model)  # MLA layers: their input X too (attention_core/models/latent.py)
     with torch.inference_mode():
         model(input_ids=input_ids.to(device), attention_record=record, use_cache=False)
+    inputs = [entry for entry in record if "x" in entry]
+    record = attention_entries(record)
     n_layers = model.config.num_hidden_layers
     if len(record) != n_layers:
         raise ValueError(
-            f"captured {len(record)} attention layers but the model has {n_layers}: this architecture does not "
-            "route its attention through transformers' AttentionInterface, so it cannot be shown here"
+            f"captured {len(record)} attention layers but the {model.config.model_type} model has {n_layers}: this "
+            "family does not route its attention through transformers' AttentionInterface, so this app cannot read "
+            "it and shows no maps rather than wrong ones"
         )
     n_heads = record[0]["q"].shape[0]
     groups = n_heads // record[0]["kv_heads"]
@@ -198,7 +232,15 @@ def capture(
         _layer_trace(entry, tokens, f"{title} · layer {index + 1}", str(device), kv_head_of)
         for index, entry in enumerate(record)
     ]
+    if len(inputs) == n_layers:  # every layer is MLA: shown through this app's MLA, where it computes the same
+        base = rope_base(model.config)
+        layers = [latent_layer(i["module"], i["x"], layer, base) for i, layer in zip(inputs, layers, strict=True)]
     return layers, kv_head_of
+
+
+def attention_entries(record: list[dict]) -> list[dict]:
+    """The record's entries that capture_attention made, one per layer (not the inputs MLA layers recorded)."""
+    return [entry for entry in record if "weights" in entry]
 
 
 # The output projection W_O of each attention layer, by the module names of the architectures we read (Llama's

@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 
 from attention_core.config import MAX_MODEL_TOKENS
-from attention_core.models.capture import TOKENIZING, readable_token
+from attention_core.models.capture import TOKENIZING, attention_entries, readable_token
 
 MAX_NEW_TOKENS = 32
 TOP = 5  # next-token probabilities shown
@@ -87,9 +87,17 @@ def _top(tokenizer, logits: torch.Tensor) -> tuple[tuple[str, float], ...]:
 
 
 def _cache_bytes_per_position(config, cache: DynamicCache) -> int:
+    """Keys and values of every layer for one token (MLA as transformers runs it caches whole keys, d_h + d_h^R
+    wide, and values, d_v wide, per head: not the latent)."""
     layer = cache.layers[0]
     _, kv_heads, _, d_k = layer.keys.shape
-    return config.num_hidden_layers * kv_heads * 2 * d_k * layer.keys.element_size()
+    return config.num_hidden_layers * kv_heads * (d_k + layer.values.shape[-1]) * layer.keys.element_size()
+
+
+def _over_every_token(rows: torch.Tensor, t: int) -> torch.Tensor:
+    """[heads, held] -> [heads, t]: a sliding window's layer holds only its last `held` keys (Mistral, Gemma 2);
+    the tokens before them get weight 0, which is what its mask gives them."""
+    return torch.nn.functional.pad(rows, (t - rows.shape[-1], 0))
 
 
 @dataclasses.dataclass
@@ -130,7 +138,7 @@ def start(loaded, text: str, new_tokens: int) -> _Running:
         out = model(
             input_ids=torch.tensor([ids], device=device), past_key_values=cache, use_cache=True, attention_record=record
         )
-    weights = torch.stack([entry["weights"].float() for entry in record]).cpu()  # [layers, heads, p, p]
+    weights = torch.stack([entry["weights"].float() for entry in attention_entries(record)]).cpu()  # [layers, h, p, p]
     positions = tuple(
         Position(
             readable_token(tokenizer, token),
@@ -159,10 +167,13 @@ def step(loaded, running: _Running) -> Position:
             use_cache=True,
             attention_record=record,
         )
-    rows = torch.stack([entry["weights"][:, 0].float() for entry in record]).cpu()  # [layers, heads, t]
+    t = len(running.generation.positions) + 1  # the tokens so far, this one included
+    entries = attention_entries(record)
+    rows = torch.stack([_over_every_token(entry["weights"][:, 0].float(), t) for entry in entries]).cpu()
     logits = out.logits[0, -1].float().cpu()
     token = readable_token(tokenizer, tokenizer.convert_ids_to_tokens(running.next_id))
-    position = Position(token, running.next_id, True, rows, _top(tokenizer, logits), running.cache.get_seq_length())
+    held = max(layer.keys.shape[-2] for layer in running.cache.layers)  # a sliding window's layers hold fewer
+    position = Position(token, running.next_id, True, rows, _top(tokenizer, logits), held)
     running.generation = running.generation.plus(position, running.next_id in _end_ids(model))
     running.next_id, running.logits = int(logits.argmax()), logits
     return position

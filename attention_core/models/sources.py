@@ -71,7 +71,9 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _convert_lock = threading.Lock()
 
 
-def convert_gguf(folder: Path, gguf_name: str, target: Path, progress: Progress = _no_progress) -> None:
+def convert_gguf(
+    folder: Path, gguf_name: str, target: Path, progress: Progress = _no_progress, model_class=transformers.AutoModel
+) -> None:
     """Read a GGUF once (slow: it dequantizes) and write config, tokenizer and float16 safetensors.
 
     Float16 halves the cache (weights dequantized from 4 bits lose nothing that matters); the model
@@ -80,7 +82,7 @@ def convert_gguf(folder: Path, gguf_name: str, target: Path, progress: Progress 
     """
     progress(f"Reading {gguf_name} (dequantizing 4-bit weights; once, about 20 s)…")
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=gguf_name)
-    model = transformers.AutoModel.from_pretrained(folder, gguf_file=gguf_name, dtype=torch.float32)
+    model = model_class.from_pretrained(folder, gguf_file=gguf_name, dtype=torch.float32)
     progress(f"Writing the fast-loading copy to {target}…")
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
@@ -124,10 +126,41 @@ def available_models() -> dict[str, ModelSource]:
     sources = {source.key: source for source in BUNDLED}
     for folder in filter(None, os.environ.get(MODEL_DIRS_ENV, "").split(os.pathsep)):
         path = Path(folder).expanduser()
-        sources[f"dir:{path}"] = ModelSource(f"dir:{path}", f"{path.name} (local folder)", lambda _, p=path: str(p))
+        gguf = _gguf_in(path)
+        if gguf is not None:
+            sources[f"gguf:{gguf}"] = ModelSource(f"gguf:{gguf}", f"{gguf.name} (local GGUF)", _gguf_locator(gguf))
+        else:
+            sources[f"dir:{path}"] = ModelSource(f"dir:{path}", f"{path.name} (local folder)", lambda _, p=path: str(p))
     for hub_id in filter(None, (part.strip() for part in os.environ.get(HUB_MODELS_ENV, "").split(","))):
         sources[f"hub:{hub_id}"] = ModelSource(f"hub:{hub_id}", f"{hub_id} (hub)", lambda _, i=hub_id: i)
     return sources
+
+
+def _gguf_in(path: Path) -> Path | None:
+    """A GGUF file named directly, or the one GGUF of a folder without a config.json; else None."""
+    if path.suffix == ".gguf":
+        return path
+    if path.is_dir() and not (path / "config.json").exists():
+        found = sorted(path.glob("*.gguf"))
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def _gguf_locator(gguf: Path) -> Callable[[Progress], str]:
+    """A GGUF is read once (it dequantizes every tensor) into a folder of the model cache, kept by the file's
+    name, size and time, so that a changed file is read again."""
+
+    def locate(progress: Progress) -> str:
+        if not gguf.is_file():
+            raise ValueError(f"{gguf} is not a file: ATTENTION_MODEL_DIRS names a GGUF that is not there")
+        stat = gguf.stat()
+        target = model_cache_dir() / f"{gguf.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+        with _convert_lock:
+            if not (target / "model.safetensors").exists():
+                convert_gguf(gguf.parent, gguf.name, target, progress, transformers.AutoModelForCausalLM)
+        return str(target)
+
+    return locate
 
 
 def _positions(config) -> str:

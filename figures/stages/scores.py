@@ -4,6 +4,7 @@ the claims about variance and peakedness read."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -59,6 +60,12 @@ def scaling_notes(trace, head: int) -> list[str]:
             f"{stats.var_scores:.2f} here, with d_k = {dk})."
         ]
     root = 1 / stats.scale
+    if not math.isclose(root * root, dk, rel_tol=1e-6):  # a model's own scale (Gemma: 1/√query_pre_attn_scalar)
+        return [
+            f"This model scales by its own factor, 1/{root:.3g} (= 1/√{root * root:.4g}), not by 1/√d_k = "
+            f"1/√{dk}: the variance is divided by {root * root:.4g}, here from {stats.var_scores:.2f} to "
+            f"{stats.var_scaled:.2f}."
+        ]
     notes = [
         f"Every score is divided by √{dk} = {root:.3g}, so their variance is divided by {dk} "
         f"(Var(a·X) = a²·Var(X)): here from {stats.var_scores:.2f} to {stats.var_scaled:.2f}."
@@ -91,14 +98,27 @@ def scaling_notes(trace, head: int) -> list[str]:
 def build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scaled_scores[head])
     n, dk = trace.n_tokens, trace.d_k
-    if trace.scale == 1.0 and dk != 1:  # at d_k = 1 scaled and not are the same numbers
+    if trace.softcap:  # Gemma 2: scaled by its own factor, then capped
+        c = f"{trace.softcap:g}"
+        formula = f"{c}·tanh(scores · {trace.scale:.3g} / {c})"
+        title = Title("scaled, soft-capped scores", formula, shape_text(n, n))
+    elif trace.scale == 1.0 and dk != 1:  # at d_k = 1 scaled and not are the same numbers
         title = Title("scaled scores: NOT scaled (scale off)", shape=shape_text(n, n))
+    elif not math.isclose(trace.scale**-2, dk, rel_tol=1e-6):  # the model's own scale
+        title = Title("scaled scores", f"scores × {trace.scale:.3g} (this model's scale)", shape_text(n, n))
     else:
         title = Title("scaled scores", f"scores / √{dk} = scores / {1 / trace.scale:.3g}", shape_text(n, n))
     part = square_panel(
         trace, values, "scaled_scores", title, diverging=True, masked=False, subtitle=head_title(trace, head)
     )
     notes = scaling_notes(trace, head)
+    if trace.softcap:
+        notes.insert(
+            0,
+            f"This model soft-caps its scores: each scaled score s becomes c·tanh(s/c) with c = {trace.softcap:g}, "
+            f"so no score leaves ±{trace.softcap:g} (Gemma 2). Small scores pass almost unchanged; large ones are "
+            "flattened, which keeps the softmax from becoming one-hot.",
+        )
     if "q_c" in trace.parts:  # MLA's content queries, with (or without) a rotary part beside them
         content = trace.parts["q_c"].shape[-1]
         notes.insert(

@@ -1,0 +1,70 @@
+"""How far a student's float32 attention may be from the exact stages: measured, not guessed.
+
+The same layer is computed twice from the same X and weights, in float32 (as the app and a student compute it) and
+in float64 (the exact answer, to float32's eyes). How far the first is from the second is float32's rounding on
+these very numbers: large where the scores are large (a normal init at d_model 768 makes scores of ~800, and a
+softmax of those moves with the last bits of its inputs), small where they are small. A student's implementation
+sums in another order and rounds otherwise, by about as much: it may be `TIMES` that far from the exact stages, plus
+a few unit roundoffs of the stage's size. A mistake moves a stage by far more (tests/numerics.py, which the suite's
+comparisons with whole models use, makes the same allowance).
+
+A fixed allowance (1e-4 of the stage's size) failed a correct float32 implementation at the app's caps (768 wide,
+12 heads, 128 tokens: weights off by 2.9e-4), and would pass a wrong one at small sizes."""
+
+from __future__ import annotations
+
+import torch
+
+from attention_core.config import AttentionConfig
+from attention_core.engine import compute_attention
+from attention_core.trace import AttentionTrace
+
+TIMES = 4.0
+ULPS = 8 * 2.0**-24  # a few unit roundoffs of float32 (the last rounding of each value, either side)
+
+
+def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:
+    """The config that computes this trace again from its own X and weights (X as given: positions already in it)."""
+    s = trace.sizes
+    return AttentionConfig(
+        d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, n_heads=s.n_heads, kv_heads=s.kv_heads, variant=trace.variant,
+        d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None,
+        scaled=trace.scale != 1.0, positional="rotary" if trace.rope_base else "none",
+        rope_base=trace.rope_base or 10_000.0, dtype=dtype, device="cpu",
+    )  # fmt: skip
+
+
+def twice(trace: AttentionTrace) -> tuple[AttentionTrace, AttentionTrace] | None:
+    """The layer in float32 and in float64 from the trace's own X and weights; None where it has none to use
+    (a real model's layer)."""
+    if trace.x is None:
+        return None
+    weights = {name: w.detach().cpu() for name, w in trace.params.items()}
+    runs = []
+    for dtype in ("float32", "float64"):
+        config = config_of(trace, dtype)
+        runs.append(compute_attention(trace.x.detach().cpu().to(config.torch_dtype), config, weights=weights))
+    return runs[0], runs[1]
+
+
+def room(single: torch.Tensor | None, exact: torch.Tensor) -> float:
+    """What a float32 implementation may be off by on this stage: TIMES the app's own float32 rounding of it (its
+    largest deviation from float64), and ULPS of the stage's size."""
+    finite = torch.isfinite(exact)
+    size = float(exact[finite].abs().max()) if finite.any() else 1.0
+    rounding = 0.0
+    if single is not None:
+        gap = (single.double() - exact).abs()
+        rounding = float(gap[finite].max()) if finite.any() else 0.0
+    return TIMES * rounding + ULPS * max(1.0, size)
+
+
+def explains(gap: float, made: torch.Tensor, want: torch.Tensor, most: float) -> bool:
+    """Whether a mistake's stage `made` is what was handed in (`gap` apart), within the stage's allowance `most`
+    grown with the mistake's own size (no scaling makes scores √d_k times larger, and their rounding with them)."""
+
+    def size(t: torch.Tensor) -> float:
+        finite = t[torch.isfinite(t)]
+        return float(finite.abs().max()) if finite.numel() else 1.0
+
+    return gap <= most * max(1.0, size(made) / max(size(want), 1e-30))

@@ -99,7 +99,7 @@ def test_a_registered_variant_opens_on_every_page_that_shows_the_sidebars_varian
     assert "Tied keys and values" in shown or "Tied KV" in shown, page
 
 
-PRODUCT = ("app.py", "attention_core", "figures", "ui", "pages")
+PRODUCT = ("app.py", "attention_core", "classroom", "figures", "ui", "pages")
 
 
 def test_no_product_module_outside_the_registry_names_a_variant():

@@ -282,6 +282,11 @@ def _mapping(shown: Opened, settings: Settings) -> None:
             "RoPE: DeepSeek pairs neighbouring dimensions; the rotary columns are reordered into the halves this "
             "app turns (the same scores)."
         )
+    if settings.config.positional == "rotary":
+        notes.append(
+            f"RoPE turns q and k with this app's base, {settings.config.rope_base:,.0f}: a model trained with "
+            "another (Llama 3's 500,000) turns them otherwise, and its maps differ from these."
+        )
     x, how = layer_input(checkpoint, layer, tokenize(settings.text))
     notes.append(f"X = {how}." if x is not None else f"X is the app's own (seeded) embedding: {how}.")
     for note in notes:

@@ -21,6 +21,7 @@ st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layo
 # heatmap on a fresh server (bench/bench_open.py).
 chart.preload()
 
+from ui.classroom import class_bar, send_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402
 from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
@@ -43,4 +44,6 @@ st.sidebar.button(
 )
 presentation_bar(page.title)
 show_link_refusals()
+class_bar()  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
 page.run()
+send_view(page.title)  # a lecturer's view, as the page left it, goes to the class

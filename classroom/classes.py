@@ -96,6 +96,11 @@ def _as_lecturer(store: Store, code: str, secret: str) -> str:
     return code
 
 
+def lead_check(store: Store, code: str, secret: str) -> str:
+    """The class's code if `secret` is its lecturer's (the private link); Refused otherwise."""
+    return _as_lecturer(store, code, secret)
+
+
 def _refresh(store: Store, code: str, held: str) -> None:
     store.put(_keys(code)["lead"], held, IDLE_SECONDS)
 

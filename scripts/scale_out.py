@@ -52,7 +52,7 @@ def local_config(replica_ports: list[int], lb_port: int) -> str:
 class Cluster:
     """K app processes and HAProxy in front of them."""
 
-    def __init__(self, replicas: int):
+    def __init__(self, replicas: int, env: dict | None = None):
         if not shutil.which("haproxy"):
             raise RuntimeError("haproxy is not installed (apt-get install haproxy)")
         self.ports = [free_port() for _ in range(replicas)]
@@ -62,6 +62,7 @@ class Cluster:
         shared = {
             "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
             "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // replicas)),
+            **(env or {}),  # e.g. the class store they share (ATTENTION_CLASS_STORE)
         }
         self.apps = [start_server(port, env=shared) for port in self.ports]
         self.lb_port = free_port()

@@ -24,11 +24,13 @@ needs_haproxy = pytest.mark.skipif(
 )
 
 
-def manifests() -> dict[str, dict]:
+def manifests(name: str = "attention-explorer") -> dict[str, dict]:
+    """The manifests of one application by kind: the app's, or its Redis's ("attention-explorer-redis")."""
     found = {}
     for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):
-            found[document["kind"]] = document
+            if document["metadata"]["name"] == name:
+                found[document["kind"]] = document
     return found
 
 
@@ -57,6 +59,12 @@ def test_kubernetes_manifests_probe_health_limit_resources_and_keep_sessions_sti
     assert found["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]["name"] == found["Deployment"]["metadata"]["name"]
     (secret,) = [e for e in container["env"] if e["name"] == "STREAMLIT_SERVER_COOKIE_SECRET"]  # one for all pods
     assert "secretKeyRef" in secret["valueFrom"]
+    # The class store every pod shares: the Redis service's name and port
+    redis = manifests("attention-explorer-redis")
+    (store,) = [e for e in container["env"] if e["name"] == "ATTENTION_CLASS_STORE"]
+    service = redis["Service"]
+    assert store["value"] == f"redis://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/0"
+    assert service["spec"]["selector"] == redis["Deployment"]["spec"]["selector"]["matchLabels"]
 
 
 def test_compose_runs_replicas_of_the_image_behind_haproxy_with_health_checks():
@@ -69,6 +77,9 @@ def test_compose_runs_replicas_of_the_image_behind_haproxy_with_health_checks():
     assert mount.split(":")[0] == "./haproxy.cfg" and (DEPLOY / "haproxy.cfg").exists()
     assert "8080:8080" in lb["ports"]
     assert "STREAMLIT_SERVER_COOKIE_SECRET" in app["environment"]  # one for all replicas
+    assert app["environment"]["ATTENTION_CLASS_STORE"] == "redis://redis:6379/0"  # the class store they share
+    assert app["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert "healthcheck" in compose["services"]["redis"]
 
 
 @needs_haproxy

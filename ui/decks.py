@@ -180,9 +180,13 @@ def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
     as → or ← came to it), as if its address were a link just opened: the sidebar takes the view's settings (the
     defaults where it names none; the reader's own display choices stay), and the page's own choices of the view
     before it are forgotten."""
+    show_view(st.session_state[DECK].views[index], slide, present)
+    st.session_state[VIEW_AT] = index
+
+
+def show_view(view: View, slide: str = "", present: bool | None = None) -> None:
+    """Show `view` on the next run as a link just opened would (open_view; a class's follower too)."""
     state = st.session_state
-    deck: Deck = state[DECK]
-    view = deck.views[index]
     params = view.params
     if present is not None:
         state["present"] = present
@@ -194,7 +198,6 @@ def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
     for key in {*st.query_params.to_dict(), *(spec.slide_key for spec in PAGES if spec.slide_key), *params}:
         if key not in CONTROL_KEYS:
             state.pop(key, None)
-    state[VIEW_AT] = index
     state[slides.WANTED] = view.stage or slide  # a view that names its slide shows it, from either side
     state["link_choices"] = dict(params)  # the page names any own choice it cannot take (check_choice)
     state[GO] = (view.page.path, {key: value for key, value in params.items() if key not in CONTROL_KEYS})
@@ -260,8 +263,8 @@ def where() -> tuple[str, str]:
 # Building a deck (the Decks page and the "add this view" buttons).
 
 
-def add_view(page: str) -> None:
-    """Add the view on screen: the page, its address as it is now, and the slide shown on it (if any)."""
+def on_screen(page: str) -> View:
+    """The view on screen: the page, its address as it is now, and the slide shown on it (if any)."""
     spec = BY_TITLE[page]
     state = st.session_state
     # The sidebar's settings as a link writes them (those that differ from the defaults), and the page's own.
@@ -273,13 +276,19 @@ def add_view(page: str) -> None:
     params |= {key: value for key, value in st.query_params.to_dict().items() if key in own_keys(spec)}
     at = state.get(slides.AT)  # the slide on screen; read normally, a page is all its slides
     stage = at[1] if state.get("present") and at and at[0] == page else ""
+    return View(spec.address + (f"?{urlencode(params)}" if params else ""), stage)
+
+
+def add_view(page: str) -> None:
+    """Add the view on screen to the open deck (a new deck where none is open)."""
+    state = st.session_state
+    view = on_screen(page)
     deck: Deck = state.get(DECK) or Deck("My lecture", ())
     if len(deck.views) >= MAX_VIEWS:
         st.toast(f"A deck has at most {MAX_VIEWS} views.", icon="⚠️")
         return
-    address = spec.address + (f"?{urlencode(params)}" if params else "")
-    replace(dataclasses.replace(deck, views=(*deck.views, View(address, stage))))
-    st.toast(f"Added view {len(deck.views) + 1}: {page}" + (f", {stage}" if stage else ""), icon="➕")
+    replace(dataclasses.replace(deck, views=(*deck.views, view)))
+    st.toast(f"Added view {len(deck.views) + 1}: {page}" + (f", {view.stage}" if view.stage else ""), icon="➕")
 
 
 def replace(deck: Deck | None) -> None:

@@ -185,6 +185,8 @@ PAGES: list[PageSpec] = [
     PageSpec("pages/decks.py", "Decks", ":material/slideshow:", DISPLAY, own=frozenset({"deck"})),
     # Check your attention: the sidebar's settings make the inputs a student's implementation runs on.
     PageSpec("pages/check.py", "Check", ":material/fact_check:", EVERYTHING, own=frozenset({"chk_step"})),
+    # The class in the room: a join link (?join=CODE) and the lecturer's private one (?lead=CODE&key=...).
+    PageSpec("pages/class.py", "Class", ":material/groups:", DISPLAY, own=frozenset({"join", "lead", "key"})),
 ]
 BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
 

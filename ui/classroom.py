@@ -1,0 +1,306 @@
+"""The class in the room on every page (issue 42): the lecturer's view goes to the class after each run; a follower's
+page checks the class every POLL_SECONDS and shows the lecturer's view when it changes; questions and answers.
+
+The class's rules and store are classroom/ (no Streamlit there). The store is chosen by ATTENTION_CLASS_STORE:
+unset, the server's own memory (one server); "sqlite:PATH", a SQLite file in WAL mode; "redis://host:port/db",
+Redis, which replicas share. A store that cannot be reached is said on the page, and the page keeps what it shows."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+from classroom import classes
+from classroom.classes import Refused
+from classroom.store import MemoryStore, RedisStore, SqliteStore, Store, StoreDown
+from figures.style import markdown_literal
+from ui import decks
+from ui.controls import log
+from ui.links import refused_values
+
+STORE_ENV = "ATTENTION_CLASS_STORE"
+POLL_SECONDS = 1.0  # a follower's page asks the class this often: the lecturer's step shows within ~1–2 s
+CLASS = "class_room"  # session state: {"code", "role", "secret" (the lecturer's), "version", "away", "sent"}
+STUDENT = "class_student"  # session state: this browser session's anonymous id, for its one answer
+SLIDE = "slide"  # in a class's view: the slide shown (a deck view's stage)
+PRIVATE = frozenset({"join", "lead", "key"})  # the Class page's links: never part of a view the class sees
+
+
+@st.cache_resource
+def class_store() -> Store:
+    """The store every session of this server uses (ATTENTION_CLASS_STORE; see the module docstring)."""
+    where = os.environ.get(STORE_ENV, "")
+    if where.startswith("redis://"):
+        return RedisStore(where)
+    if where.startswith("sqlite:"):
+        return SqliteStore(where.removeprefix("sqlite:"))
+    return MemoryStore()
+
+
+def room() -> dict | None:
+    return st.session_state.get(CLASS)
+
+
+def _refused(what: str, error: Exception) -> None:
+    """A refusal or a lost store: named on the page and in the server's log, never a traceback."""
+    log.info("class: %s refused: %s", what, error)
+    st.session_state["class_refusal"] = f"{what}: {error}"
+
+
+def start() -> None:
+    try:
+        code, secret = classes.start(class_store())
+    except (Refused, StoreDown) as error:
+        _refused("the class was not started", error)
+        return
+    st.session_state[CLASS] = {"code": code, "role": "lecturer", "secret": secret, "sent": ""}
+
+
+def join(code: str) -> None:
+    """Follow class `code` (a student); its view is shown on the next check."""
+    student = st.session_state.setdefault(STUDENT, secrets.token_hex(8))
+    try:
+        classes.join(class_store(), code, student)
+    except (Refused, StoreDown) as error:
+        _refused(f"joining {str(code)[:12]!r}", error)
+        return
+    st.session_state[CLASS] = {"code": code.strip().upper(), "role": "student", "version": 0, "away": False}
+    st.session_state.pop("class_refusal", None)
+
+
+def lead_from_link(code: str, secret: str) -> None:
+    """The lecturer's private link: this session leads class `code` if the secret is its lecturer's."""
+    try:
+        classes.lead_check(class_store(), code, secret)
+    except (Refused, StoreDown) as error:
+        _refused("leading", error)
+        return
+    st.session_state[CLASS] = {"code": code.strip().upper(), "role": "lecturer", "secret": secret, "sent": ""}
+
+
+def leave() -> None:
+    st.session_state.pop(CLASS, None)
+
+
+def send_view(page_title: str) -> None:
+    """After a lecturer's run: the view on screen becomes the class's (only when it changed)."""
+    here = room()
+    if here is None or here["role"] != "lecturer":
+        return
+    view = decks.on_screen(page_title)
+    params = {k: v for k, v in view.params.items() if k not in PRIVATE} | ({SLIDE: view.stage} if view.stage else {})
+    sent = urlsplit(view.address).path + "?" + urlencode(sorted(params.items()))
+    if sent != here["sent"]:
+        here["pending"] = (sent, urlsplit(view.address).path, params)
+        send_pending(here)
+
+
+def send_pending(here: dict) -> None:
+    """The lecturer's view not yet in the store (it was unreachable): sent now, or kept for the next try."""
+    if "pending" not in here:
+        return
+    sent, page, params = here["pending"]
+    try:
+        classes.lead(class_store(), here["code"], here["secret"], page, params)
+        here["sent"], here["lost"] = sent, False
+        del here["pending"]
+    except StoreDown as error:
+        if not here.get("lost"):
+            log.info("class %s: the store is unreachable: %s", here["code"], error)
+        here["lost"] = True  # the lecturer keeps presenting; the bar tries again every second
+    except Refused as error:
+        del here["pending"]
+        _refused("the class did not take the view", error)
+
+
+def _shown(view: classes.View) -> decks.View | None:
+    """The class's view as a deck's view, if this app can show it (its page and every value checked again)."""
+    params = {k: str(v) for k, v in view.params.items() if k != SLIDE}
+    spec = decks.by_address().get(view.page)
+    if spec is None or refused_values(params):
+        return None
+    return decks.View(view.page + (f"?{urlencode(params)}" if params else ""), str(view.params.get(SLIDE, "")))
+
+
+def follow() -> None:
+    """A student's page: the class's view when it changes (unless broken away), and its question."""
+    here = room()
+    if here is None or here["role"] != "student":
+        return
+    try:
+        now = classes.view(class_store(), here["code"])
+        here["lost"] = False
+    except StoreDown:
+        here["lost"] = True
+        return
+    if now is None or here["away"] or now.version == here["version"]:
+        return
+    here["version"] = now.version
+    shown = _shown(now)
+    if shown is None:
+        _refused("the lecturer's view", Refused(f"{now.page} is not a view this app can show"))
+        return
+    decks.show_view(shown)
+    st.rerun()
+
+
+def break_away() -> None:
+    room()["away"] = True
+
+
+def rejoin() -> None:
+    here = room()
+    here["away"], here["version"] = False, 0  # the lecturer's view now, on the next check
+
+
+# ------------------------------------------------------------------------------------------------
+# The bar above every page: who is followed and how; the question; the lecturer's controls.
+
+
+def question_on_screen() -> tuple[str, list[str], str]:
+    """A question from the sidebar's sentence as the pages compute it: which token the last one weighs most in
+    head 1 (its options the sentence's tokens, its answer from the weights)."""
+    from ui.sidebar import current_settings
+    from ui.traces import trace_for
+
+    trace = trace_for(current_settings())
+    tokens = list(trace.tokens)
+    best = tokens[int(trace.weights[0, -1].argmax())]
+    options = list(dict.fromkeys(tokens))[: classes.MAX_OPTIONS]
+    if best not in options:
+        options[-1] = best
+    return f"In head 1, which token does the last one, '{tokens[-1]}', weigh most?", options, best
+
+
+def ask() -> None:
+    here = room()
+    try:
+        text, options, answer = question_on_screen()
+        if len(options) < 2:
+            raise Refused("a question needs a sentence of two different tokens at least")
+        classes.ask(class_store(), here["code"], here["secret"], text, options, answer)
+    except (Refused, StoreDown, ValueError) as error:
+        _refused("the question was not asked", error)
+
+
+def reveal() -> None:
+    here = room()
+    try:
+        classes.reveal(class_store(), here["code"], here["secret"])
+    except (Refused, StoreDown) as error:
+        _refused("the answer was not revealed", error)
+
+
+def _answer(key: str, widget: str) -> None:
+    here = room()
+    try:
+        classes.answer(class_store(), here["code"], key, st.session_state[STUDENT], st.session_state[widget])
+    except (Refused, StoreDown) as error:
+        _refused("your answer was not taken", error)
+
+
+def class_bar() -> None:
+    """Above every page: the class's bar, and any refusal of the run before."""
+    if refusal := st.session_state.pop("class_refusal", None):
+        st.warning(markdown_literal(refusal), icon="🏫")
+    here = room()
+    if here is not None:
+        (_student_bar if here["role"] == "student" else _lecturer_bar)()
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _student_bar() -> None:
+    follow()
+    here = room()
+    if here is None:
+        return
+    code = here["code"]
+    row = st.container(horizontal=True, vertical_alignment="center")
+    if here.get("lost"):
+        row.caption(f"The link to class {code} is lost: this is the last view it showed. It resumes by itself.")
+    elif here["away"]:
+        row.caption(f"On your own: class {code} goes on without you.")
+        row.button("Rejoin the class", on_click=rejoin, key="class_rejoin")
+    else:
+        row.caption(f"Following the lecturer of class {code}: this page changes when theirs does.")
+        row.button("Break away", on_click=break_away, key="class_away")
+    _question_for_student(code)
+
+
+def _question_for_student(code: str) -> None:
+    try:
+        asked = classes.question(class_store(), code)
+        counts = classes.tally(class_store(), code) if asked and asked.revealed else {}
+    except StoreDown:
+        return
+    if asked is None:
+        return
+    if asked.revealed:
+        _distribution(asked, counts)
+        return
+    widget = f"class_answer_{asked.key}"
+    st.radio(
+        asked.text,
+        asked.options,
+        index=None,
+        key=widget,
+        on_change=_answer,
+        args=(asked.key, widget),
+        horizontal=True,
+        help="One answer each, anonymous; change it until the lecturer reveals the answer.",
+    )
+
+
+def _distribution(asked: classes.Question, counts: dict[str, int]) -> None:
+    """The class's answers as bars, the right one named (from the numbers on screen)."""
+    import pandas as pd
+
+    st.markdown(f"**{markdown_literal(asked.text)}** The answer: **{markdown_literal(asked.answer)}** ✓")
+    right, other = "the answer", "other answers"
+    table = pd.DataFrame(
+        {
+            "option": list(counts),
+            right: [n if option == asked.answer else 0 for option, n in counts.items()],
+            other: [0 if option == asked.answer else n for option, n in counts.items()],
+        }
+    )
+    st.bar_chart(table, x="option", y=[right, other], color=["#1a7f5a", "#8a8a8a"], horizontal=True, sort=False,
+                 x_label="", y_label="students", height=80 + 28 * len(counts))  # fmt: skip
+
+
+def _lecturer_bar() -> None:
+    here = room()
+    code = here["code"]
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.caption(f"Leading class **{code}**: students join with the code on the Class page, or at /class?join={code}")
+    row.button("Ask the class", on_click=ask, key="class_ask", help="Which token the last one weighs most, in head 1")
+    _answers_so_far(code)
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def _answers_so_far(code: str) -> None:
+    here = room()
+    if here is None:
+        return
+    send_pending(here)
+    try:
+        asked = classes.question(class_store(), code)
+        counts = classes.tally(class_store(), code) if asked else {}
+        here["lost"] = "pending" in here  # reached again, with the last view still to send
+    except StoreDown:
+        here["lost"] = True
+    if here.get("lost"):
+        st.caption("The class store is unreachable: your students keep your last view, and get this one when it "
+                   "returns. You keep presenting.")  # fmt: skip
+        return
+    if asked is None:
+        return
+    if asked.revealed:
+        _distribution(asked, counts)
+        return
+    row = st.container(horizontal=True, vertical_alignment="center")
+    row.caption(f"{markdown_literal(asked.text)} {sum(counts.values())} answered so far.")
+    row.button("Reveal", on_click=reveal, key="class_reveal")

@@ -41,6 +41,9 @@ class PageSpec:
     slides: tuple[tuple[str, str], ...] = ()
     slide_key: str = ""
     own: frozenset[str] = frozenset()  # the page's own choices in its address (a stage, a head, a layer, ...)
+    # Linked from the presentation bar: the pages a lecture shows. The bar holds them in one row at 1400 pixels;
+    # one more wraps it and every slide scrolls (tests/test_browser.py's deck walk).
+    presented: bool = True
 
     @property
     def address(self) -> str:
@@ -186,7 +189,9 @@ PAGES: list[PageSpec] = [
     # Check your attention: the sidebar's settings make the inputs a student's implementation runs on.
     PageSpec("pages/check.py", "Check", ":material/fact_check:", EVERYTHING, own=frozenset({"chk_step"})),
     # The class in the room: a join link (?join=CODE) and the lecturer's private one (?lead=CODE&key=...).
-    PageSpec("pages/class.py", "Class", ":material/groups:", DISPLAY, own=frozenset({"join", "lead", "key"})),
+    PageSpec(
+        "pages/class.py", "Class", ":material/groups:", DISPLAY, own=frozenset({"join", "lead", "key"}), presented=False
+    ),  # fmt: skip
 ]
 BY_TITLE: dict[str, PageSpec] = {spec.title: spec for spec in PAGES}
 

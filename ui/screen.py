@@ -139,7 +139,7 @@ def presentation_bar(page: str) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide
         slides.keys(True)
-    for spec in PAGES:  # their names only: with the icons the row would need two lines at 1400 pixels
+    for spec in (spec for spec in PAGES if spec.presented):  # names only: icons would need two lines at 1400 px
         row.page_link(spec.path, label=spec.title)
     where, note = decks.where()
     if where:  # in the row, so that a slide keeps its height; the note in its tooltip (and on the Decks page)

@@ -75,41 +75,6 @@ def test_a_forged_lecturer_link_and_a_guessed_code_are_refused(server, two):
     check_view(student, "a guessed code refused", charts=False)
 
 
-class Redis:
-    """Debian's redis-server on a port of its own, appending every write to a file, so that it can be killed and
-    started again with what it held (as a Redis with persistence restarts)."""
-
-    def __init__(self, folder):
-        from tests.test_classroom import _free_port
-
-        self.port, self.folder = _free_port(), folder
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.start()
-
-    def start(self) -> None:
-        import subprocess
-
-        from classroom.store import RedisStore, StoreDown
-
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--dir", str(self.folder), "--save", "", "--appendonly",
-             "yes", "--appendfsync", "always"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.time() + 10
-        while True:
-            try:
-                RedisStore(self.url).get("ping")
-                return
-            except StoreDown:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(timeout=10)
-
-
 @pytest.mark.slow
 def test_a_student_on_one_replica_follows_a_lecturer_on_the_other_and_both_survive_losing_redis(browser, tmp_path):
     """Two replicas behind HAProxy share the class in Redis. Redis killed mid-class: both pages keep working and
@@ -123,6 +88,7 @@ def test_a_student_on_one_replica_follows_a_lecturer_on_the_other_and_both_survi
     from scale_out import Cluster, replica_of
 
     from tests.browser import require_chromium
+    from tests.test_classroom import Redis
 
     require_chromium()
     if not shutil.which("haproxy") or not shutil.which("redis-server"):

@@ -23,27 +23,45 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class Redis:
+    """Debian's redis-server on a free port (.ci/run installs it). `folder`: append every write to a file there, so
+    that it can be killed and started again with what it held (as a Redis with persistence restarts); None: keep
+    nothing on disk."""
+
+    def __init__(self, folder=None):
+        if shutil.which("redis-server") is None:
+            pytest.fail("redis-server is missing: apt-get install redis-server (.ci/run installs it)")
+        self.port, self.folder = _free_port(), folder
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.start()
+
+    def start(self) -> None:
+        kept = ["--dir", str(self.folder), "--appendonly", "yes", "--appendfsync", "always"] if self.folder else []
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--save", "", *(kept or ["--appendonly", "no"])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + 10
+        while True:
+            try:
+                RedisStore(self.url).get("ping")
+                return
+            except StoreDown:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def redis_url():
-    """Debian's redis-server on a free port, with nothing saved to disk (.ci/run installs it)."""
-    if shutil.which("redis-server") is None:
-        pytest.fail("redis-server is missing: apt-get install redis-server (.ci/run installs it)")
-    port = _free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.time() + 10
-    while True:
-        try:
-            RedisStore(url).get("ping")
-            break
-        except StoreDown:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.05)
-    yield url
-    server.terminate()
-    server.wait(timeout=10)
+    redis = Redis()
+    yield redis.url
+    redis.kill()
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

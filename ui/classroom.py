@@ -230,10 +230,15 @@ def _student_bar() -> None:
     _question_for_student(code)
 
 
+def _question_now(code: str) -> tuple[classes.Question | None, dict[str, int]]:
+    """The class's question and its answers so far (StoreDown where the store cannot be reached)."""
+    asked = classes.question(class_store(), code)
+    return asked, classes.tally(class_store(), code) if asked else {}
+
+
 def _question_for_student(code: str) -> None:
     try:
-        asked = classes.question(class_store(), code)
-        counts = classes.tally(class_store(), code) if asked and asked.revealed else {}
+        asked, counts = _question_now(code)
     except StoreDown:
         return
     if asked is None:
@@ -287,8 +292,7 @@ def _answers_so_far(code: str) -> None:
         return
     send_pending(here)
     try:
-        asked = classes.question(class_store(), code)
-        counts = classes.tally(class_store(), code) if asked else {}
+        asked, counts = _question_now(code)
         here["lost"] = "pending" in here  # reached again, with the last view still to send
     except StoreDown:
         here["lost"] = True

@@ -45,16 +45,20 @@ def _kept() -> tuple[collections.OrderedDict, threading.Lock]:
     return collections.OrderedDict(), threading.Lock()
 
 
-def keep(checkpoint: Checkpoint) -> None:
+def keep(checkpoint: Checkpoint) -> tuple[Layer, ...]:
+    """Keep the file with its layers, found once (ValueError, and nothing kept, where it holds none): every rerun
+    of every page that shows them looks them up here instead of reading the file's names again."""
+    layers = tuple(find_layers(checkpoint))
     files, lock = _kept()
     with lock:
-        files[checkpoint.digest] = checkpoint
+        files[checkpoint.digest] = (checkpoint, layers)
         files.move_to_end(checkpoint.digest)
         while len(files) > KEPT_FILES:
             files.popitem(last=False)
+    return layers
 
 
-def held(digest: str) -> Checkpoint | None:
+def held(digest: str) -> tuple[Checkpoint, tuple[Layer, ...]] | None:
     files, lock = _kept()
     with lock:
         return files.get(digest)
@@ -69,10 +73,6 @@ class Opened:
     layers: tuple[Layer, ...]
 
     @property
-    def value(self) -> str:
-        return f"{self.checkpoint.digest}/{self.layer.prefix}"
-
-    @property
     def typed_as(self) -> str:
         return f"yours ({self.checkpoint.name}, {self.layer.label})"
 
@@ -80,17 +80,27 @@ class Opened:
 def opened(value: str) -> Opened:
     """The file and layer that `value` names; ValueError saying why they cannot be shown."""
     digest, _, prefix = value.partition("/")
-    checkpoint = held(digest)
-    if checkpoint is None:
+    found = held(digest)
+    if found is None:
         raise ValueError(
             f"The link's own weights (file {digest}) are not on this server (it restarted, or the link comes from "
             "another): open the file again under “Your own weights”. Drawn weights are shown meanwhile."
         )
-    layers = tuple(find_layers(checkpoint))
+    checkpoint, layers = found
     for layer in layers:
         if layer.prefix == prefix:
             return Opened(checkpoint, layer, layers)
     raise ValueError(f"{checkpoint.name} has no layer {prefix!r}; its layers: {', '.join(x.label for x in layers)}")
+
+
+@functools.lru_cache(maxsize=64)
+def _head_counts(value: str) -> tuple[int, ...]:
+    """head_counts of the layer `value` names: each count cuts every matrix once, so they are found once per file."""
+    return tuple(head_counts(opened(value).layer))
+
+
+def counts_for(checkpoint: Checkpoint, layer: Layer) -> tuple[int, ...]:
+    return _head_counts(f"{checkpoint.digest}/{layer.prefix}")
 
 
 def own_value() -> str:
@@ -163,7 +173,7 @@ def _sizes_state(layer: Layer, heads: int) -> dict:
 
 
 def _first_heads(checkpoint: Checkpoint, layer: Layer) -> int:
-    counts = head_counts(layer)
+    counts = counts_for(checkpoint, layer)
     if not counts:
         raise ValueError(f"{layer.label}: no count of heads up to 16 cuts its matrices evenly")
     said = checkpoint.facts.get("heads")
@@ -188,13 +198,12 @@ def _load(key: str) -> None:
         return
     try:
         checkpoint = read_checkpoint(upload.name, upload.getvalue())
-        layer = find_layers(checkpoint)[0]
+        layer = keep(checkpoint)[0]
         heads = _first_heads(checkpoint, layer)
     except ValueError as error:
         log.info("refused a checkpoint: %s", error)
         st.session_state["own_refusal"] = str(error)
         return
-    keep(checkpoint)
     _use(checkpoint, layer, heads)
 
 
@@ -208,7 +217,7 @@ def _choose(shown: Opened) -> None:
     """on_change of the layer or heads menu."""
     layer = next(x for x in shown.layers if x.label == st.session_state["own_layer"])
     heads = st.session_state["own_heads"]
-    if heads not in head_counts(layer):
+    if heads not in counts_for(shown.checkpoint, layer):
         heads = _first_heads(shown.checkpoint, layer)
     _use(shown.checkpoint, layer, heads)
 
@@ -239,13 +248,11 @@ def own_weights_box(settings: Settings) -> None:
         _mapping(shown, settings)
         left, right = st.columns(2)
         if own_refusal(settings.own, settings.config, settings.text):
-            heads = settings.config.n_heads if settings.config.n_heads in head_counts(shown.layer) else None
-            left.button(
-                "Set the sizes back",
-                on_click=_use,
-                args=(shown.checkpoint, shown.layer, heads or _first_heads(shown.checkpoint, shown.layer)),
-                key="own_sizes_back",
-            )
+            heads = settings.config.n_heads
+            if heads not in counts_for(shown.checkpoint, shown.layer):
+                heads = _first_heads(shown.checkpoint, shown.layer)
+            left.button("Set the sizes back", on_click=_use, args=(shown.checkpoint, shown.layer, heads),
+                        key="own_sizes_back")  # fmt: skip
         right.button("Forget your weights", on_click=_forget, key="own_forget")
 
 
@@ -254,7 +261,7 @@ def _mapping(shown: Opened, settings: Settings) -> None:
     left, right = st.columns(2)
     st.session_state["own_layer"] = layer.label
     left.selectbox("layer", [x.label for x in shown.layers], key="own_layer", on_change=_choose, args=(shown,))
-    counts = head_counts(layer)
+    counts = counts_for(checkpoint, layer)
     st.session_state["own_heads"] = settings.config.n_heads if settings.config.n_heads in counts else counts[0]
     said = "the file says" if "heads" in checkpoint.facts else "the file does not say: choose your model's"
     right.selectbox(f"heads ({said})", counts, key="own_heads", on_change=_choose, args=(shown,))

@@ -21,6 +21,9 @@ st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layo
 # heatmap on a fresh server (bench/bench_open.py).
 chart.preload()
 
+from attention_core.device import fit_threads  # noqa: E402
+
+fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
 from ui.classroom import class_bar, send_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402

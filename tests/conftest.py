@@ -6,6 +6,8 @@ training many seeds, servers and replicas of their own), `numeric` (arithmetic c
 test that is none of browser, models and slow. A test that uses the browser or the model worker without its marker
 is refused at collection, so the fast tier cannot quietly grow a browser or a model."""
 
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -14,6 +16,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def pytest_configure(config):
+    """Each process of the run computes on its share of the cores this machine lets it use: under pytest-xdist,
+    the usable cores divided among the workers. torch would start a thread per core of the host in each, and on
+    a CI container given 2 of many cores the training tests ran 20 times slower than here, past their deadline."""
+    from attention_core.device import fit_threads
+
+    fit_threads(share=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The machine the run ran on, at the end of its report, where a CI log's tail shows it."""
+    from attention_core.device import TORCH_THREADS, cgroup_cpu_quota, cpu_kernels, usable_cores
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) or terminalreporter.config.getoption(
+        "numprocesses", None
+    )
+    terminalreporter.write_line(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores seen, CPU quota "
+        f"{cgroup_cpu_quota() or 'none'}, {usable_cores()} usable; torch's own choice {TORCH_THREADS} threads; "
+        f"{workers or 1} worker(s) of {max(1, usable_cores() // (workers or 1))} thread(s); {cpu_kernels()} kernels"
+    )
 
 
 # Fixtures that bring a browser or a model, and the marker a test using them must carry.

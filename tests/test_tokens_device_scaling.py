@@ -1,5 +1,10 @@
 """The tokenizer's rule, device resolution (CPU vs CUDA where present) and the √d_k experiment."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -12,7 +17,10 @@ from attention_core import (
     scaling_experiment,
     tokenize,
 )
+from attention_core.device import cgroup_cpu_quota
 from tests import numerics as nm
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.numeric
 
@@ -85,3 +93,51 @@ def test_scaling_experiment_shows_variance_grows_with_d_k():
     assert max(result.max_weight_scaled) - min(result.max_weight_scaled) < 0.15
     again = scaling_experiment(d_ks=(1, 4, 16, 64, 256), n_keys=16, samples=4000, seed=0, device="cpu")
     assert again == result
+
+
+@pytest.mark.parametrize(
+    "files, quota",
+    [
+        ({"cpu.max": "200000 100000\n"}, 2.0),  # cgroup v2, `docker run --cpus 2`
+        ({"cpu.max": "150000 100000\n"}, 1.5),
+        ({"cpu.max": "max 100000\n"}, None),  # v2, no quota
+        ({"cpu/cpu.cfs_quota_us": "400000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 4.0),  # cgroup v1
+        ({"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}, None),  # v1, none
+        ({}, None),  # not Linux, or no cgroup filesystem
+    ],
+)
+def test_a_containers_cpu_quota_is_read_from_its_cgroup(tmp_path, files, quota):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cgroup_cpu_quota(tmp_path) == quota
+
+
+FIT = """
+import attention_core.device as device, torch
+device.usable_cores = lambda: {cores}
+print(device.fit_threads(share={share}), device.fit_threads(share=1), torch.get_num_threads())
+"""
+
+
+@pytest.mark.parametrize(
+    "cores, share, env, threads",
+    [
+        (1, 1, {}, 1),  # a container given one core computes on one thread, whatever the host has
+        (2, 2, {}, 1),  # two test workers share two cores
+        (64, 1, {}, None),  # never more than torch's own choice
+        (1, 1, {"OMP_NUM_THREADS": "2"}, 2),  # OMP_NUM_THREADS decides alone (deploy/ sets it per replica)
+    ],
+)
+def test_torch_computes_on_no_more_threads_than_usable_cores_once_per_process(cores, share, env, threads):
+    """In a fresh process: the first call decides, and a later one (the app, run by a test) keeps its choice."""
+    clean = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
+
+    def printed(script: str, env: dict) -> list[int]:
+        run = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        return [int(word) for word in run.stdout.split()]
+
+    fitted, again, torch_uses = printed(FIT.format(cores=cores, share=share), {**clean, **env})
+    (own,) = printed("import torch; print(torch.get_num_threads())", clean)
+    assert fitted == again == torch_uses == (threads if threads is not None else own)

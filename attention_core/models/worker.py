@@ -232,12 +232,12 @@ def _pickled(answer) -> bytes:
 
 
 def runs_at_once(cores: int) -> int:
-    """How many readers' runs go at once, for the cores torch would compute with (the machine's, or
-    OMP_NUM_THREADS): one per core, up to MAX_RUNS_AT_ONCE. Each run computes on one thread, always: a
-    matrix product split over more threads adds its parts in another order, and its last bits change
-    (MiniLM's q does on the 2-core machine), so a run's numbers would depend on the machine's cores. Two
-    threads hardly speed up a run of these small models (SmolLM2, 12 tokens: 139-145 ms on one, 115-139 ms
-    on two), where two runs side by side take two readers' sentences in the time of little more than one."""
+    """How many readers' runs go at once, for the cores this process may use (attention_core.device.fit_threads: its
+    affinity and container quota, or OMP_NUM_THREADS): one per core, up to MAX_RUNS_AT_ONCE. Each run computes on
+    one thread, always: a matrix product split over more threads adds its parts in another order, and its last bits
+    change (MiniLM's q does on the 2-core machine), so a run's numbers would depend on the machine's cores. Two
+    threads hardly speed up a run of these small models (SmolLM2, 12 tokens: 139-145 ms on one, 115-139 ms on two),
+    where two runs side by side take two readers' sentences in the time of little more than one."""
     return max(1, min(cores, MAX_RUNS_AT_ONCE))
 
 
@@ -246,9 +246,11 @@ def serve() -> None:
     standard error: the standard output carries only answers."""
     import torch
 
+    from attention_core.device import fit_threads
+
     requests, answers = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    runs = runs_at_once(torch.get_num_threads())  # torch's count: the cores, or OMP_NUM_THREADS
+    runs = runs_at_once(fit_threads())  # the cores this process may use, or OMP_NUM_THREADS
     torch.set_num_threads(RUN_THREADS)
     if hasattr(os, "nice"):  # not on Windows
         os.nice(NICENESS)

@@ -24,7 +24,7 @@ chart.preload()
 from attention_core.device import fit_threads  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
-from ui.classroom import class_bar, send_view  # noqa: E402
+from ui.classroom import class_bar, in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402
 from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
@@ -36,17 +36,19 @@ check_link()  # before any bound widget reads the URL: Streamlit drops the value
 st.html(READABLE_CSS)  # style only: takes no room on the page
 page = st.navigation([spec.page() for spec in PAGES])
 forget_other_pages(page.title)
+show_followed_view()  # a follower's: the lecturer's new view, found by the class bar's last check
 go_to_view()  # a deck's next view, asked for by → past a slide's end (ui/decks.py)
-sidebar(BY_TITLE[page.title].reads)
-st.sidebar.button(
-    "+ add this view to the deck",
-    key="deck_add",
-    on_click=add_view,
-    args=(page.title,),
-    help="Adds this page, its settings and the slide shown to the open deck (the Decks page).",
-)
-presentation_bar(page.title)
-show_link_refusals()
-class_bar()  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
-page.run()
-send_view(page.title)  # a lecturer's view, as the page left it, goes to the class
+with in_turn():  # a class's followers' pages, drawn in turn when the lecturer steps (ui/classroom.py)
+    sidebar(BY_TITLE[page.title].reads)
+    st.sidebar.button(
+        "+ add this view to the deck",
+        key="deck_add",
+        on_click=add_view,
+        args=(page.title,),
+        help="Adds this page, its settings and the slide shown to the open deck (the Decks page).",
+    )
+    presentation_bar(page.title)
+    show_link_refusals()
+    class_bar()  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
+    page.run()
+    send_view(page.title)  # a lecturer's view, as the page left it, goes to the class

@@ -8,6 +8,7 @@
     answer     one answer per student session, one of the options, changeable until the reveal; at most
                MAX_ANSWERS per question
     reveal     the distribution beside the real answer
+    answers_csv  every question the class was asked, in order, with its answers counted (anonymous)
     join       a code typed by hand: rate-limited per client (MAX_TRIES a minute), so that guessing is slow
 
 Only the holder of the secret can lead, ask or reveal: anything else is refused (Refused, naming what and why),
@@ -59,6 +60,7 @@ class Question:
     options: tuple[str, ...]
     answer: str  # the real answer, from the numbers on screen
     revealed: bool = False
+    at: float = 0.0  # when it was asked (time.time())
 
 
 def _hash(secret: str) -> str:
@@ -66,7 +68,7 @@ def _hash(secret: str) -> str:
 
 
 def _keys(code: str) -> dict[str, str]:
-    return {part: f"class:{code}:{part}" for part in ("lead", "view", "question", "answers")}
+    return {part: f"class:{code}:{part}" for part in ("lead", "view", "question", "answers", "asked")}
 
 
 def start(store: Store) -> tuple[str, str]:
@@ -135,13 +137,15 @@ def view(store: Store, code: str) -> View | None:
 
 
 def ask(store: Store, code: str, secret: str, text: str, options: list[str], answer: str) -> Question:
-    """A question on what is on screen; its answers start empty."""
+    """A question on what is on screen; its answers start empty. The question before it is kept, with its answers
+    counted, for answers_csv."""
     code = _as_lecturer(store, code, secret)
     options = tuple(dict.fromkeys(str(option) for option in options))
     if not 2 <= len(options) <= MAX_OPTIONS or answer not in options:
         raise Refused(f"a question has 2 to {MAX_OPTIONS} different options, the answer among them")
-    question = Question(secrets.token_hex(4), str(text)[:300], options, answer)
+    question = Question(secrets.token_hex(4), str(text)[:300], options, answer, at=time.time())
     keys = _keys(code)
+    _keep(store, code)
     store.forget(keys["answers"])
     store.put(keys["question"], json.dumps(dataclasses.asdict(question)), IDLE_SECONDS)
     return question
@@ -190,13 +194,24 @@ def reveal(store: Store, code: str, secret: str) -> Question:
     return shown
 
 
-def answers_csv(store: Store, code: str, secret: str) -> str:
-    """The open question's answers as CSV, anonymous: one row per option, its count, and whether it is right."""
-    code = _as_lecturer(store, code, secret)
+def _keep(store: Store, code: str) -> None:
+    """The open question, with its answers counted, among the class's questions asked before (for answers_csv)."""
     asked = question(store, code)
+    if asked is not None:
+        kept = {**dataclasses.asdict(asked), "counts": tally(store, code)}
+        store.put_in(_keys(code)["asked"], asked.key, json.dumps(kept), IDLE_SECONDS)
+
+
+def answers_csv(store: Store, code: str, secret: str) -> str:
+    """Every question the class was asked, in the order asked, as CSV, anonymous: one row per option, with how many
+    chose it and whether it is the answer; `revealed` says whether the class saw the answer."""
+    code = _as_lecturer(store, code, secret)
+    _keep(store, code)  # the open question's answers as they are now
+    asked = sorted((json.loads(raw) for raw in store.all_in(_keys(code)["asked"]).values()), key=lambda q: q["at"])
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["question", "option", "answers", "right"])
-    for option, count in tally(store, code).items():
-        writer.writerow([asked.text, option, count, option == asked.answer])
+    writer.writerow(["number", "question", "option", "answers", "right", "revealed"])
+    for number, kept in enumerate(asked, 1):
+        for option, count in kept["counts"].items():
+            writer.writerow([number, kept["text"], option, count, option == kept["answer"], kept["revealed"]])
     return out.getvalue()

@@ -49,14 +49,30 @@ def start_or_join() -> None:
 
 def leading(here: dict) -> None:
     code = here["code"]
-    st.markdown(f"## Join code: `{code}`")
-    st.markdown(
-        f"Students open **/class?join={code}** on this server, or type the code on this page. Everything you show "
-        "from now on is shown to them within a couple of seconds."
-    )
-    st.markdown("Your private link, to lead from another window (keep it to yourself: whoever holds it leads):")
-    st.code(f"/class?lead={code}&key={here['secret']}", language=None, wrap_lines=True)
-    st.button("End the class here", on_click=classroom.leave, key="class_end")
+    link = classroom.join_link(code)
+    words, picture = st.columns([3, 2])
+    with words:
+        st.markdown(f"## Join code: `{code}`")
+        st.markdown(
+            f"Students open **{link}**, scan the code beside it, or type the code on this page. Everything you show "
+            "from now on is shown to them within a couple of seconds."
+        )
+        st.markdown("Your private link, to lead from another window (keep it to yourself: whoever holds it leads):")
+        st.code(f"/class?lead={code}&key={here['secret']}", language=None, wrap_lines=True)
+        table = classroom.answers_csv()
+        row = st.container(horizontal=True)
+        row.download_button(
+            "Download the answers (CSV)",
+            table or "",
+            file_name=f"class-{code}-answers.csv",
+            mime="text/csv",
+            key="class_csv",
+            disabled=table is None,
+            help="Every question asked, each option's count and the answer; no names",
+        )
+        row.button("End the class here", on_click=classroom.leave, key="class_end")
+    with picture:
+        classroom.show_qr(link, f"Scan to join class {code}: {link}")
 
 
 main()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from figures.style import markdown_literal
-from ui import decks
+from ui import classroom, decks
 from ui.show import friendly_errors
 from ui.sidebar import current_settings
 
@@ -98,7 +98,15 @@ def main() -> None:
         if deck is None:
             st.info("No deck is open: open a lecture's deck above, load one below, or add views from any page.")
         else:
-            st.button("▶ Present from view 1", key="deck_present", on_click=_present, type="primary")
+            row = st.container(horizontal=True)
+            row.button("▶ Present from view 1", key="deck_present", on_click=_present, type="primary")
+            if classroom.room() is None:  # students' laptops follow every view presented (the Class page)
+                row.button(
+                    "🏫 Start a class",
+                    key="deck_class",
+                    on_click=classroom.start,
+                    help="Students follow your views on their own screens: the join code shows above",
+                )
             _views(deck)
             left, right = st.columns(2)
             left.download_button(

@@ -25,6 +25,7 @@ from attention_core.training import (
     load_lecture_model,
     train,
 )
+from attention_core.training.background import live
 from figures.training import shown_against
 from tests.plotly_spec import decode
 from tests.test_app import ROOT, TIMEOUT, chart_titled, no_problems, panel, shown
@@ -156,8 +157,10 @@ def opened(params: dict) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update(params)
     at.switch_page("pages/training.py").run()
-    if "training" in at.session_state:
-        at.session_state["training"].join(timeout=120)
+    # The run the page shows: this session's, or one of the same config that another test's session started and
+    # that may still be training (runs are shared).
+    for training in live():
+        training.join(timeout=120)
     return at.run()
 
 
@@ -256,9 +259,18 @@ def test_a_run_that_did_not_learn_it_is_told_so_with_its_numbers():
 
 
 def test_a_link_to_a_step_the_run_does_not_keep_is_named():
-    at = opened({"t_step": "99999"})
+    """The step is named and left out: the page is as the link without it shows it. With no run of the link's
+    config, that is step 0 and ▶ Train; with one (another reader's, shared), its last step."""
+    refusal = "training step = '99999', which is not used: it must be one of 0, 10, 20"
+    fresh = opened({"t_step": "99999", "seed": "12"})  # a seed no other test trains
+    no_problems(fresh)
+    assert any(refusal in w.value for w in fresh.warning)
+    assert "training" not in fresh.session_state and not [s for s in fresh.select_slider if s.key == "t_step"]
+    assert fresh.button(key="t_start").label == "▶ Train"
+    opened({"t_step": "200", "seed": "11"})  # a reader's link trains seed 11: the run is shared from then on
+    at = opened({"t_step": "99999", "seed": "11"})
     no_problems(at)
-    assert any("training step = '99999', which is not used: it must be one of 0, 10, 20" in w.value for w in at.warning)
+    assert any(refusal in w.value for w in at.warning)
     assert at.select_slider(key="t_step").value == TrainingConfig().steps  # the last step, as with no link
 
 

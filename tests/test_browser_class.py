@@ -4,11 +4,19 @@ lecturer link and a guessed code are refused on the page."""
 
 from __future__ import annotations
 
+import asyncio
+import csv
+import io
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
+import zxingcpp
+from PIL import Image
 
-from tests.browser import check_view, screenshot, settled
+from bench.bench_class import TIMEOUT, lecture
+from tests.browser import OVERFLOW, check_view, screenshot, settled
 
 pytestmark = pytest.mark.browser
 
@@ -46,7 +54,9 @@ def test_a_student_follows_breaks_away_rejoins_answers_and_sees_the_reveal(serve
     student.get_by_role("button", name="Rejoin the class").click()
     student.get_by_text("1 head in parallel").wait_for(timeout=30000)  # where the lecturer is now
 
-    lecturer.get_by_role("button", name="Ask the class").click()
+    ask(lecturer, "Which head looks at the previous token?")  # Multi-head shows one head: nothing to ask
+    lecturer.get_by_text("the question was not asked: a question about heads needs 2 to 12 heads").wait_for()
+    ask(lecturer, "Which token does the last one weigh most?")
     question = "In head 1, which token does the last one, 'bright', weigh most?"
     student.get_by_text(question).wait_for(timeout=30000)
     student.get_by_text("The", exact=True).first.click()  # first one answer, then another: it replaces the first
@@ -61,18 +71,66 @@ def test_a_student_follows_breaks_away_rejoins_answers_and_sees_the_reveal(serve
     check_view(lecturer, "the lecturer's reveal", charts=True)
     screenshot(lecturer, "class-lecturer-reveal")
 
+    lecturer.get_by_role("link", name="Class").click()  # the join code's page: a QR code a phone can read
+    lecturer.get_by_text(f"Scan to join class {code}").wait_for(timeout=30000)
+    qr = lecturer.get_by_role("img", name=f"QR code of the join link {server}/class?join={code}")
+    read = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr.screenshot())))
+    assert [found.text for found in read] == [f"{server}/class?join={code}"]
+    with lecturer.expect_download() as download:
+        lecturer.get_by_role("button", name="Download the answers (CSV)").click()
+    rows = list(csv.reader(Path(download.value.path()).read_text().splitlines()))
+    assert rows[0] == ["number", "question", "option", "answers", "right", "revealed"]
+    assert ["1", question, "bright", "1", "True", "True"] in rows and len(rows) == 1 + len({r[2] for r in rows[1:]})
+    check_view(lecturer, "the lecturer's Class page", charts=False)
+    screenshot(lecturer, "class-lecturer-code")
+
+
+def test_every_follower_shows_every_step_of_a_deck_and_the_lecturer_counts_every_answer(server):
+    """Protocol-level sessions (bench/bench_class.py, which measures the figures with 60): a lecturer presents
+    lecture 002's deck and 4 followers poll as their browsers would. Every follower's page shows every view, on
+    the lecturer's page; no run of any session has an error box or a traceback (a follower whose first check came
+    inside a whole run once set a drawn widget's value); the lecturer's page counts all 4 answers."""
+    story = lecture(server, followers=4, decks=1, pids=[], views=4, talk=0.5)
+    with ThreadPoolExecutor(1) as apart:  # a thread of its own: Playwright's loop runs in this one
+        result = apart.submit(asyncio.run, story).result()
+    assert result["failures"] == []
+    assert result["views"] == 4 * 4 and result["answers"] == 4 and result["counted_after"] < TIMEOUT
+
+
+def ask(lecturer, kind: str) -> None:
+    """The lecturer's "Ask the class", then the kind of question."""
+    lecturer.get_by_role("button", name="Ask the class").click()
+    lecturer.get_by_role("button", name=kind).click()
+
 
 def test_a_forged_lecturer_link_and_a_guessed_code_are_refused(server, two):
+    """The class is started from the Decks page this time, beside the deck's ▶ Present."""
     lecturer, student = two
-    lecturer.goto(f"{server}/class")
-    lecturer.get_by_role("button", name="Start a class").click()
-    lecturer.get_by_text("Join code:").wait_for(timeout=30000)
-    code = lecturer.locator("code").first.inner_text().strip()
+    lecturer.goto(f"{server}/decks")
+    lecturer.locator(".st-key-deck_shipped_lecture-002 button").click()
+    lecturer.get_by_role("button", name="🏫 Start a class").click()
+    bar = lecturer.get_by_text("Leading class")
+    bar.wait_for(timeout=30000)
+    code = bar.locator("strong").inner_text().strip()
     student.goto(f"{server}/class?lead={code}&key=not-the-secret")
     student.get_by_text(f"leading: only the lecturer of class {code} can do that").wait_for(timeout=30000)
     student.goto(f"{server}/class?join=ZZZZZZ")
     student.get_by_text("there is no class ZZZZZZ").wait_for(timeout=30000)
     check_view(student, "a guessed code refused", charts=False)
+
+    # The lecturer presents the deck: the student who joins sees the same slide, presented, and both pages, bar and
+    # all, fit a 1400x900 screen.
+    student.goto(f"{server}/class?join={code}")
+    student.get_by_text(f"Following the lecturer of class {code}").wait_for(timeout=30000)
+    lecturer.get_by_role("button", name="▶ Present from view 1").click()
+    for shown in (lecturer, student):
+        shown.wait_for_url("**present=true**", timeout=30000)
+        shown.get_by_role("button", name="next →").wait_for(timeout=30000)
+        settled(shown)
+        assert shown.evaluate(OVERFLOW) <= 2, "a presented slide with the class's bar needs scrolling at 1400x900"
+        check_view(shown, "a presented slide in a class", charts=True)
+    screenshot(lecturer, "class-lecturer-presenting")
+    screenshot(student, "class-student-following-a-slide")
 
 
 @pytest.mark.slow

@@ -124,12 +124,18 @@ def test_a_question_takes_one_answer_per_student_until_the_reveal(store):
     assert shown.revealed and shown.answer == "cat"
     with pytest.raises(Refused, match="answers are closed"):
         classes.answer(store, code, asked.key, "s4", "the")
-    rows = classes.answers_csv(store, code, secret).splitlines()
-    asked_text = "Which key does 'it' weigh most?"
-    expected = [
-        f"{asked_text},{option},{count},{option == 'cat'}" for option, count in (("the", 0), ("cat", 2), ("it", 1))
+    later = classes.ask(store, code, secret, "Which head looks back?", ["head 1", "head 2"], "head 2")
+    classes.answer(store, code, later.key, "s1", "head 2")
+    rows = classes.answers_csv(store, code, secret).splitlines()  # every question, in order; the open one too
+    first = "Which key does 'it' weigh most?"
+    assert rows == [
+        "number,question,option,answers,right,revealed",
+        *(f"1,{first},{option},{n},{option == 'cat'},True" for option, n in (("the", 0), ("cat", 2), ("it", 1))),
+        "2,Which head looks back?,head 1,0,False,False",
+        "2,Which head looks back?,head 2,1,True,False",
     ]
-    assert rows == ["question,option,answers,right", *expected]
+    with pytest.raises(Refused, match="only the lecturer"):
+        classes.answers_csv(store, code, "a student's guess")
 
 
 def test_answers_are_capped_per_question(store, monkeypatch):

@@ -18,10 +18,15 @@ from attention_core.training.model import TrainingConfig
 _live: weakref.WeakSet = weakref.WeakSet()  # the runs whose threads may be running
 
 
+def live() -> list[Training]:
+    """The runs whose threads may still be running, in this process."""
+    return list(_live)
+
+
 @atexit.register
 def _stop_all() -> None:
     """At exit, stop every run and wait for it: a thread killed inside torch aborts the process."""
-    for training in list(_live):
+    for training in live():
         training.stop()
         training.join(timeout=10)
 

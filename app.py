@@ -24,7 +24,8 @@ chart.preload()
 from attention_core.device import fit_threads  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
-from ui.classroom import class_bar, in_turn, send_view, show_followed_view  # noqa: E402
+from ui.class_bar import class_bar  # noqa: E402
+from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402
 from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
@@ -49,6 +50,6 @@ with in_turn():  # a class's followers' pages, drawn in turn when the lecturer s
     )
     presentation_bar(page.title)
     show_link_refusals()
-    class_bar()  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
+    class_bar(page.title)  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
     page.run()
     send_view(page.title)  # a lecturer's view, as the page left it, goes to the class

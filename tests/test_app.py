@@ -83,8 +83,9 @@ def test_walkthrough_default_is_lecture_000_with_the_engine_numbers(app):
     q = panel(app, "Q = X·W_Q")  # three side by side: the shapes move to the subtitle line to fit
     assert q.title == "Q = X·W_Q" and q.subtitle == "[5x8]·[8x4] = [5x4]"
     np.testing.assert_allclose(q.z, trace.q[0].numpy(), rtol=1e-6)
-    # One figure per stage (the weights' peakiness bars beside them, the KV cache at these sizes and published ones).
-    assert len(charts(app)) == 11
+    # One figure per stage (the weights' peakiness bars beside them, the KV cache at these sizes and published ones,
+    # the tiles' steps).
+    assert len(charts(app)) == 12
     shown = stages_for(trace)
     assert stage_headings(app)[: len(shown)] == [heading(stage.key, trace) for stage in shown]
 

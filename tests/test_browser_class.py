@@ -72,6 +72,10 @@ def test_a_student_follows_breaks_away_rejoins_answers_and_sees_the_reveal(serve
     screenshot(lecturer, "class-lecturer-reveal")
 
     lecturer.get_by_role("link", name="Class").click()  # the join code's page: a QR code a phone can read
+    lecturer.get_by_role("button", name="Ask the class").click()  # no numbers of the sidebar's here: none to ask
+    lecturer.get_by_text("open one of them to ask").wait_for(timeout=30000)
+    assert lecturer.get_by_role("button", name="Which token does the last one weigh most?").is_disabled()
+    lecturer.keyboard.press("Escape")
     lecturer.get_by_text(f"Scan to join class {code}").wait_for(timeout=30000)
     qr = lecturer.get_by_role("img", name=f"QR code of the join link {server}/class?join={code}")
     read = zxingcpp.read_barcodes(Image.open(io.BytesIO(qr.screenshot())))

@@ -79,13 +79,14 @@ def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal
 def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
     keys = [stage.key for stage in STAGES]
     assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "mask", "weights",
-                    "context", "output", "absorb", "cache"]  # fmt: skip
+                    "context", "output", "absorb", "cache", "tiles"]  # fmt: skip
     assert heading("scaled_scores", causal_trace) == "5 · Scale by √d_k"  # numbered among the stages MHA shows
     assert [stage.key for stage in grid_stages()] == ["scores", "scaled_scores", "mask", "weights"]
-    plain = ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output", "cache"]
+    plain = ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output", "cache",
+             "tiles"]  # fmt: skip
     assert [stage.key for stage in stages_for(causal_trace)] == plain
     captured = dataclasses.replace(causal_trace, x=None, params={}, output=None)
-    assert [stage.key for stage in stages_for(captured)] == plain[2:-1]  # a real model's trace starts at Q, K, V
+    assert [stage.key for stage in stages_for(captured)] == plain[2:-2]  # a real model's trace starts at Q, K, V
     assert BY_KEY["context"].per_query is not None
     with pytest.raises(ValueError, match="stage must be one of x, projections"):
         stage_view(causal_trace, "scaled")

@@ -1,5 +1,6 @@
 """The class in the room on every page (issue 42): the lecturer's view goes to the class after each run; a follower's
-page checks the class every POLL_SECONDS and shows the lecturer's view when it changes; questions and answers.
+page checks the class every POLL_SECONDS and shows the lecturer's view when it changes, drawn in turn; the join
+link and its QR code; the answers as CSV. The bar above every page is ui/class_bar.py.
 
 The class's rules and store are classroom/ (no Streamlit there). The store is chosen by ATTENTION_CLASS_STORE:
 unset, the server's own memory (one server); "sqlite:PATH", a SQLite file in WAL mode; "redis://host:port/db",
@@ -18,7 +19,7 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from classroom import classes, questions
+from classroom import classes
 from classroom.classes import Refused
 from classroom.store import MemoryStore, RedisStore, SqliteStore, Store, StoreDown
 from figures.style import markdown_literal
@@ -54,7 +55,7 @@ def room() -> dict | None:
     return st.session_state.get(CLASS)
 
 
-def _refused(what: str, error: Exception) -> None:
+def refused(what: str, error: Exception) -> None:
     """A refusal or a lost store: named on the page and in the server's log, never a traceback."""
     log.info("class: %s refused: %s", what, error)
     st.session_state["class_refusal"] = f"{what}: {error}"
@@ -64,7 +65,7 @@ def start() -> None:
     try:
         code, secret = classes.start(class_store())
     except (Refused, StoreDown) as error:
-        _refused("the class was not started", error)
+        refused("the class was not started", error)
         return
     st.session_state[CLASS] = {"code": code, "role": "lecturer", "secret": secret, "sent": ""}
 
@@ -75,7 +76,7 @@ def join(code: str) -> None:
     try:
         classes.join(class_store(), code, student)
     except (Refused, StoreDown) as error:
-        _refused(f"joining {str(code)[:12]!r}", error)
+        refused(f"joining {str(code)[:12]!r}", error)
         return
     st.session_state[CLASS] = {"code": code.strip().upper(), "role": "student", "version": 0, "away": False}
     st.session_state.pop("class_refusal", None)
@@ -86,7 +87,7 @@ def lead_from_link(code: str, secret: str) -> None:
     try:
         classes.lead_check(class_store(), code, secret)
     except (Refused, StoreDown) as error:
-        _refused("leading", error)
+        refused("leading", error)
         return
     st.session_state[CLASS] = {"code": code.strip().upper(), "role": "lecturer", "secret": secret, "sent": ""}
 
@@ -119,7 +120,7 @@ def answers_csv() -> str | None:
     try:
         return classes.answers_csv(class_store(), here["code"], here["secret"])
     except (Refused, StoreDown) as error:
-        _refused("the answers could not be read", error)
+        refused("the answers could not be read", error)
         return None
 
 
@@ -155,7 +156,7 @@ def send_pending(here: dict) -> None:
         here["lost"] = True  # the lecturer keeps presenting; the bar tries again every second
     except Refused as error:
         del here["pending"]
-        _refused("the class did not take the view", error)
+        refused("the class did not take the view", error)
 
 
 def _shown(view: classes.View) -> decks.View | None:
@@ -183,7 +184,7 @@ def follow() -> None:
     here["version"] = now.version
     shown = _shown(now)
     if shown is None:
-        _refused("the lecturer's view", Refused(f"{now.page} is not a view this app can show"))
+        refused("the lecturer's view", Refused(f"{now.page} is not a view this app can show"))
         return
     # Shown on a run from the top, before the sidebar's widgets are drawn: this check may run inside a whole
     # run, after them, where Streamlit refuses to set a widget's value.
@@ -204,7 +205,7 @@ def in_turn():
     """Around the page's drawing: a follower's page showing the lecturer's new view waits for one of
     FOLLOWERS_AT_ONCE turns. When the lecturer steps, every follower's page is drawn again within the second;
     drawn all at once, each thread of the server takes its turn on the one core Python code runs on, and every
-    page is finished only when all are (measured: median 2.9 s, p95 3.5 s for 60; in turn, 1.9 s and 2.6 s)."""
+    page is finished only when all are (measured for 60: median 2.9 s, p95 3.5 s; in turn 1.9 s and 2.4-2.6 s)."""
     turn = st.session_state.pop(IN_TURN, False) and FOLLOWER_TURNS.acquire(timeout=TURN_WAIT_SECONDS)
     try:
         yield
@@ -220,165 +221,3 @@ def break_away() -> None:
 def rejoin() -> None:
     here = room()
     here["away"], here["version"] = False, 0  # the lecturer's view now, on the next check
-
-
-# ------------------------------------------------------------------------------------------------
-# The bar above every page: who is followed and how; the question; the lecturer's controls.
-
-
-def ask(kind: str) -> None:
-    """Ask the class a question of kind `kind` (classroom.questions) about the sidebar's sentence, as the pages
-    compute it."""
-    from ui.sidebar import current_settings
-    from ui.traces import trace_for
-
-    here = room()
-    try:
-        text, options, answer = questions.BY_KEY[kind].build(trace_for(current_settings()))
-        classes.ask(class_store(), here["code"], here["secret"], text, options, answer)
-    except (Refused, StoreDown, ValueError) as error:
-        _refused("the question was not asked", error)
-
-
-def reveal() -> None:
-    here = room()
-    try:
-        classes.reveal(class_store(), here["code"], here["secret"])
-    except (Refused, StoreDown) as error:
-        _refused("the answer was not revealed", error)
-
-
-def _answer(key: str, widget: str) -> None:
-    here = room()
-    try:
-        classes.answer(class_store(), here["code"], key, st.session_state[STUDENT], st.session_state[widget])
-    except (Refused, StoreDown) as error:
-        _refused("your answer was not taken", error)
-
-
-def class_bar() -> None:
-    """Above every page: the class's bar, and any refusal of the run before."""
-    if refusal := st.session_state.pop("class_refusal", None):
-        st.warning(markdown_literal(refusal), icon="🏫")
-    here = room()
-    if here is not None:
-        (_student_bar if here["role"] == "student" else _lecturer_bar)()
-
-
-def _student_bar() -> None:
-    _check_the_class()
-    here = room()
-    if here is None:
-        return
-    code = here["code"]
-    row = st.container(horizontal=True, vertical_alignment="center")
-    if here.get("lost"):
-        row.caption(f"The link to class {code} is lost: this is the last view it showed. It resumes by itself.")
-    elif here["away"]:
-        row.caption(f"On your own: class {code} goes on without you.")
-        row.button("Rejoin the class", on_click=rejoin, key="class_rejoin")
-    else:
-        row.caption(f"Following the lecturer of class {code}: this page changes when theirs does.")
-        row.button("Break away", on_click=break_away, key="class_away")
-    _question_for_student(code)
-
-
-@st.fragment(run_every=POLL_SECONDS)
-def _check_the_class() -> None:
-    """A student's page asks the class every POLL_SECONDS, and draws nothing: only when the lecturer's view, the
-    question or the link to the store has changed does the page run again (from the top, bar and all). A class
-    of 60 checks 60 times a second, so a check must cost next to nothing (bench/bench_class.py)."""
-    follow()  # a new view: the page runs again
-    here = room()
-    if here is None or here["role"] != "student":
-        return
-    try:
-        asked = classes.question(class_store(), here["code"])
-        shown = (here.get("lost"), asked and (asked.key, asked.revealed))
-    except StoreDown:
-        shown = (True, here.get("bar", (None, None))[1])
-    if shown != here.setdefault("bar", shown):
-        here["bar"] = shown
-        st.rerun()
-
-
-def _question_now(code: str) -> tuple[classes.Question | None, dict[str, int]]:
-    """The class's question and its answers so far (StoreDown where the store cannot be reached)."""
-    asked = classes.question(class_store(), code)
-    return asked, classes.tally(class_store(), code) if asked else {}
-
-
-def _question_for_student(code: str) -> None:
-    try:
-        asked, counts = _question_now(code)
-    except StoreDown:
-        return
-    if asked is None:
-        return
-    if asked.revealed:
-        _distribution(asked, counts)
-        return
-    widget = f"class_answer_{asked.key}"
-    st.radio(
-        asked.text,
-        asked.options,
-        index=None,
-        key=widget,
-        on_change=_answer,
-        args=(asked.key, widget),
-        horizontal=True,
-        help="One answer each, anonymous; change it until the lecturer reveals the answer.",
-    )
-
-
-def _distribution(asked: classes.Question, counts: dict[str, int]) -> None:
-    """The class's answers as bars, the right one named (from the numbers on screen)."""
-    import pandas as pd
-
-    st.markdown(f"**{markdown_literal(asked.text)}** The answer: **{markdown_literal(asked.answer)}** ✓")
-    right, other = "the answer", "other answers"
-    table = pd.DataFrame(
-        {
-            "option": list(counts),
-            right: [n if option == asked.answer else 0 for option, n in counts.items()],
-            other: [0 if option == asked.answer else n for option, n in counts.items()],
-        }
-    )
-    st.bar_chart(table, x="option", y=[right, other], color=["#1a7f5a", "#8a8a8a"], horizontal=True, sort=False,
-                 x_label="", y_label="students", height=80 + 28 * len(counts))  # fmt: skip
-
-
-def _lecturer_bar() -> None:
-    here = room()
-    code = here["code"]
-    row = st.container(horizontal=True, vertical_alignment="center")
-    row.caption(f"Leading class **{code}**: students join with the code on the Class page, or at /class?join={code}")
-    with row.popover("Ask the class", help="A question on the numbers on screen; the answer comes from them"):
-        for kind in questions.KINDS:
-            st.button(kind.label, on_click=ask, args=(kind.key,), key=f"class_ask_{kind.key}")
-    _answers_so_far(code)
-
-
-@st.fragment(run_every=POLL_SECONDS)
-def _answers_so_far(code: str) -> None:
-    here = room()
-    if here is None:
-        return
-    send_pending(here)
-    try:
-        asked, counts = _question_now(code)
-        here["lost"] = "pending" in here  # reached again, with the last view still to send
-    except StoreDown:
-        here["lost"] = True
-    if here.get("lost"):
-        st.caption("The class store is unreachable: your students keep your last view, and get this one when it "
-                   "returns. You keep presenting.")  # fmt: skip
-        return
-    if asked is None:
-        return
-    if asked.revealed:
-        _distribution(asked, counts)
-        return
-    row = st.container(horizontal=True, vertical_alignment="center")
-    row.caption(f"{markdown_literal(asked.text)} {sum(counts.values())} answered so far.")
-    row.button("Reveal", on_click=reveal, key="class_reveal")

@@ -20,6 +20,8 @@ from figures.stages.outputs import (
 from figures.stages.panels import Drawn
 from figures.stages.records import Option, Stage, StageView, any_trace, brought_by_variant, from_scratch, has_rotary
 from figures.stages.scores import build_mask, build_scaled, build_scores, build_weights
+from figures.stages.tiles import BLOCKS, build_tiles
+from figures.stages.tiles import applies as tiles_apply
 from figures.style import (
     DEFAULT_STYLE,
     Style,
@@ -169,6 +171,19 @@ STAGES: list[Stage] = [
             Option("kv_bytes", "bytes per number", tuple(BYTES), "fp16/bf16"),
             Option("kv_context", "context length (tokens)", tuple(CONTEXTS), "32k"),
         ),
+        brought=True,
+    ),
+    Stage(
+        "tiles",
+        "tiles",
+        "In tiles, as a GPU computes it",
+        r"\begin{aligned} m' &= \max(m, \max_j S_{ij}) \\ \ell &\leftarrow e^{m - m'}\ell + \textstyle\sum_j "
+        r"e^{S_{ij} - m'} \\ O &\leftarrow e^{m - m'} O + \textstyle\sum_j e^{S_{ij} - m'} V_j \end{aligned}",
+        "FlashAttention never writes the n×n matrix: it reads the keys a block at a time, keeping per query the top "
+        "score m, the sum ℓ, the output O.",
+        tiles_apply,
+        build_tiles,
+        options=(Option("tile_block", "keys per block", BLOCKS, "2"),),
         brought=True,
     ),
 ]

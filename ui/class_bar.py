@@ -10,7 +10,18 @@ from classroom import classes, questions
 from classroom.classes import Refused
 from classroom.store import StoreDown
 from figures.style import markdown_literal
-from ui.classroom import POLL_SECONDS, STUDENT, break_away, class_store, follow, refused, rejoin, room, send_pending
+from ui.classroom import (
+    POLL_SECONDS,
+    REFUSAL,
+    STUDENT,
+    break_away,
+    class_store,
+    follow,
+    refused,
+    rejoin,
+    room,
+    send_pending,
+)
 
 QUESTION_PAGES = ("Walkthrough", "Multi-head")  # pages that show the sidebar's sentence as questions compute it
 
@@ -47,7 +58,7 @@ def _answer(key: str, widget: str) -> None:
 
 def class_bar(page: str) -> None:
     """Above every page (`page`: its title): the class's bar, and any refusal of the run before."""
-    if refusal := st.session_state.pop("class_refusal", None):
+    if refusal := st.session_state.pop(REFUSAL, None):
         st.warning(markdown_literal(refusal), icon="🏫")
     here = room()
     if here is not None and here["role"] == "student":

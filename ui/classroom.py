@@ -35,6 +35,7 @@ FOLLOWERS_AT_ONCE = 1
 FOLLOWER_TURNS = threading.BoundedSemaphore(FOLLOWERS_AT_ONCE)
 TURN_WAIT_SECONDS = 5.0  # a page whose turn has not come by then is drawn anyway: no page waits on a slow one
 FOLLOWED = "class_followed"  # session state: the lecturer's view to show on the next run (follow)
+REFUSAL = "class_refusal"  # session state: the last refusal, said by the class's bar on the next run
 STUDENT = "class_student"  # session state: this browser session's anonymous id, for its one answer
 SLIDE = "slide"  # in a class's view: the slide shown (a deck view's stage)
 PRIVATE = frozenset({"join", "lead", "key"})  # the Class page's links: never part of a view the class sees
@@ -58,7 +59,7 @@ def room() -> dict | None:
 def refused(what: str, error: Exception) -> None:
     """A refusal or a lost store: named on the page and in the server's log, never a traceback."""
     log.info("class: %s refused: %s", what, error)
-    st.session_state["class_refusal"] = f"{what}: {error}"
+    st.session_state[REFUSAL] = f"{what}: {error}"
 
 
 def start() -> None:
@@ -79,7 +80,7 @@ def join(code: str) -> None:
         refused(f"joining {str(code)[:12]!r}", error)
         return
     st.session_state[CLASS] = {"code": code.strip().upper(), "role": "student", "version": 0, "away": False}
-    st.session_state.pop("class_refusal", None)
+    st.session_state.pop(REFUSAL, None)
 
 
 def lead_from_link(code: str, secret: str) -> None:

@@ -1,0 +1,80 @@
+"""Which keys each query keeps: the masks after MLA, one record each (issue 43), as the variants are.
+
+    full           every key (an encoder)
+    causal         the keys up to the query's own (a decoder)
+    window         the last w keys up to the query's own: Mistral's and Gemma's sliding window
+    sinks+window   the first s keys and the last w: StreamingLLM's attention sinks (Xiao et al. 2023)
+    top-k          of the keys a causal query sees, the k it scores highest (the rest weigh 0)
+
+A mask is a boolean [n, n], True where query i keeps key j. `cached(t, budget)` is what a decoder's KV cache
+must hold after t tokens for the mask to be exact: a window's stops growing at w, sinks plus window at s + w;
+top-k's does not shrink, since a later query may choose any earlier key."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+SINKS = 4  # StreamingLLM's number of sink tokens
+
+
+@dataclasses.dataclass(frozen=True)
+class Mask:
+    key: str
+    label: str
+    budget: str  # what its number is ("" where it has none): "w" the window, "k" the keys kept per query
+    keeps: Callable[..., torch.Tensor]  # (n, budget, scores) -> [n, n] bool
+    cached: Callable[[int, int], int]  # (tokens so far, budget) -> keys the cache must hold
+
+    def kept(self, n: int, budget: int = 0, scores: torch.Tensor | None = None) -> torch.Tensor:
+        """The [n, n] mask, True where query i keeps key j; `scores` [n, n] for a mask that chooses by them."""
+        if n < 1:
+            raise ValueError(f"a mask needs at least 1 token; got {n}")
+        if self.budget and budget < 1:
+            raise ValueError(f"{self.label}: {self.budget} must be at least 1; got {budget}")
+        return self.keeps(n, budget, scores)
+
+
+def _causal(n: int) -> torch.Tensor:
+    return torch.ones(n, n, dtype=torch.bool).tril()
+
+
+def _window(n: int, w: int) -> torch.Tensor:
+    """Key j for query i where i − w < j ≤ i."""
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return (j <= i) & (j > i - w)
+
+
+def _sinks_and_window(n: int, w: int, sinks: int = SINKS) -> torch.Tensor:
+    return _window(n, w) | (_causal(n) & (torch.arange(n)[None, :] < sinks))
+
+
+def _top_k(n: int, k: int, scores: torch.Tensor | None) -> torch.Tensor:
+    """Of the keys each query sees causally, the min(k, i + 1) it scores highest (ties: the earlier key)."""
+    if scores is None or tuple(scores.shape) != (n, n):
+        raise ValueError(f"top-k chooses by the scores: give them as [{n}, {n}]")
+    visible = _causal(n)
+    ranked = scores.masked_fill(~visible, float("-inf"))
+    chosen = ranked.argsort(dim=-1, descending=True, stable=True)[:, : min(k, n)]  # stable: ties keep order
+    kept = torch.zeros(n, n, dtype=torch.bool).scatter(1, chosen, True)
+    return kept & visible
+
+
+MASKS: dict[str, Mask] = {
+    mask.key: mask
+    for mask in (
+        Mask("full", "full", "", lambda n, budget, scores: torch.ones(n, n, dtype=torch.bool), lambda t, b: t),
+        Mask("causal", "causal", "", lambda n, budget, scores: _causal(n), lambda t, b: t),
+        Mask("window", "sliding window", "w", lambda n, w, scores: _window(n, w), lambda t, w: min(t, w)),
+        Mask(
+            "sinks",
+            f"{SINKS} sinks + window",
+            "w",
+            lambda n, w, scores: _sinks_and_window(n, w),
+            lambda t, w: min(t, SINKS + w),
+        ),
+        Mask("top_k", "top-k", "k", _top_k, lambda t, k: t),
+    )
+}

@@ -1,0 +1,72 @@
+"""The masks after MLA (issue 43 part 1, attention_core/masks.py), each against a reference built here: the sliding
+window against transformers' Mistral (its own eager attention, on a tiny random config), sinks plus window
+against a mask written out by hand, top-k row by row; and what a decoder's cache must hold under each."""
+
+import pytest
+import torch
+
+from attention_core.masks import MASKS, SINKS
+
+
+@pytest.mark.parametrize("window", [1, 3, 5])
+def test_the_sliding_window_is_mistrals(window):
+    from transformers import MistralConfig, MistralModel
+
+    config = MistralConfig(vocab_size=50, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                           num_attention_heads=2, num_key_value_heads=1, sliding_window=window,
+                           max_position_embeddings=64)  # fmt: skip
+    config._attn_implementation = "eager"
+    model = MistralModel(config).eval()
+    with torch.no_grad():
+        weights = model(torch.arange(9)[None], output_attentions=True).attentions[0][0]
+    assert torch.equal((weights > 0)[0], (weights > 0)[1])  # the window is the layer's, not a head's
+    assert torch.equal(MASKS["window"].kept(9, window), (weights > 0)[0])
+
+
+def test_sinks_and_window_keep_the_first_tokens_and_the_last_w():
+    n, w = 10, 3
+    by_hand = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        for j in range(i + 1):
+            by_hand[i, j] = j < SINKS or j > i - w
+    assert torch.equal(MASKS["sinks"].kept(n, w), by_hand)
+    assert by_hand[9].nonzero().flatten().tolist() == [0, 1, 2, 3, 7, 8, 9]
+
+
+def test_top_k_keeps_exactly_k_keys_per_query_the_highest_it_sees():
+    n, k = 8, 3
+    scores = torch.randn(n, n, generator=torch.Generator().manual_seed(0))
+    kept = MASKS["top_k"].kept(n, k, scores)
+    assert kept.sum(-1).tolist() == [min(k, i + 1) for i in range(n)]
+    assert not (kept & ~torch.ones(n, n, dtype=torch.bool).tril()).any()  # never a key after the query
+    for i in range(n):
+        seen = scores[i, : i + 1]
+        chosen = kept[i, : i + 1]
+        if (~chosen).any():
+            assert seen[chosen].min() >= seen[~chosen].max()
+    ties = torch.zeros(n, n)
+    assert MASKS["top_k"].kept(n, 2, ties)[5].nonzero().flatten().tolist() == [0, 1]  # equal scores: the earlier
+    with pytest.raises(ValueError, match=r"top-k chooses by the scores: give them as \[8, 8\]"):
+        MASKS["top_k"].kept(n, k)
+
+
+def test_full_and_causal_and_what_each_cache_must_hold():
+    assert MASKS["full"].kept(4).all() and torch.equal(MASKS["causal"].kept(4), torch.ones(4, 4).tril().bool())
+    holds = {key: [mask.cached(t, 3) for t in (1, 3, 6, 100)] for key, mask in MASKS.items()}
+    assert holds["causal"] == holds["top_k"] == [1, 3, 6, 100]  # grows with every token
+    assert holds["window"] == [1, 3, 3, 3]  # stops growing at w
+    assert holds["sinks"] == [1, 3, 6, 7] == [min(t, SINKS + 3) for t in (1, 3, 6, 100)]
+    for key, mask in MASKS.items():  # the cache holds every key the last query keeps
+        if key != "full":
+            kept = mask.kept(12, 3, torch.randn(12, 12, generator=torch.Generator().manual_seed(1)))
+            assert int(kept[-1].sum()) <= mask.cached(12, 3)
+
+
+@pytest.mark.parametrize("key, n, budget, refusal", [
+    ("window", 4, 0, "sliding window: w must be at least 1; got 0"),
+    ("top_k", 4, -1, "top-k: k must be at least 1; got -1"),
+    ("causal", 0, 0, "a mask needs at least 1 token; got 0"),
+])  # fmt: skip
+def test_a_mask_refuses_what_it_cannot_be(key, n, budget, refusal):
+    with pytest.raises(ValueError, match=refusal):
+        MASKS[key].kept(n, budget, torch.zeros(max(n, 1), max(n, 1)))

@@ -194,20 +194,27 @@ def reveal(store: Store, code: str, secret: str) -> Question:
     return shown
 
 
+def _with_counts(store: Store, code: str) -> dict | None:
+    """The open question with its answers counted, as answers_csv writes it (None where none is open)."""
+    asked = question(store, code)
+    return None if asked is None else {**dataclasses.asdict(asked), "counts": tally(store, code)}
+
+
 def _keep(store: Store, code: str) -> None:
     """The open question, with its answers counted, among the class's questions asked before (for answers_csv)."""
-    asked = question(store, code)
-    if asked is not None:
-        kept = {**dataclasses.asdict(asked), "counts": tally(store, code)}
-        store.put_in(_keys(code)["asked"], asked.key, json.dumps(kept), IDLE_SECONDS)
+    if (kept := _with_counts(store, code)) is not None:
+        store.put_in(_keys(code)["asked"], kept["key"], json.dumps(kept), IDLE_SECONDS)
 
 
 def answers_csv(store: Store, code: str, secret: str) -> str:
     """Every question the class was asked, in the order asked, as CSV, anonymous: one row per option, with how many
-    chose it and whether it is the answer; `revealed` says whether the class saw the answer."""
+    chose it and whether it is the answer; `revealed` says whether the class saw the answer. Reads only: the open
+    question is counted as it stands, the ones before as ask() kept them."""
     code = _as_lecturer(store, code, secret)
-    _keep(store, code)  # the open question's answers as they are now
-    asked = sorted((json.loads(raw) for raw in store.all_in(_keys(code)["asked"]).values()), key=lambda q: q["at"])
+    before = {key: json.loads(raw) for key, raw in store.all_in(_keys(code)["asked"]).items()}
+    if (now := _with_counts(store, code)) is not None:
+        before[now["key"]] = now
+    asked = sorted(before.values(), key=lambda q: q["at"])
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["number", "question", "option", "answers", "right", "revealed"])

@@ -110,15 +110,19 @@ def _question_now(code: str) -> tuple[classes.Question | None, dict[str, int]]:
     return asked, classes.tally(class_store(), code) if asked else {}
 
 
+def _none_or_revealed(asked: classes.Question | None, counts: dict[str, int]) -> bool:
+    """True where there is nothing more to draw: no question, or one revealed (its distribution drawn here)."""
+    if asked is not None and asked.revealed:
+        _distribution(asked, counts)
+    return asked is None or asked.revealed
+
+
 def _question_for_student(code: str) -> None:
     try:
         asked, counts = _question_now(code)
     except StoreDown:
         return
-    if asked is None:
-        return
-    if asked.revealed:
-        _distribution(asked, counts)
+    if _none_or_revealed(asked, counts):
         return
     widget = f"class_answer_{asked.key}"
     st.radio(
@@ -198,10 +202,7 @@ def _answers_so_far(code: str) -> None:
             "returns. You keep presenting."
         )
         return
-    if asked is None:
-        return
-    if asked.revealed:
-        _distribution(asked, counts)
+    if _none_or_revealed(asked, counts):
         return
     row = st.container(horizontal=True, vertical_alignment="center")
     row.caption(f"{markdown_literal(asked.text)} {sum(counts.values())} answered so far.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import html
 import io
 import os
@@ -102,16 +103,21 @@ def join_link(code: str) -> str:
 
 
 def show_qr(link: str, caption: str) -> None:
-    """The join link as a QR code for phones: a PNG that segno writes here (nothing leaves the machine), drawn with
-    the link as its text alternative (st.image gives an image none)."""
+    """The join link as a QR code for phones, drawn with the link as its text alternative (st.image gives an image
+    none)."""
+    alt = html.escape(f"QR code of the join link {link}", quote=True)
+    st.html(f'<img src="data:image/png;base64,{qr_png(link)}" alt="{alt}" width="300" height="300" class="class-qr">')
+    st.caption(markdown_literal(caption))
+
+
+@functools.lru_cache(maxsize=16)  # a class's link is drawn on every run of the lecturer's Class page
+def qr_png(link: str) -> str:
+    """The link's QR code as a base64 PNG, written here by segno (nothing leaves the machine)."""
     import segno
 
     out = io.BytesIO()
     segno.make(link, error="m").save(out, kind="png", scale=10, border=2)
-    png = base64.b64encode(out.getvalue()).decode()
-    alt = html.escape(f"QR code of the join link {link}", quote=True)
-    st.html(f'<img src="data:image/png;base64,{png}" alt="{alt}" width="300" height="300" class="class-qr">')
-    st.caption(markdown_literal(caption))
+    return base64.b64encode(out.getvalue()).decode()
 
 
 def answers_csv() -> str | None:

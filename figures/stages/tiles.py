@@ -9,7 +9,7 @@ from attention_core.tiling import TileStep, tiled_steps, traffic
 from figures.cache import amount
 from figures.heatmap import Panel
 from figures.stages.panels import laid_out, tokens_of
-from figures.stages.records import Built
+from figures.stages.records import Built, from_scratch
 from figures.style import Matrix, Style, Title
 
 BLOCKS = ("1", "2", "3", "4", "8", "16", "64", "256")  # keys per block; a real kernel takes 64 or 128
@@ -22,7 +22,7 @@ TOKENS_MOST = 512  # the stage shows for sentences up to this long (its maps are
 
 def applies(trace) -> bool:
     """A from-scratch trace of at most TOKENS_MOST tokens."""
-    return trace.x is not None and trace.n_tokens <= TOKENS_MOST
+    return from_scratch(trace) and trace.n_tokens <= TOKENS_MOST
 
 
 def shown(steps: list[TileStep]) -> list[int]:

@@ -61,7 +61,7 @@ def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1920, 1080, "dark"), (1400, 900, "light")])
-def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, browser, width, height, scheme):
+def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, browser, width, height, scheme, tmp_path):
     """On a projector the type grows: the loading snippet once ran past its block, which then scrolled sideways
     where no key could reach it (axe: scrollable-region-focusable). It wraps now."""
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
@@ -72,5 +72,16 @@ def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, brow
         settled(page)
         check_view(page, f"check presented at {width}x{height} ({scheme})", charts=False)
         screenshot(page, f"check-presented-{width}-{scheme}")
+        page.goto(f"{server}/check?present=true&heads=2&causal=true")  # the verdict, as the room sees it
+        inputs, settings = downloaded_inputs(page)
+        mine = tmp_path / "shifted.npz"
+        np.savez(mine, **student(inputs, settings, "mask_sees_next"))
+        page.locator("input[type=file]").set_input_files(str(mine))
+        says = page.get_by_text("The likely mistake: causal mask shifted by one")
+        says.wait_for(timeout=30000)
+        settled(page)
+        page.get_by_text("expected and yours").scroll_into_view_if_needed()  # the mistake and its row in view
+        check_view(page, f"check's verdict presented at {width}x{height} ({scheme})", charts=False)
+        screenshot(page, f"check-verdict-presented-{width}-{scheme}")
     finally:
         context.close()

@@ -4,11 +4,17 @@
     causal         the keys up to the query's own (a decoder)
     window         the last w keys up to the query's own: Mistral's and Gemma's sliding window
     sinks+window   the first s keys and the last w: StreamingLLM's attention sinks (Xiao et al. 2023)
-    top-k          of the keys a causal query sees, the k it scores highest (the rest weigh 0)
+    top-k          of the keys a causal query sees, the k it scores highest (the rest weigh 0), per head
+    DSA top-k      DeepSeek-V3.2's sparse attention: the k keys a "lightning indexer" scores highest, one choice
+                   for all of a layer's heads. Its indexer is I[t, s] = Σ_j w[t, j] · ReLU(q_I[t, j] · k_I[s]),
+                   small low-rank heads j with a weight each; `oracle_indexer` is that form with the layer's own
+                   queries and keys as the indexer's (every w = 1): the best such an indexer could learn to copy
 
 A mask is a boolean [n, n], True where query i keeps key j. `cached(t, budget)` is what a decoder's KV cache
 must hold after t tokens for the mask to be exact: a window's stops growing at w, sinks plus window at s + w;
-top-k's does not shrink, since a later query may choose any earlier key."""
+top-k's does not shrink, since a later query may choose any earlier key.
+
+`chooses` says what a mask reads besides n and its budget: nothing, the head's own scores, or the indexer's."""
 
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ class Mask:
     budget: str  # what its number is ("" where it has none): "w" the window, "k" the keys kept per query
     keeps: Callable[..., torch.Tensor]  # (n, budget, scores) -> [n, n] bool
     cached: Callable[[int, int], int]  # (tokens so far, budget) -> keys the cache must hold
+    chooses: str = ""  # "" fixed by position; "scores": each head's own; "indexer": one choice per layer
 
     def kept(self, n: int, budget: int = 0, scores: torch.Tensor | None = None) -> torch.Tensor:
-        """The [n, n] mask, True where query i keeps key j; `scores` [n, n] for a mask that chooses by them."""
+        """The [n, n] mask, True where query i keeps key j; `scores` [..., n, n] for a mask that chooses by them
+        (then the mask is [..., n, n]: one per head)."""
         if n < 1:
             raise ValueError(f"a mask needs at least 1 token; got {n}")
         if self.budget and budget < 1:
@@ -52,14 +60,24 @@ def _sinks_and_window(n: int, w: int, sinks: int = SINKS) -> torch.Tensor:
 
 
 def _top_k(n: int, k: int, scores: torch.Tensor | None) -> torch.Tensor:
-    """Of the keys each query sees causally, the min(k, i + 1) it scores highest (ties: the earlier key)."""
-    if scores is None or tuple(scores.shape) != (n, n):
-        raise ValueError(f"top-k chooses by the scores: give them as [{n}, {n}]")
-    visible = _causal(n)
+    """Of the keys each query sees causally, the min(k, i + 1) it scores highest (ties: the earlier key).
+    scores [..., n, n] (a head's, or every head's at once) -> a mask of the same shape."""
+    if scores is None or tuple(scores.shape[-2:]) != (n, n):
+        raise ValueError(f"top-k chooses by the scores: give them as [..., {n}, {n}]")
+    visible = _causal(n).to(scores.device)
     ranked = scores.masked_fill(~visible, float("-inf"))
-    chosen = ranked.argsort(dim=-1, descending=True, stable=True)[:, : min(k, n)]  # stable: ties keep order
-    kept = torch.zeros(n, n, dtype=torch.bool).scatter(1, chosen, True)
-    return kept & visible
+    k = min(k, n)
+    kth = ranked.topk(k, dim=-1).values[..., -1:]  # the k-th highest score of each row (a sort costs 5x more)
+    above = ranked > kth
+    tied = ranked == kth  # of the keys tied at the k-th score, the earliest fill the row's k places
+    places = k - above.sum(dim=-1, keepdim=True)
+    return (above | (tied & (tied.cumsum(dim=-1) <= places))) & visible
+
+
+def oracle_indexer(scaled_scores: torch.Tensor) -> torch.Tensor:
+    """DSA's indexer score with the layer's own heads as its heads, each weighed 1: Σ_h ReLU(scaled_scores[h]).
+    scaled_scores [h, n, n] -> [n, n], one choice for every head (ReLU: a key a head finds unlike counts 0)."""
+    return torch.relu(scaled_scores).sum(dim=0)
 
 
 MASKS: dict[str, Mask] = {
@@ -75,6 +93,7 @@ MASKS: dict[str, Mask] = {
             lambda n, w, scores: _sinks_and_window(n, w),
             lambda t, w: min(t, SINKS + w),
         ),
-        Mask("top_k", "top-k", "k", _top_k, lambda t, k: t),
+        Mask("top_k", "top-k", "k", _top_k, lambda t, k: t, chooses="scores"),
+        Mask("dsa", "DSA top-k", "k", _top_k, lambda t, k: t, chooses="indexer"),
     )
 }

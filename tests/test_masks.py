@@ -5,7 +5,7 @@ against a mask written out by hand, top-k row by row; and what a decoder's cache
 import pytest
 import torch
 
-from attention_core.masks import MASKS, SINKS
+from attention_core.masks import MASKS, SINKS, oracle_indexer
 
 
 @pytest.mark.parametrize("window", [1, 3, 5])
@@ -46,7 +46,7 @@ def test_top_k_keeps_exactly_k_keys_per_query_the_highest_it_sees():
             assert seen[chosen].min() >= seen[~chosen].max()
     ties = torch.zeros(n, n)
     assert MASKS["top_k"].kept(n, 2, ties)[5].nonzero().flatten().tolist() == [0, 1]  # equal scores: the earlier
-    with pytest.raises(ValueError, match=r"top-k chooses by the scores: give them as \[8, 8\]"):
+    with pytest.raises(ValueError, match=r"top-k chooses by the scores: give them as \[\.\.\., 8, 8\]"):
         MASKS["top_k"].kept(n, k)
 
 
@@ -70,3 +70,25 @@ def test_full_and_causal_and_what_each_cache_must_hold():
 def test_a_mask_refuses_what_it_cannot_be(key, n, budget, refusal):
     with pytest.raises(ValueError, match=refusal):
         MASKS[key].kept(n, budget, torch.zeros(max(n, 1), max(n, 1)))
+
+
+def test_top_k_over_every_head_at_once_is_each_heads_own_and_ties_fill_from_the_earliest():
+    n, k = 12, 4
+    scores = torch.randn(3, n, n, generator=torch.Generator().manual_seed(1)).round(decimals=0)  # many ties
+    together = MASKS["top_k"].kept(n, k, scores)
+    for head in range(3):
+        assert torch.equal(together[head], MASKS["top_k"].kept(n, k, scores[head]))
+        for i in range(n):  # against a stable sort, written here: highest first, ties in key order
+            order = sorted(range(i + 1), key=lambda j: (-float(scores[head, i, j]), j))[:k]
+            assert together[head, i].nonzero().flatten().tolist() == sorted(order)
+
+
+def test_dsa_chooses_one_set_of_keys_for_every_head_by_the_oracle_indexer():
+    n, k = 10, 3
+    scaled = torch.randn(4, n, n, generator=torch.Generator().manual_seed(2))
+    index = oracle_indexer(scaled)
+    by_hand = sum(torch.clamp(scaled[h], min=0) for h in range(4))  # Σ_h ReLU(q_h·k)
+    assert torch.allclose(index, by_hand)
+    kept = MASKS["dsa"].kept(n, k, index)
+    assert kept.shape == (n, n) and kept.sum(-1).tolist() == [min(k, i + 1) for i in range(n)]
+    assert MASKS["dsa"].chooses == "indexer" and MASKS["top_k"].chooses == "scores" and not MASKS["window"].chooses

@@ -46,6 +46,8 @@ def capture_attention(
 
     query [b, h, n, d_k]; key, value [b, h_kv, n, d]; attention_mask additive [b, 1, n, n] or None (a sliding
     window is in it); softcap: Gemma 2's c, which caps the scaled scores to c·tanh(s/c) before the mask.
+    kwargs may carry `attention_record` (a list: every stage is appended to it) and `dropping` (models/sparse.py's
+    Dropping: a window, sinks or top-k applied on top of the model's own mask).
     Returns (attn_output [b, n, h, d_v], weights [b, h, n, n]) like every AttentionInterface function.
     """
     unread = [name for name in UNREAD if kwargs.get(name) is not None]
@@ -63,6 +65,9 @@ def capture_attention(
     if softcap:
         scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
     masked = scaled_scores if attention_mask is None else scaled_scores + attention_mask
+    dropping = kwargs.get("dropping")  # a mask after MLA (models/sparse.py): the keys it drops go to −∞
+    if dropping is not None:
+        masked = dropping.apply(masked)
     weights = torch.softmax(masked, dim=-1, dtype=torch.float32).to(query.dtype)
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     context = weights @ value_all  # [b, h, n, d_v]

@@ -91,6 +91,10 @@ class ModelWorker:
     def generation_end(self, gen_id: str) -> None:
         self._ask("gen_end", gen_id)
 
+    def sweep_point(self, key: str, device: str, mask: str, budget: int):
+        """One point of the masks' sweep (sparse.measure): the model's loss on the sweep's text with the mask."""
+        return self._ask("sweep_point", key, device, mask, budget)
+
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -210,6 +214,12 @@ def _generation_end(gen_id: str) -> None:
     _generations().end(gen_id)
 
 
+def _sweep_point(key: str, device: str, mask: str, budget: int):
+    from attention_core.models.sparse import measure
+
+    return measure(_model(key, device), mask, budget)
+
+
 class _TensorsAsArrays(pickle.Pickler):
     """Pickles each tensor as the numpy array over its memory: a 30-layer trace (7 MB) pickles in 14 ms and
     unpickles in 7 ms, where torch's own reduction took 45 and 77 ms (the server pays the unpickling)."""
@@ -261,6 +271,7 @@ def serve() -> None:
         "gen_start": _generation_start,
         "gen_step": _generation_step,
         "gen_end": _generation_end,
+        "sweep_point": _sweep_point,
     }
     writing = threading.Lock()  # one answer at a time on the pipe
 

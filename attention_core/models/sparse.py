@@ -1,0 +1,143 @@
+"""The masks after MLA on a real model (issue 43): each mask of attention_core.masks applied inside a causal
+model's own attention, on an English text of SWEEP_TOKENS tokens, and what it costs the next-token prediction.
+
+    full causal      every key up to the query's own: the model as trained, the reference
+    window w         the last w keys
+    sinks + window   the first 4 keys and the last w (StreamingLLM, Xiao et al. 2023)
+    top-k            per head, the k keys it scores highest
+    DSA top-k        per layer, the k keys an indexer scores highest, shared by its heads (oracle_indexer)
+
+A point of the sweep is one forward pass with one mask at one budget. The mask is applied where the model's own
+mask is, inside capture_attention (the `dropping` argument, a Dropping): a dropped key's score becomes −∞ before
+the softmax, so the row's weights are spread over the keys it keeps. Per point:
+
+    loss            the mean next-token cross-entropy over the text's n − 1 predictions, in nats
+    lost[l, h]      the mean over rows of the weight head h of layer l would have given the keys it drops
+                    (its full causal softmax, in that same pass): how much of its attention the mask took away
+    keys_kept       the most keys a row keeps: w, 4 + w, or k, what a decoder's cache must hold at most (window
+                    and sinks) or what each query reads (top-k, DSA)
+
+Each point runs in the model worker on one thread (models/worker.py), so its numbers do not depend on the
+machine's cores, and several points run at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import torch
+
+from attention_core.masks import MASKS, SINKS, oracle_indexer
+
+SWEEP_TOKENS = 512
+BUDGETS = (8, 16, 32, 64, 128)  # w or k
+SWEPT = ("window", "sinks", "top_k", "dsa")  # the masks measured against full causal attention
+TEXT_FILE = Path(__file__).resolve().parents[1] / "data" / "sweep-text.txt"  # scripts/sweep_text.py writes it
+
+
+def sweep_text() -> str:
+    """The text measured on: the user guide's prose (scripts/sweep_text.py), the project's own words."""
+    return TEXT_FILE.read_text(encoding="utf-8")
+
+
+def keys_kept(mask: str, budget: int) -> int:
+    """The most keys one row keeps under the mask at this budget (a full causal row at the text's end: n)."""
+    return budget + SINKS if mask == "sinks" else budget
+
+
+@dataclasses.dataclass
+class Dropping:
+    """What capture_attention applies besides the model's own mask, and what it notes of each layer.
+
+    mask: a key of MASKS; budget: its w or k. lost: one [h] tensor per layer, appended as the layers run."""
+
+    mask: str
+    budget: int
+    lost: list[torch.Tensor] = dataclasses.field(default_factory=list)
+
+    def apply(self, masked_scores: torch.Tensor) -> torch.Tensor:
+        """masked_scores [b, h, n, n]: the scaled scores plus the model's own additive mask. Returns them with
+        every key the mask drops at −∞, and notes each head's mean weight on those keys."""
+        mask, n = MASKS[self.mask], masked_scores.shape[-1]
+        if mask.chooses == "scores":
+            keep = mask.kept(n, self.budget, masked_scores)  # [b, h, n, n]: each head its own keys
+        elif mask.chooses == "indexer":
+            chosen = torch.stack([oracle_indexer(scores) for scores in masked_scores])  # [b, n, n]
+            keep = mask.kept(n, self.budget, chosen)[:, None]  # one choice for every head of the layer
+        else:
+            keep = mask.kept(n, self.budget).to(masked_scores.device)  # [n, n], the same for every head
+        full = torch.softmax(masked_scores, dim=-1, dtype=torch.float32)
+        self.lost.append((full * ~keep).sum(dim=-1).mean(dim=-1)[0].double().cpu())  # [h]
+        return masked_scores.masked_fill(~keep, float("-inf"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One mask at one budget (mask "causal", budget 0: the model as trained)."""
+
+    mask: str
+    budget: int
+    loss: float  # nats per predicted token
+    lost: torch.Tensor  # [layers, heads] float64: mean weight each head's rows lose (0 for causal)
+
+    @property
+    def keys_kept(self) -> int:
+        return keys_kept(self.mask, self.budget)
+
+
+def sweep_ids(tokenizer, tokens: int = SWEEP_TOKENS) -> list[int]:
+    """The text's first `tokens` token ids, as the model's tokenizer makes them."""
+    ids = tokenizer(sweep_text())["input_ids"]
+    if len(ids) < tokens:
+        raise ValueError(f"the sweep's text gives {len(ids)} tokens for this tokenizer; it needs {tokens}")
+    return ids[:tokens]
+
+
+def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point:
+    """One point: the model's loss on the text with `mask` at `budget` in every layer ("causal", 0: as trained)."""
+    if loaded.lm is None:
+        raise ValueError(f"{loaded.info.title} is not a causal decoder: it predicts no next token to measure")
+    if mask != "causal" and (mask not in SWEPT or budget < 1):
+        raise ValueError(f"mask must be causal or one of {', '.join(SWEPT)} with a budget of 1 or more; got {mask}")
+    ids = torch.tensor([sweep_ids(loaded.tokenizer, tokens)], device=loaded.device)
+    dropping = Dropping(mask, budget) if mask != "causal" else None
+    with torch.inference_mode():
+        logits = loaded.lm(input_ids=ids, dropping=dropping, use_cache=False).logits[0].float()
+    loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:]).item()
+    n_heads = loaded.info.n_heads
+    lost = torch.stack(dropping.lost) if dropping else torch.zeros(loaded.info.n_layers, n_heads, dtype=torch.float64)
+    return Point(mask, budget, loss, lost)
+
+
+def plan() -> list[tuple[str, int]]:
+    """Every point of the sweep, the reference first."""
+    return [("causal", 0)] + [(mask, budget) for mask in SWEPT for budget in BUDGETS]
+
+
+def streaming_finding(points: list[Point]) -> str:
+    """StreamingLLM's finding put to the points: at each window, the window alone against it plus 4 sinks."""
+    by = {(p.mask, p.budget): p for p in points}
+    full = by[("causal", 0)].loss
+    rows = [
+        f"w = {w}: window +{by[('window', w)].loss - full:.3f}, sinks + window +{by[('sinks', w)].loss - full:.3f}"
+        for w in BUDGETS
+        if ("window", w) in by and ("sinks", w) in by
+    ]
+    return "; ".join(rows)
+
+
+def sweep(worker, key: str, device: str, done: dict | None = None, progress: Callable[[int, int], None] = print):
+    """Every point of plan() for the model, run in the model worker (several at once, as many as it runs), in
+    `done` ((mask, budget) -> Point, kept by the caller: what is there is not run again). progress(points done,
+    points in all) after each. Returns the points in plan()'s order."""
+    done = {} if done is None else done
+    missing = [point for point in plan() if point not in done]
+    with ThreadPoolExecutor(len(missing) or 1) as pool:  # the worker decides how many run at once
+        running = {pool.submit(worker.sweep_point, key, device, *point): point for point in missing}
+        for finished in as_completed(running):
+            done[running[finished]] = finished.result()
+            progress(len(done), len(plan()))
+    return [done[point] for point in plan()]

@@ -1,0 +1,52 @@
+"""Writes attention_core/data/sweep-text.txt, the English text the masks after MLA are measured on (issue 43):
+the user guide's prose, its markdown taken out (headings, code, tables and links' addresses), up to a little over
+the sweep's 512 tokens. The project's own words, so that the repository may ship them; not the lecture notes.
+
+    python scripts/sweep_text.py      (run again only to choose another text: the README's figures are of this one)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "docs" / "user-guide.md"
+TARGET = ROOT / "attention_core" / "data" / "sweep-text.txt"
+CHARACTERS = 4000  # about 800 of SmolLM2's tokens: enough for 512 whatever the tokenizer
+
+
+def prose(markdown: str) -> list[str]:
+    """The paragraphs of plain sentences: no headings, code blocks, tables or lines of code."""
+    paragraphs, inside_code = [], False
+    for block in re.split(r"\n\s*\n", markdown):
+        lines = [line.strip() for line in block.splitlines()]
+        if any(line.startswith("```") for line in lines):
+            inside_code = not inside_code if sum(line.startswith("```") for line in lines) % 2 else inside_code
+            continue
+        if inside_code or not lines or lines[0].startswith(("#", "|", "    ")):
+            continue
+        text = ""
+        for line in lines:  # a list's items one to a line, a paragraph's lines joined
+            item = re.sub(r"^(\d+\.|[-*])\s+", "", line)
+            text += ("\n" if item != line and text else " " if text else "") + item
+        text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)  # a link: its words
+        text = re.sub(r"[*`_]", "", text)
+        if text.count(" ") >= 8:  # a sentence, not a label
+            paragraphs.append(text)
+    return paragraphs
+
+
+def main() -> None:
+    chosen, length = [], 0
+    for paragraph in prose(SOURCE.read_text(encoding="utf-8")):
+        chosen.append(paragraph)
+        length += len(paragraph)
+        if length >= CHARACTERS:
+            break
+    TARGET.write_text("\n\n".join(chosen) + "\n", encoding="utf-8")
+    print(f"{TARGET.relative_to(ROOT)}: {len(chosen)} paragraphs, {length:,} characters")
+
+
+if __name__ == "__main__":
+    main()

@@ -107,6 +107,19 @@ TERMS: dict[str, str] = {
         "vector comes from each input token. Rows still sum to 1; a sink in every layer ends up with almost all "
         "of it."
     ),
+    "sliding window": (
+        "A causal mask that keeps only the last w keys (the query's own included): Mistral's and Gemma's. A "
+        "decoder's KV cache then stops growing at w entries, whatever the text's length. What falls out of the "
+        "window is reached only through the layers below, each reaching w further back. StreamingLLM (Xiao et al. "
+        "2023) found that a window alone breaks a trained model once its first tokens fall out, because those "
+        "are its attention sinks, and that keeping the first 4 tokens too (**sinks + window**) repairs it."
+    ),
+    "sparse attention": (
+        "Each query reads only k of the keys it could see: **top-k** keeps the k it scores highest. "
+        "DeepSeek-V3.2's sparse attention (DSA) chooses them with a small **lightning indexer**, "
+        "I = Σ_j w_j · ReLU(q_j · k) over a few low-rank heads j, one choice for all the heads of a layer, so the "
+        "kernel loads k keys instead of every one. The cache still holds every key: a later query may pick any."
+    ),
     "positional encoding": (
         "Attention by itself does not see word order: permute the tokens and the outputs are permuted the same "
         "way. Adding a position code to X (here the sinusoids of “Attention Is All You Need”; rotary positions "

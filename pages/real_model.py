@@ -23,6 +23,7 @@ from figures.stages import stages_for
 from ui.chart import show_figure
 from ui.head_reads import beside_weights, read_beside
 from ui.links import check_choice, keep_in_address, take_keyed_choice
+from ui.mask_sweep import show_mask_sweep
 from ui.memo import remember
 from ui.model_views import (
     fixed_by_architecture,
@@ -107,6 +108,8 @@ def main() -> None:
             show_rollout(model_trace, page.words, page.hide_first, style)
         if slides.shows("generate"):
             show_generation(page.key, page.device, settings.text, model_trace.info, model_trace, style)
+        if slides.shows("masks"):
+            show_mask_sweep(page.key, page.device, model_trace.info, settings)
         head_slides = {stage.key for stage in heads_stages} | set(head_reads)
         if not settings.presentation or slides.shown in head_slides:
             one_head(page, slides, head_reads)

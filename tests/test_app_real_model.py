@@ -375,3 +375,14 @@ def test_the_weights_read_more_ways_each_have_a_slide_after_the_weights(models, 
         no_problems(at)
         z = [p for spec in charts(at) for p in panels(spec) if "what if causal" in p.subtitle][0].z
         assert np.isnan(z[~causal_mask(len(z)).numpy()]).all()
+
+
+def test_the_masks_slide_offers_a_measurement_on_a_decoder_and_refuses_an_encoder_by_name(models):
+    """The sweep costs half a minute of the server's CPU: a visit offers it, a click spends it (the browser test
+    clicks, tests/test_browser_sweep.py). An encoder has no next token for a mask to cost: it says so."""
+    at = present_slide("smollm2", "Masks after MLA, measured")
+    assert [b.label for b in at.button if b.label.startswith("Measure every mask")]
+    assert any("Not measured yet on this server" in c.value for c in at.caption)
+    at = present_slide("minilm", "Masks after MLA, measured")
+    assert any("is an encoder: it predicts no next token" in i.value for i in at.info)
+    assert not [b.label for b in at.button if b.label.startswith("Measure every mask")]

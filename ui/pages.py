@@ -158,6 +158,7 @@ PAGES: list[PageSpec] = [
             ("sinks", "Attention sinks"),
             ("rollout", "Across layers: rollout"),
             ("generate", "Writing, token by token"),
+            ("masks", "Masks after MLA, measured"),
         ),
         slide_key="rm_slide",
         own=frozenset(
@@ -174,6 +175,8 @@ PAGES: list[PageSpec] = [
                 "rm_hide_first",
                 "rm_words",
                 "rm_upto",
+                "rm_sweep_mask",
+                "rm_sweep_budget",
             }
         ),
     ),

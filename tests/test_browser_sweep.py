@@ -1,0 +1,46 @@
+"""The masks after MLA on the Real model page (issue 43): measured on SmolLM2 by a click, with its progress, then
+drawn on its slide at 1400x900 (light) and 1920x1080 (dark) without scrolling, and read normally with its table.
+The sweep is kept by the server: the second view shows it without running it again."""
+
+from urllib.parse import quote
+
+import pytest
+
+from tests.browser import OVERFLOW, check_view, screenshot, settled
+
+pytestmark = pytest.mark.browser
+
+SLIDE = quote("Masks after MLA, measured")
+
+
+def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, browser):
+    for turn, (width, height, scheme) in enumerate([(1400, 900, "light"), (1920, 1080, "dark")]):
+        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+        page = context.new_page()
+        try:
+            page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_slide={SLIDE}")
+            if turn == 0:  # not measured yet: a click runs it, with its progress
+                page.get_by_role("button", name="Measure every mask").click(timeout=60000)
+                page.get_by_text("Measuring:").first.wait_for(timeout=60000)
+            page.get_by_text("Window of 8 alone").wait_for(timeout=180000)
+            settled(page, timeout=60)
+            assert page.get_by_role("button", name="Measure every mask").count() == 0
+            screenshot(page, f"masks-slide-{width}-{scheme}")
+            assert page.evaluate(OVERFLOW) <= 2, f"the masks' slide needs scrolling at {width}x{height}"
+            check_view(page, f"masks after MLA, presented at {width}x{height} {scheme}")
+        finally:
+            context.close()
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/real_model?rm_model=smollm2&rm_sweep_mask={quote('sliding window w')}&rm_sweep_budget=8")
+        heading = page.get_by_text("After MLA: windows, sinks and sparse attention, measured")
+        heading.wait_for(timeout=60000)
+        heading.scroll_into_view_if_needed()
+        page.get_by_text("A window of 8 keys alone raises the loss").wait_for(timeout=60000)
+        page.get_by_text("Losing most weight under sliding window w = 8").wait_for(timeout=60000)
+        settled(page, timeout=60)
+        check_view(page, "masks after MLA, read")
+        screenshot(page, "masks-read-1400")
+    finally:
+        context.close()

@@ -1,0 +1,127 @@
+"""The Real model page's masks after MLA: windows, sinks and sparse top-k measured on the model (issue 43).
+
+The sweep (attention_core/models/sparse.py) runs in the model worker once per server and model; its points are
+kept for every session, so a page that shows them again runs nothing."""
+
+from __future__ import annotations
+
+import threading
+
+import streamlit as st
+
+from attention_core.masks import SINKS
+from attention_core.models.sparse import BUDGETS, SWEEP_TOKENS, SWEPT, plan, sweep
+from figures.glossary import link
+from figures.sweep import (
+    LABELS,
+    heads_losing_most,
+    lost_figure,
+    mask_name,
+    reference,
+    sparse_sentence,
+    streaming_sentence,
+    sweep_figure,
+)
+from ui.chart import show_figure
+from ui.links import check_choice
+from ui.real import model_worker
+from ui.screen import slide_columns
+from ui.show import style_for
+
+
+@st.cache_resource(show_spinner=False)
+def kept_points() -> tuple[dict, threading.Lock]:
+    """Every server's sweeps, (model, device) -> {(mask, budget): Point}, and one lock: one sweep at a time."""
+    return {}, threading.Lock()
+
+
+def measured(key: str, device: str, start: bool) -> list | None:
+    """The sweep's points, run now (with a progress bar) if `start` and not yet kept; None if not run."""
+    store, one_at_a_time = kept_points()
+    done = store.setdefault((key, device), {})
+    if len(done) < len(plan()):
+        if not start:
+            return None
+        bar = st.progress(0.0, text="Waiting for another reader's sweep of this model…")
+        with one_at_a_time:
+            total = len(plan())
+            bar.progress(len(done) / total, text=f"Measuring: {len(done)} of {total} passes…")
+            sweep(model_worker(), key, device, done, lambda d, t: bar.progress(d / t, f"Measuring: {d} of {t} passes…"))
+        bar.empty()
+    return [done[point] for point in plan()]
+
+
+def show_mask_sweep(key: str, device: str, info, settings) -> None:
+    """The section (read normally) or the slide: loss against keys kept, the words, the heads that lose most."""
+    presentation = settings.presentation
+    if not presentation:
+        st.header("After MLA: windows, sinks and sparse attention, measured")
+    if not info.causal:
+        st.info(f"{info.title} is an encoder: it predicts no next token, so there is no loss for a mask to raise.")
+        return
+    if not presentation:
+        st.markdown(
+            f"Each mask keeps only some keys for every query, inside every layer of {info.title}: the last w "
+            f"({link('sliding window')}), the first {SINKS} tokens and the last w ({link('sinks', 'attention sink')} "
+            f"+ window, StreamingLLM), or the k keys scored highest ({link('sparse attention')}: top-k per head; "
+            f"DeepSeek-V3.2's DSA picks one set per layer). The text is the first {SWEEP_TOKENS} tokens of this "
+            f"app's user guide; the model is run once per mask and budget ({len(plan())} passes, several at once)."
+        )
+    points = measured(key, device, start=False)
+    if points is None:  # a click, not a visit, spends the half minute (a slide walk passes by without one)
+        place = st.empty()  # the button, then nothing once it has measured
+        start = place.button(f"Measure every mask ({len(plan())} passes, about 25 s on 2 cores; once per server)")
+        points = measured(key, device, start)
+        if points is not None:
+            place.empty()
+    if points is None:
+        st.caption("Not measured yet on this server. Once measured, every reader sees it at once.")
+        return
+    words_place, figure_place = slide_columns() if presentation else (st.container(), st.container())
+    style = style_for(settings, side_by_side=presentation, slide=presentation)
+    with figure_place:
+        show_figure(sweep_figure(points, style), "rm-sweep")
+    with words_place:
+        full = reference(points)
+        if presentation:
+            st.markdown(f"As trained: **{full.loss:.2f} nats** a token over {SWEEP_TOKENS} tokens.")
+        else:
+            st.markdown(
+                f"As trained, {info.title} loses **{full.loss:.2f} nats** a token on the text's {SWEEP_TOKENS - 1} "
+                "predictions. The chart is how much more it loses with each mask."
+            )
+        st.markdown(streaming_sentence(points, short=presentation))
+        st.markdown(sparse_sentence(points, short=presentation))
+        chosen = choose_point(points, presentation)
+        st.markdown(f"Losing most weight under {mask_name(chosen)}: {heads_losing_most(chosen)}.")
+    if not presentation:
+        show_figure(lost_figure(chosen, style_for(settings)), "rm-sweep-lost")
+        st.dataframe(
+            [
+                {
+                    "mask": LABELS.get(p.mask, "full causal"),
+                    "budget": p.budget or None,
+                    "keys a row keeps": p.keys_kept or None,
+                    "loss (nats)": round(p.loss, 3),
+                    "over full": round(p.loss - full.loss, 3),
+                    "mean weight lost": round(float(p.lost.mean()), 3),
+                }  # fmt: skip
+                for p in points
+            ],
+            hide_index=True,
+        )
+
+
+def choose_point(points, presentation: bool):
+    """The mask and budget whose heads are named (and drawn, read normally): choices kept in the address. A slide
+    has no room for them: it names the heads of the address's choice."""
+    if presentation:
+        mask, budget = st.session_state.get("rm_sweep_mask"), st.session_state.get("rm_sweep_budget")
+    else:
+        check_choice("rm_sweep_mask", "mask", [LABELS[mask] for mask in SWEPT])
+        check_choice("rm_sweep_budget", "budget", [str(b) for b in BUDGETS])
+        left, right = st.columns(2)
+        mask = left.selectbox("mask", SWEPT, format_func=LABELS.get, key="rm_sweep_mask", bind="query-params")
+        budget = right.selectbox("budget (w or k)", BUDGETS, key="rm_sweep_budget", bind="query-params")
+    by = {(p.mask, p.budget): p for p in points}
+    return by.get((mask, budget), by[SWEPT[0], BUDGETS[0]])

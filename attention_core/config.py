@@ -55,6 +55,7 @@ APP_MAX_D_MODEL = 1024
 APP_MAX_WIDTH = 512  # d_k, d_v, and MLA's d_c and d_cq
 APP_MAX_ROPE = 256  # MLA's rotary width d_h^R
 APP_MAX_HEADS = 16  # query heads, and key/value heads
+APP_MAX_WINDOW = 64  # the sliding window's w: longer than the sentences a page shows
 MAX_TYPED_TOKENS = 8  # typed numbers (X, W_Q, ...): at most this many tokens
 MAX_TYPED_DIM = 8  # ... and d_model, d_k, d_v at most this
 MAX_SAMPLES = 100_000  # the √d_k experiment
@@ -110,7 +111,11 @@ class AttentionConfig:
     query heads (default: variants.default_kv_heads; MHA: n_heads, MQA: 1).
     d_c, d_cq, d_rope: MLA's key-value latent, its query latent (0: none) and its rotary width (even; 0: none).
     positional: "none", "sinusoidal" (added to X where a sentence is embedded) or "rotary" (RoPE on q and k,
-    or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  scaled: divide the scores
+    or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  window: with causal, each
+    query keeps only its last `window` keys, its own included (Mistral's sliding window; 0: every earlier key).
+    sinks: with a window, the first SINKS tokens stay visible to every query too (StreamingLLM; masks.py).
+    Without the causal mask there is no window, and without a window no sinks (both set off).
+    scaled: divide the scores
     by the square root of the width of q and k (False shows what goes wrong without it).  seed: draws the
     weights.  init: how they are drawn (INITS above).  dtype: "float32", or "float64" for exact hand examples.
     device: "auto" | "cpu" | "cuda" | "mps".
@@ -122,6 +127,8 @@ class AttentionConfig:
     d_v: int | None = None
     n_heads: int = 1
     causal: bool = False
+    window: int = 0
+    sinks: bool = False
     scaled: bool = True
     seed: int = 0
     init: str = "normal"
@@ -144,6 +151,9 @@ class AttentionConfig:
         set_(self, "d_v", check_int("d_v", d_v, 1, MAX_DIM))
         set_(self, "n_heads", check_int("n_heads", self.n_heads, 1, MAX_HEADS))
         check_bool("causal", self.causal)
+        set_(self, "window", check_int("window", self.window, 0, MAX_TOKENS) if self.causal else 0)
+        check_bool("sinks", self.sinks)
+        set_(self, "sinks", self.sinks and self.window > 0)  # equal masks, equal configs
         check_bool("scaled", self.scaled)
         set_(self, "seed", check_int("seed", self.seed, 0, MAX_SEED))
         check_choice("init", self.init, INIT_CHOICES)

@@ -23,10 +23,21 @@ import torch
 
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
+from attention_core.masks import MASKS
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
 from attention_core.variants import VARIANTS, grouped_key
 from attention_core.weights import check_given_weights, init_weights
+
+
+def config_mask(n: int, config: AttentionConfig, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """The mask the config asks for, True where query i may see key j: None (no mask), causal, or causal with a
+    sliding window and perhaps sinks (attention_core/masks.py)."""
+    if not config.causal:
+        return None
+    if config.window:
+        return MASKS["sinks" if config.sinks else "window"].kept(n, config.window).to(device)
+    return causal_mask(n, device)
 
 
 def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -200,7 +211,7 @@ def compute_attention(
     n, device = x.shape[0], x.device
     projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
-    mask = causal_mask(n, device) if config.causal else None
+    mask = config_mask(n, config, device)
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask)
     output = concat_heads(stages["context"]) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 

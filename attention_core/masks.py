@@ -97,3 +97,15 @@ MASKS: dict[str, Mask] = {
         Mask("dsa", "DSA top-k", "k", _top_k, lambda t, k: t, chooses="indexer"),
     )
 }
+
+
+def window_of(allowed: torch.Tensor) -> tuple[int, int, int] | None:
+    """A sliding window read off a mask [n, n] (True = may see): (sinks, w, the most keys a row keeps), or None
+    where nothing at or before a query is hidden (the causal mask alone, or none). sinks: the leading keys every
+    later query keeps; w: the last row's keys after them."""
+    n = allowed.shape[0]
+    past = torch.ones(n, n, dtype=torch.bool, device=allowed.device).tril()
+    if not (~allowed & past).any():
+        return None
+    sinks = next((j for j in range(n) if not bool(allowed[j:, j].all())), n)
+    return sinks, int(allowed[-1, sinks:].sum()), int(allowed.sum(dim=1).max())

@@ -44,3 +44,22 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
         screenshot(page, "masks-read-1400")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+def test_a_sliding_window_with_sinks_shows_on_the_mask_and_the_kv_cache_slides(server, browser, width, height, scheme):
+    """The sidebar's window and sinks (from the link) on the Walkthrough's slides: the mask stage names what it
+    hides and the most keys a row keeps; the KV cache stage says where the cache stops growing."""
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    text = quote("one two three four five six seven eight nine ten")
+    try:
+        for stage, says in (("mask", "at most 6 a row"), ("KV cache", "the cache stops at 6 tokens")):
+            page.goto(f"{server}/?text={text}&causal=true&window=2&sinks=true&present=true&stage={quote(stage)}")
+            page.get_by_text(says).wait_for(timeout=60000)
+            settled(page)
+            screenshot(page, f"window-{stage.split()[0].lower()}-{width}-{scheme}")
+            assert page.evaluate(OVERFLOW) <= 2, f"the {stage} slide with a window needs scrolling at {width}x{height}"
+            check_view(page, f"a window with sinks: {stage}, presented at {width}x{height} {scheme}")
+    finally:
+        context.close()

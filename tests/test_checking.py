@@ -77,6 +77,9 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     scaled = scores * scale
     shift = {"mask_hides_self": -1, "mask_sees_next": 1}.get(mistake, 0)
     mask = np.tril(np.ones((n, n), dtype=bool), shift) if settings["causal"] else np.ones((n, n), dtype=bool)
+    if settings.get("window"):  # the last w keys, and the first `sinks` ones (a sliding window, StreamingLLM)
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        mask &= (j > i - settings["window"]) | (j < settings["sinks"])
     masked = np.where(mask, scaled, -np.inf)
     axis = -2 if mistake == "softmax_queries" else -1
     with np.errstate(invalid="ignore"):
@@ -352,3 +355,15 @@ def test_the_checks_size_limit_is_its_uploaders_and_the_server_takes_the_largest
     megabytes = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", config, re.M).group(1))
     assert megabytes == MAX_CHECKPOINT_MB > MAX_UPLOAD_BYTES // 2**20
     assert "max_upload_size=MAX_UPLOAD_BYTES // 2**20" in (root / "pages" / "check.py").read_text()
+
+
+@pytest.mark.parametrize(("window", "sinks"), [(3, False), (2, True)])
+def test_a_sliding_window_and_its_sinks_are_in_the_settings_and_a_student_who_keeps_them_matches(window, sinks):
+    text = "one two three four five six seven eight nine"
+    trace = trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks))
+    settings = inputs_settings(trace)
+    assert (settings["window"], settings["sinks"]) == (window, 4 if sinks else 0)
+    inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
+    assert check(trace, student(inputs, settings)).all_right
+    ignored = check(trace, student(inputs, {**settings, "window": 0}))  # the plain causal mask: the window forgotten
+    assert not ignored.all_right and ignored.first_wrong == "masked_scores"

@@ -92,3 +92,58 @@ def test_dsa_chooses_one_set_of_keys_for_every_head_by_the_oracle_indexer():
     kept = MASKS["dsa"].kept(n, k, index)
     assert kept.shape == (n, n) and kept.sum(-1).tolist() == [min(k, i + 1) for i in range(n)]
     assert MASKS["dsa"].chooses == "indexer" and MASKS["top_k"].chooses == "scores" and not MASKS["window"].chooses
+
+
+# ---- The sliding window and its sinks in the from-scratch layer (the sidebar's "sliding window w" and "sinks")
+
+
+def windowed(text: str, window: int, sinks: bool = False):
+    from attention_core import AttentionConfig
+    from attention_core.engine import trace_sentence
+
+    return trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks))
+
+
+TEN = "one two three four five six seven eight nine ten"
+
+
+@pytest.mark.parametrize(("window", "sinks"), [(1, False), (3, False), (3, True), (2, True)])
+def test_the_layer_keeps_exactly_the_windows_keys_and_its_rows_still_sum_to_one(window, sinks):
+    trace = windowed(TEN, window, sinks)
+    assert torch.equal(trace.mask, MASKS["sinks" if sinks else "window"].kept(10, window))
+    weights = trace.weights.double()
+    assert not weights.masked_select(~trace.mask).any()  # exactly 0 on every key dropped
+    assert torch.allclose(weights.sum(-1), torch.ones_like(weights.sum(-1)), atol=1e-6)
+
+
+def test_a_window_needs_the_causal_mask_and_sinks_need_a_window_and_a_bad_one_is_named():
+    from attention_core import AttentionConfig
+
+    assert AttentionConfig(causal=False, window=3, sinks=True).window == 0  # no mask: no window
+    assert AttentionConfig(causal=True, window=0, sinks=True).sinks is False  # every key kept: no sinks to keep
+    assert AttentionConfig(causal=True, window=3, sinks=True) == AttentionConfig(causal=True, window=3, sinks=True)
+    with pytest.raises(ValueError, match="window must be between 0 and 4096; got -1"):
+        AttentionConfig(causal=True, window=-1)
+    with pytest.raises(ValueError, match="sinks must be"):
+        AttentionConfig(causal=True, window=2, sinks="yes")
+
+
+def test_the_mask_stage_says_what_the_window_hides_and_what_a_cache_must_hold_at_the_edges():
+    from figures.stages.outputs import build_cache
+    from figures.stages.scores import mask_note
+    from figures.style import DEFAULT_STYLE
+
+    assert mask_note(windowed(TEN, 1).mask) == (
+        "Here 90 of the 100 cells are hidden: every key after its query, and 45 too far back for the sliding "
+        "window. Each query sees its last 1 key, its own included: at most 1 a row, so a decoder's KV cache need "
+        "hold no more than 1 key."
+    )
+    said = mask_note(windowed(TEN, 3, sinks=True).mask)
+    assert "Each query sees the first 4 tokens (sinks, which every query keeps) and its last 3 keys" in said
+    assert "at most 7 a row" in said and f"{100 - int(windowed(TEN, 3, True).mask.sum())} of the 100" in said
+    short = windowed("one two three", 3, sinks=True)  # a window as long as the sentence hides only the future
+    assert mask_note(short.mask) == "Here 3 of the 9 cells are hidden: every key after its query."
+    notes = build_cache(windowed(TEN, 3, sinks=True), 0, DEFAULT_STYLE, None).notes
+    assert any("the cache stops at 7 tokens (4 sinks + the last 3): 224 B a layer" in note for note in notes)
+    plain = build_cache(windowed(TEN, 0), 0, DEFAULT_STYLE, None).notes
+    assert not any("the cache stops" in note for note in plain)

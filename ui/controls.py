@@ -26,6 +26,7 @@ from attention_core.config import (
     APP_MAX_HEADS,
     APP_MAX_ROPE,
     APP_MAX_WIDTH,
+    APP_MAX_WINDOW,
     DEVICE_CHOICES,
     MAX_TRAIN_SECONDS,
     MAX_TRAIN_STEPS,
@@ -196,6 +197,23 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         "toggle",
         False,
         help="Each token sees only itself and the tokens before it (as in GPT).",
+    ),
+    Control(
+        "window",
+        "sliding window w (0 = every earlier token)",
+        "slider",
+        0,
+        0,
+        APP_MAX_WINDOW,
+        help="With the causal mask: each token sees only the last w tokens, itself included (Mistral, Gemma), and "
+        "a decoder's KV cache stops growing at w. 0: every token before it.",
+    ),
+    Control(
+        "sinks",
+        "keep the first 4 tokens too (sinks)",
+        "toggle",
+        False,
+        help="With a window: the first 4 tokens stay visible to every token (StreamingLLM's attention sinks).",
     ),
     Control(
         "scaled",

@@ -172,7 +172,7 @@ def settings_from(values) -> Settings:
     message that names the field, the value and what is allowed."""
     state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
     text = check_text(state["text"], "Sentence")
-    for key in ("numbers", "present", "count_from_1", "train_causal"):
+    for key in ("numbers", "present", "count_from_1", "train_causal", "sinks"):
         if not isinstance(state[key], bool):
             raise ValueError(f"{key} must be on or off; got {state[key]!r}")
     for name in TYPED_NAMES:
@@ -183,6 +183,8 @@ def settings_from(values) -> Settings:
         d_v=state["d_v"],
         n_heads=state["heads"],
         causal=state["causal"],
+        window=state["window"],
+        sinks=state["sinks"],
         scaled=state["scaled"],
         seed=state["seed"],
         init=state["init"],

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
+from attention_core.masks import window_of
 from attention_core.trace import AttentionTrace
 from attention_core.variants import NORM_EPS
 
@@ -33,10 +34,17 @@ def inputs_settings(trace: AttentionTrace) -> dict:
         "d_k": trace.q.shape[-1],
         "d_v": trace.v.shape[-1],
         "causal": trace.mask is not None,
+        **window_settings(trace),
         "scale": trace.scale,
         "rope_base": trace.rope_base,
         "norm_eps": NORM_EPS,  # RMSNorm's ε, where the variant normalizes (MLA's latent)
     }
+
+
+def window_settings(trace: AttentionTrace) -> dict:
+    """The sliding window a student's mask must keep too: w (0: none) and the sinks every query keeps."""
+    window = None if trace.mask is None else window_of(trace.mask.cpu())
+    return {"window": window[1] if window else 0, "sinks": window[0] if window else 0}
 
 
 def read_outputs(filename: str, data: bytes) -> dict[str, torch.Tensor]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_core.masks import window_of
 from attention_core.rotary import BASE as ROPE_BASE
 from attention_core.rotary import angles
 from attention_core.variants import (
@@ -281,4 +282,13 @@ def build_cache(
         f"DeepSeek-V2's MLA keeps {deepseek.per_token:,} per token in 60 layers; MHA would keep "
         f"{as_mha.per_token:,}: {as_mha.per_token / deepseek.per_token:.1f}× more.",
     ]
+    window = None if trace.mask is None else window_of(trace.mask.cpu())
+    if window is not None:  # the mask lets the cache drop what no later query will see
+        sinks, w, most = window
+        kept = f"{sinks} sinks + the last {w}" if sinks else f"the last {w}"
+        bounded, whole = amount(current.per_token * most, per), amount(current.per_token * kv_context, per)
+        notes.append(
+            f"With this window the cache stops at {most} {'token' if most == 1 else 'tokens'} ({kept}): "
+            f"{bounded} a layer at any length, not {whole}."
+        )
     return Built(figures, matrices, notes, stacked=True)

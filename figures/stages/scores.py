@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from attention_core.lectures import weight_text
+from attention_core.masks import window_of
 from attention_core.scaling import score_variances
 from figures.heatmap import Panel, heatmaps
 from figures.peakiness import peakiness_figure
@@ -145,7 +146,7 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     values = allowed.astype(np.float64)
     mask_panel = Panel(
         values,
-        Title("causal mask", shape=shape_text(n, n)),
+        Title("causal mask" if window_of(trace.mask) is None else "window mask", shape=shape_text(n, n)),
         "1 = may attend, ✕ = hidden",
         row_labels=tokens_of(trace),
         col_labels=tokens_of(trace),
@@ -169,9 +170,27 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     figures, matrices = laid_out(
         [(mask_panel, Matrix("mask", values, tokens_of(trace), tokens_of(trace))), masked_part], style
     )
+    return Built(figures, matrices, [mask_note(trace.mask)])
+
+
+def mask_note(mask) -> str:
+    """What the mask hides, read off the mask itself ([n, n] bool tensor, True = may see): the future, and a sliding
+    window's far past, with the sinks every query keeps and the most keys a row keeps (what a decoder's KV cache
+    must hold)."""
+    allowed = mask.cpu().numpy()
+    n = allowed.shape[0]
     hidden = int((~allowed).sum())
-    note = f"Here {hidden} of the {n * n} cells are hidden: every key after its query."
-    return Built(figures, matrices, [note])
+    window = window_of(mask.cpu())
+    if window is None:
+        return f"Here {hidden} of the {n * n} cells are hidden: every key after its query."
+    sinks, w, most = window
+    far = int((~allowed & np.tri(n, dtype=bool)).sum())  # hidden at or before the query: the window's doing
+    kept = f"the first {sinks} tokens (sinks, which every query keeps) and " if sinks else ""
+    return (
+        f"Here {hidden} of the {n * n} cells are hidden: every key after its query, and {far} too far back for "
+        f"the sliding window. Each query sees {kept}its last {w} {'key' if w == 1 else 'keys'}, its own included: "
+        f"at most {most} a row, so a decoder's KV cache need hold no more than {most} {'key' if most == 1 else 'keys'}."
+    )
 
 
 def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray | None:

@@ -809,24 +809,30 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
         context.close()
 
 
-# Every lecture at both projector sizes; 000, 002 and 004 (issue 25's lectures) in both colour schemes at each.
-BOTH_SCHEMES = ("000", "002", "004")
+# Every lecture at both projector sizes; 000, 002 and 004 (issue 25's lectures) and the deck after MLA (issue 43)
+# in both colour schemes at each.
+BOTH_SCHEMES = ("000", "002", "004", "after-mla")
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
-@pytest.mark.parametrize("lecture", ["000", "001", "002", pytest.param("003", marks=pytest.mark.models), "004"])
+@pytest.mark.parametrize(
+    "lecture",
+    ["000", "001", "002", pytest.param("003", marks=pytest.mark.models), "004",
+     pytest.param("after-mla", marks=pytest.mark.models)],
+)  # fmt: skip
 def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):
     """Every lecture from its shipped deck, at both projector sizes (000, 002 and 004 in both colour schemes at
     each, switched live on every view): opened on the Decks page, then → alone, view after view. Every view says
     where it is in the deck, shows its slide, fits the screen at the screen's scale, passes axe-core, and nothing
     leaves the machine."""
-    deck = decks.shipped()[f"lecture-{lecture}"]
+    name = lecture if lecture == "after-mla" else f"lecture-{lecture}"
+    deck = decks.shipped()[name]
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()
     asked = outside_requests(page)
     try:
         page.goto(f"{server}/decks")
-        page.locator(f".st-key-deck_shipped_lecture-{lecture} button").click()
+        page.locator(f".st-key-deck_shipped_{name} button").click()
         page.get_by_role("button", name="▶ Present from view 1").click()
         for index, view in enumerate(deck.views, start=1):
             page.get_by_text(f"view {index} of {len(deck.views)}").wait_for(timeout=60000)

@@ -185,12 +185,12 @@ def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _
             bar, margin = False, margins(bar=False)  # no room for a bar beside a readable map: hovers say the values
     # The columns' labels again, for the map's own width now that its margins are known (x_most guessed them):
     # slanted labels closer than 1.5 font sizes overlap (a 15-token map in a slide's half column: 120 pixels).
+    # Level labels need their own width, and a little air: five of them ran into each other ("Thenextday").
+    each = (
+        1.5 * label_font if x_angle else max(1.5 * label_font, max(tick_widths(x_ticks, label_font)) + label_font / 4)
+    )
     fewer = axis_ticks(
-        panel.col_labels,
-        cols,
-        most=int((width - margin["l"] - margin["r"]) / (1.5 * label_font)),
-        base=base,
-        label_chars=chars,
+        panel.col_labels, cols, most=int((width - margin["l"] - margin["r"]) / each), base=base, label_chars=chars
     )
     if len(fewer["tickvals"]) < len(x_ticks["tickvals"]):
         x_ticks = fewer  # first: the margins are measured on the labels drawn (fewer may have a longer one)

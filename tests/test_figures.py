@@ -2,6 +2,7 @@
 
 import dataclasses
 import html
+import math
 import re
 from pathlib import Path
 
@@ -199,6 +200,17 @@ def test_maps_are_placed_in_pixels_and_make_room_for_their_labels():
     leaning = heatmap(np.eye(8), title="t", col_labels=tokens)
     assert leaning.to_plotly_json()["layout"]["xaxis"]["tickangle"] == -45
     assert _map_box(leaning)["top"] > _map_box(upright)["top"]  # rotated labels need height
+    # Level labels wider than their columns ran into each other on a narrow map ("Thenextday"): fewer are written,
+    # each with its width and a quarter of a font size of air on either side of its neighbours'.
+    words = ["The", "next", "day", "is", "bright"]
+    for width in (250, 300, 350, 400, 600):
+        style = dataclasses.replace(Style(font_size=26), width=width)
+        axis = heatmap(np.eye(5), title="t", col_labels=words, style=style).to_plotly_json()["layout"]["xaxis"]
+        cell = (axis["domain"][1] - axis["domain"][0]) * width / 5
+        ticks = axis["tickvals"]
+        room = min((cell * (b - a) for a, b in zip(ticks, ticks[1:], strict=False)), default=math.inf)  # one: alone
+        assert axis["tickangle"] == 0 and room >= max(label_width(t, 26) for t in axis["ticktext"]) + 26 / 4 - 0.5
+        assert width < 600 or len(ticks) == 5  # where there is room, every label
     two_lines = heatmap(np.eye(3), title="t", subtitle="head 1 of 2")
     assert _map_box(two_lines)["top"] > _map_box(heatmap(np.eye(3), title="t"))["top"]
 

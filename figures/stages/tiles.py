@@ -58,10 +58,10 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
             if len(step.keys) > 1
             else f"key {style.index(step.keys.start)}"
         )
-        title = Title(f"after block {index + 1} of {len(steps)}", "", f"({keys})")
         panel = Panel(
             weights,
-            title,
+            Title(f"block {index + 1} of {len(steps)}"),  # short: three share a row
+            f"after {keys}",
             row_labels=tokens,
             col_labels=tokens,
             x_title="key",

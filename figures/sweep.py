@@ -72,6 +72,18 @@ def lost_figure(point, style: Style = DEFAULT_STYLE) -> Figure:
     )
 
 
+def rows_lost_figure(point, style: Style = DEFAULT_STYLE) -> Figure:
+    """The weight each row loses under the point's mask (the mean over layers and heads), by the row's position."""
+    rows = np.asarray(point.lost_rows, dtype=np.float64)
+    colour, symbol, dash = LINES.get(point.mask, ("#6b6b6b", "circle", "solid"))
+    trace = dict(type="scatter", x=list(range(1, len(rows) + 1)), y=rows.tolist(), mode="lines", name=mask_name(point),
+                 line={"color": colour, "dash": dash, "width": 2},
+                 hovertemplate="row %{x}<br>weight lost %{y:.3f}<extra></extra>")  # fmt: skip
+    xaxis = {"title": {"text": "row (the query's position in the text)"}}
+    yaxis = {"title": {"text": "weight lost"}, "range": [0, 1]}
+    return figure([trace], line_layout(style, f"Weight each row loses: {mask_name(point)}", xaxis, yaxis, 300, 1))
+
+
 def mask_name(point) -> str:
     """ "sliding window w = 8", "top-k per head k = 8", "full causal"."""
     if point.mask == "causal":

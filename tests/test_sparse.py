@@ -31,6 +31,7 @@ def test_the_sweeps_path_with_the_full_causal_mask_is_the_stock_forward(smollm2)
     for mask in ("window", "sinks", "top_k", "dsa"):  # a budget of every key drops nothing, whatever the mask
         whole = measure(smollm2, mask, TOKENS, TOKENS)
         assert abs(whole.loss - ours.loss) <= 1e-5 and float(whole.lost.max()) <= 1e-6, mask
+        assert float(whole.lost_rows.max()) <= 1e-6, mask
 
 
 @pytest.mark.parametrize("window", [4, 16])
@@ -66,6 +67,8 @@ def test_the_weight_a_window_drops_in_layer_1_is_the_models_own_weight_outside_i
     outside = (weights * (j <= i - w)).sum(-1).mean(-1)  # keys more than w − 1 back
     assert torch.allclose(point.lost[0], outside, atol=1e-5)
     assert point.lost.shape == (smollm2.info.n_layers, smollm2.info.n_heads)
+    assert point.lost_rows.shape == (TOKENS,) and not point.lost_rows[:w].any()  # rows 1 … w keep every key
+    assert bool((point.lost_rows[w:] > 0).all()) and float(point.lost_rows.max()) <= 1.0
 
 
 def test_four_sinks_keep_more_of_the_prediction_than_the_window_alone(smollm2):

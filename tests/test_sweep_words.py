@@ -6,7 +6,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from figures.sweep import heads_losing_most, lost_figure, mask_name, sparse_sentence, streaming_sentence, sweep_figure
+from figures.sweep import (
+    heads_losing_most,
+    lost_figure,
+    mask_name,
+    rows_lost_figure,
+    sparse_sentence,
+    streaming_sentence,
+    sweep_figure,
+)
 from tests.plotly_spec import decode
 
 
@@ -16,6 +24,7 @@ class Point:
     budget: int
     loss: float
     lost: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((2, 3)))
+    lost_rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(4))
 
     @property
     def keys_kept(self) -> int:
@@ -80,3 +89,12 @@ def test_the_chart_draws_each_mask_at_its_keys_and_its_rise():
     assert grid.plotly
     shown = [decode(trace["z"]) for trace in grid.traces if trace.get("type") == "heatmap"]
     assert any(np.allclose(z, [[0.25, 0.0, 1.0], [0.5, 0.5, 0.5]]) for z in shown)
+
+
+def test_the_weight_each_row_loses_is_drawn_by_its_position_from_1():
+    point = Point("window", 2, 3.0, lost_rows=np.array([0.0, 0.0, 0.25, 0.5]))
+    chart = rows_lost_figure(point)
+    assert chart.plotly
+    (line,) = chart.traces
+    assert (list(line["x"]), list(line["y"])) == ([1, 2, 3, 4], [0.0, 0.0, 0.25, 0.5])
+    assert line["name"] == "sliding window w = 2"

@@ -18,6 +18,7 @@ from figures.sweep import (
     lost_figure,
     mask_name,
     reference,
+    rows_lost_figure,
     sparse_sentence,
     streaming_sentence,
     sweep_figure,
@@ -96,6 +97,7 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
         st.markdown(f"Losing most weight under {mask_name(chosen)}: {heads_losing_most(chosen)}.")
     if not presentation:
         show_figure(lost_figure(chosen, style_for(settings)), "rm-sweep-lost")
+        show_figure(rows_lost_figure(chosen, style_for(settings)), "rm-sweep-rows")
         st.dataframe(
             [
                 {

@@ -14,6 +14,7 @@ the softmax, so the row's weights are spread over the keys it keeps. Per point:
     loss            the mean next-token cross-entropy over the text's n − 1 predictions, in nats
     lost[l, h]      the mean over rows of the weight head h of layer l would have given the keys it drops
                     (its full causal softmax, in that same pass): how much of its attention the mask took away
+    lost_rows[i]    the same for row i, the mean over every layer and head: a window costs the rows past it
     keys_kept       the most keys a row keeps: w, 4 + w, or k, what a decoder's cache must hold at most (window
                     and sinks) or what each query reads (top-k, DSA)
 
@@ -52,7 +53,8 @@ def keys_kept(mask: str, budget: int) -> int:
 class Dropping:
     """What capture_attention applies besides the model's own mask, and what it notes of each layer.
 
-    mask: a key of MASKS; budget: its w or k. lost: one [h] tensor per layer, appended as the layers run."""
+    mask: a key of MASKS; budget: its w or k. lost: one [h, n] tensor per layer, each row's weight on the keys
+    dropped, appended as the layers run."""
 
     mask: str
     budget: int
@@ -70,7 +72,7 @@ class Dropping:
         else:
             keep = mask.kept(n, self.budget).to(masked_scores.device)  # [n, n], the same for every head
         full = torch.softmax(masked_scores, dim=-1, dtype=torch.float32)
-        self.lost.append((full * ~keep).sum(dim=-1).mean(dim=-1)[0].double().cpu())  # [h]
+        self.lost.append((full * ~keep).sum(dim=-1)[0].double().cpu())  # [h, n]
         return masked_scores.masked_fill(~keep, float("-inf"))
 
 
@@ -82,6 +84,7 @@ class Point:
     budget: int
     loss: float  # nats per predicted token
     lost: torch.Tensor  # [layers, heads] float64: mean weight each head's rows lose (0 for causal)
+    lost_rows: torch.Tensor  # [n] float64: the weight each row loses, the mean over layers and heads
 
     @property
     def keys_kept(self) -> int:
@@ -107,9 +110,9 @@ def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point
     with torch.inference_mode():
         logits = loaded.lm(input_ids=ids, dropping=dropping, use_cache=False).logits[0].float()
     loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:]).item()
-    n_heads = loaded.info.n_heads
-    lost = torch.stack(dropping.lost) if dropping else torch.zeros(loaded.info.n_layers, n_heads, dtype=torch.float64)
-    return Point(mask, budget, loss, lost)
+    shape = (loaded.info.n_layers, loaded.info.n_heads, ids.shape[1])
+    lost = torch.stack(dropping.lost) if dropping else torch.zeros(shape, dtype=torch.float64)  # [layers, h, n]
+    return Point(mask, budget, loss, lost.mean(dim=-1), lost.mean(dim=(0, 1)))
 
 
 def plan() -> list[tuple[str, int]]:

@@ -114,7 +114,8 @@ class AttentionConfig:
     or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  window: with causal, each
     query keeps only its last `window` keys, its own included (Mistral's sliding window; 0: every earlier key).
     sinks: with a window, the first SINKS tokens stay visible to every query too (StreamingLLM; masks.py).
-    Without the causal mask there is no window, and without a window no sinks (both set off).
+    The window applies with the causal mask (compute_attention) and always when decoding (a decoder is causal);
+    without a window there are no sinks (set off).
     scaled: divide the scores
     by the square root of the width of q and k (False shows what goes wrong without it).  seed: draws the
     weights.  init: how they are drawn (INITS above).  dtype: "float32", or "float64" for exact hand examples.
@@ -151,7 +152,7 @@ class AttentionConfig:
         set_(self, "d_v", check_int("d_v", d_v, 1, MAX_DIM))
         set_(self, "n_heads", check_int("n_heads", self.n_heads, 1, MAX_HEADS))
         check_bool("causal", self.causal)
-        set_(self, "window", check_int("window", self.window, 0, MAX_TOKENS) if self.causal else 0)
+        set_(self, "window", check_int("window", self.window, 0, MAX_TOKENS))
         check_bool("sinks", self.sinks)
         set_(self, "sinks", self.sinks and self.window > 0)  # equal masks, equal configs
         check_bool("scaled", self.scaled)

@@ -14,6 +14,10 @@ Each step's row is row t of the full causal attention over the whole sentence (`
 causal mask): the rows above it were computed at the earlier steps and are not recomputed. tests/test_decoding.py
 checks this, and that the cache after t steps holds the first t rows of the full pass's K and V.
 
+Under a sliding window (config.window, with config.sinks: the masks of attention_core/masks.py) query t reads
+only the last w tokens, and the sinks: a token no later query will read is dropped from the cache, which then
+stops growing at w (sinks + w). Each step's row is then row t of compute_attention with that window's mask.
+
 What a step costs (`step_cost`) is counted here term by term, with the formulas the page shows, and checked
 against torch's own count of the floating-point operations of the matrix products that run (FlopCounterMode).
 FLOPs are those of matrix products, 2 per multiply-add; the scaling, softmax, RoPE and RMSNorm are
@@ -29,7 +33,8 @@ from collections.abc import Mapping
 import torch
 
 from attention_core.config import AttentionConfig, check_text
-from attention_core.engine import attend, prepared
+from attention_core.engine import attend, config_mask, prepared
+from attention_core.masks import MASKS
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import concat_heads
 from attention_core.variants import VARIANTS, Sizes
@@ -54,6 +59,7 @@ class Step:
     context: torch.Tensor
     output: torch.Tensor | None
     kv_head_of: tuple[int, ...]  # the key/value head each query head reads (as the variant unpacks them)
+    keys: tuple[int, ...] = ()  # the positions of the keys it read (the cache's rows, in order): 0 … t unless windowed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +76,9 @@ class Decoding:
     scale: float
 
     def cache_at(self, steps: int) -> dict[str, torch.Tensor]:
-        return {name: part[..., :steps, :] for name, part in self.cache.items()}
+        """What the cache held after `steps` steps: the rows step `steps` − 1 read (a window has dropped the rest)."""
+        kept = list(self.steps[steps - 1].keys) if steps else []
+        return {name: part[..., kept, :] for name, part in self.cache.items()}
 
     def cache_bytes(self, steps: int) -> int:
         return sum(part.numel() * part.element_size() for part in self.cache_at(steps).values())
@@ -87,13 +95,18 @@ def decode(x, config: AttentionConfig, *, weights: Mapping | None = None, tokens
     n = x.shape[0]
     if n > MAX_DECODE_TOKENS:
         raise ValueError(f"decoding shows every step's rows: at most {MAX_DECODE_TOKENS} tokens; got {n}")
-    cache: dict[str, torch.Tensor] = {}
+    window = config_mask(n, config.replace(causal=True)) if config.window else None  # a decoder is causal
+    made: dict[str, torch.Tensor] = {}  # every token's cached rows, as made (the page draws the dropped ones too)
     steps = []
     for t in range(n):
+        read = [j for j in range(t) if window is None or bool(window[t, j])]  # what the cache still holds
+        cache = {name: part[..., read, :] for name, part in made.items()}
         step, cache = decode_step(x[t : t + 1], t, tokens[t], cache, params, config)
-        steps.append(step)
+        made = {name: torch.cat([made[name], part[..., -1:, :]], dim=-2) if name in made else part
+                for name, part in cache.items()}  # fmt: skip
+        steps.append(dataclasses.replace(step, keys=(*read, t)))
     scale = 1.0 / math.sqrt(steps[0].q.shape[-1]) if config.scaled else 1.0
-    return Decoding(tuple(tokens), x, config, params, tuple(steps), cache, scale)
+    return Decoding(tuple(tokens), x, config, params, tuple(steps), made, scale)
 
 
 def decode_step(
@@ -155,10 +168,19 @@ def _copies_name(copies: str) -> str:
     return {"heads": "h·", "kv_heads": "g·", "": ""}[copies]
 
 
-def step_cost(variant_key: str, s: Sizes, t: int, cached: bool) -> list[Term]:
+def cache_tokens(config: AttentionConfig, t: int) -> int:
+    """The tokens a decoder's cache holds after t tokens: all t, or under a sliding window w (sinks + w) at most."""
+    if not config.window:
+        return t
+    return MASKS["sinks" if config.sinks else "window"].cached(t, config.window)
+
+
+def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None = None) -> list[Term]:
     """The FLOPs of step t (t tokens seen, the new one included) in one layer, term by term: with a KV cache
-    (the new token projected alone, its query against the t cached keys) or without one (the whole forward pass
-    over all t tokens again, as a decoder without a cache runs it: every projection, every t × t score)."""
+    (the new token projected alone, its query against the t cached keys; under a sliding window against the
+    `keys` the cache still holds) or without one (the whole forward pass over all t tokens again, as a decoder
+    without a cache runs it: every projection, every t × t score)."""
+    read = t if keys is None or not cached else keys  # the cached tokens a step reads
     variant = VARIANTS[variant_key]
     rows = 1 if cached else t
     row_name = "" if cached else "t·"
@@ -168,32 +190,31 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool) -> list[Term]:
     for spec in variant.weight_specs(s):
         if spec.kind == "gain":
             continue
-        each = 1 if spec.applies == "token" and cached else t  # an up-projection reads every cached latent
+        each = 1 if spec.applies == "token" and cached else read  # an up-projection reads every cached latent
         who = "every token's" if each > 1 else "the new token's"
         what = f"{spec.label}: {who} {'row' if spec.name != 'w_o' else 'heads, back to d_model'}"
         formula = f"{'t·' if each > 1 else ''}2·{_copies_name(spec.copies)}{spec.rows}·{spec.cols}"
         terms.append(Term(what, formula.replace("concat", "h·d_v"), each * spec.flops_per_row(s)))
     d_qk, d_qk_name = variant.qk(s)
-    keys = t
     terms.append(
         Term(
             "scores q·kᵀ: " + ("the new row" if cached else "all t rows"),
             f"{row_name}2·{h_name}t·{d_qk_name}",
-            rows * 2 * heads * keys * d_qk,
+            rows * 2 * heads * read * d_qk,
         )
     )
     terms.append(
         Term(
             "context weights·V: " + ("the new row" if cached else "all t rows"),
             f"{row_name}2·{h_name}t·{d_v_name}",
-            rows * 2 * heads * keys * d_v,
+            rows * 2 * heads * read * d_v,
         )
     )
     return terms
 
 
-def step_flops(variant_key: str, s: Sizes, t: int, cached: bool) -> int:
-    return sum(term.flops for term in step_cost(variant_key, s, t, cached))
+def step_flops(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None = None) -> int:
+    return sum(term.flops for term in step_cost(variant_key, s, t, cached, keys))
 
 
 def bytes_read(
@@ -214,6 +235,7 @@ __all__ = [
     "Step",
     "Term",
     "bytes_read",
+    "cache_tokens",
     "decode",
     "decode_sentence",
     "decode_step",

@@ -50,10 +50,11 @@ def _kv_index(name: str, decoding: Decoding, head: int) -> tuple[int | None, str
 
 def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     """After step t (0-based), one figure: what the KV cache holds (each part the variant caches, a row per token
-    so far, the new token's last) and every row of attention so far (row i was step i's; the cells after each
-    row's token hidden as the causal mask hides them: nothing later exists when that row is made). The rows of
-    earlier tokens are under the veil: read from the cache, or made at earlier steps, and not recomputed."""
-    tokens = list(decoding.tokens[: t + 1])
+    it keeps, the new token's last) and every row of attention so far (row i was step i's, over the keys it read:
+    the cells after each row's token hidden as the causal mask hides them, nothing later exists when that row is
+    made, and under a sliding window the keys it had dropped). The rows of earlier tokens are under the veil:
+    read from the cache, or made at earlier steps, and not recomputed."""
+    tokens, kept = list(decoding.tokens[: t + 1]), list(decoding.steps[t].keys)
     panels = []
     for name, part in decoding.cache_at(t + 1).items():
         index, whose = _kv_index(name, decoding, head)
@@ -64,13 +65,15 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
                 values,
                 f"cached {label}",
                 f"[{values.shape[0]} × {values.shape[1]}] · {whose}",
-                row_labels=tokens,
+                row_labels=[tokens[j] for j in kept],
                 x_title="dimension",
             )
         )
     rows = np.full((t + 1, t + 1), np.nan)
+    read = np.zeros((t + 1, t + 1), dtype=bool)
     for i in range(t + 1):
-        rows[i, : i + 1] = as_numpy(decoding.steps[i].weights[head])
+        keys = list(decoding.steps[i].keys)
+        rows[i, keys], read[i, keys] = as_numpy(decoding.steps[i].weights[head]), True
     panels.append(
         Panel(
             rows,
@@ -79,27 +82,28 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
             row_labels=tokens,
             col_labels=tokens,
             diverging=False,
-            allowed=np.tril(np.ones((t + 1, t + 1), dtype=bool)),
+            allowed=read,
             zrange=(0.0, 1.0),
             x_title="key",
         )
     )
     fig = heatmaps(panels, style)
     for k, panel in enumerate(panels):
-        fig = _veil(fig, k, t, panel.matrix.shape[1])
+        fig = _veil(fig, k, panel.matrix.shape[0] - 1, panel.matrix.shape[1])
     return fig
 
 
 def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_STYLE) -> Figure:
     """Step t for one head: the new token's query (one row, labelled with its token), its scaled scores and
-    weights over every token so far, and the context row they make."""
+    weights over every token its cache holds, and the context row they make."""
     step = decoding.steps[t]
     token = [step.token]
-    tokens = list(decoding.tokens[: t + 1])
+    tokens = [decoding.tokens[j] for j in step.keys]
     q, scores, weights, context = (
         as_numpy(tensor[head])[None] for tensor in (step.q, step.scaled_scores, step.weights, step.context)
     )
     scaled = "q·Kᵀ, scaled" if decoding.config.scaled else "q·Kᵀ, not scaled"
+    keys = len(tokens)
     return heatmaps(
         [
             Panel(
@@ -109,11 +113,11 @@ def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_ST
                 row_labels=token,
                 x_title="dimension",
             ),
-            Panel(scores, "its scores", f"{scaled}: [1 × {t + 1}]", row_labels=token, col_labels=tokens, x_title="key"),
+            Panel(scores, "its scores", f"{scaled}: [1 × {keys}]", row_labels=token, col_labels=tokens, x_title="key"),
             Panel(
                 weights,
                 "its weights",
-                f"softmax: [1 × {t + 1}]",
+                f"softmax: [1 × {keys}]",
                 row_labels=token,
                 col_labels=tokens,
                 diverging=False,
@@ -129,11 +133,14 @@ def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_ST
 
 
 def cost_figures(
-    variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE
+    variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE, held=None
 ) -> tuple[Figure, Figure]:
-    """How a step's FLOPs grow with t, with a KV cache and without, and how the cache grows, up to `steps`."""
+    """How a step's FLOPs grow with t, with a KV cache and without, and how the cache grows, up to `steps`.
+    held(t): the tokens a cache holds after t (a sliding window's stops growing); by default all t."""
     t = np.arange(1, steps + 1)
-    with_cache = [step_flops(variant, sizes, int(i), True) for i in t]
+    held = held or (lambda tokens: tokens)
+    kept = np.array([held(int(i)) for i in t])
+    with_cache = [step_flops(variant, sizes, int(i), True, int(k)) for i, k in zip(t, kept, strict=True)]
     without = [step_flops(variant, sizes, int(i), False) for i in t]
     line = {"type": "scatter", "mode": "lines", "x": t}
     flops = figure(
@@ -151,12 +158,12 @@ def cost_figures(
         ),
     )
     per_token = VARIANTS[variant].cache_per_token(sizes) * bytes_per
-    at_end = f"{per_token:,} bytes per token ({amount(per_token * steps, 1)} at t = {steps})"
+    at_end = f"{per_token:,} bytes per token ({amount(per_token * int(kept[-1]), 1)} at t = {steps})"
     cache = figure(
         [
             line
             | {
-                "y": per_token * t,
+                "y": per_token * kept,
                 "name": "cache",
                 "line": {"color": "#2e6fb0"},
                 "hovertemplate": "t = %{x}: %{y:,} bytes<extra></extra>",

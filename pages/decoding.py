@@ -1,12 +1,13 @@
 """Decoding: inference one token at a time with a KV cache, for every variant (attention_core/decoding.py)."""
 
 import dataclasses
+import functools
 import time
 from dataclasses import replace
 
 import streamlit as st
 
-from attention_core.decoding import bytes_read, decode, decode_sentence, step_cost, step_flops
+from attention_core.decoding import bytes_read, cache_tokens, decode, decode_sentence, step_cost, step_flops
 from attention_core.tokens import tokenize
 from attention_core.training import POSITIONS, continue_greedily, sentence_words, sentence_x
 from attention_core.variants import VARIANTS
@@ -234,7 +235,10 @@ def step_slide(shown: Shown, settings, style) -> None:
         if continued
         else "the sentence's next word (teacher forcing)"
     )
-    keys = f"{t + 1} key{'s' if t else ''}"
+    read = len(step.keys)  # t + 1, or what a sliding window has left in the cache
+    keys = f"{read} key{'s' if read > 1 else ''}"
+    if read < t + 1:
+        keys += f" (the window has dropped {t + 1 - read})"
     if settings.presentation:  # a slide keeps to one line (the source is on the slide, in its choice)
         line = f"“{markdown_literal(step.token)}”, its query meets {keys}" + ("; grey: not recomputed" if t else "")
     else:
@@ -266,8 +270,8 @@ def step_slide(shown: Shown, settings, style) -> None:
     show_figure(cache_and_rows_figure(decoding, t, head, below), "dec-cache")
     if t and not settings.presentation:
         st.caption(
-            f"Grey: not recomputed at this step. The cache's rows of the {t} earlier "
-            f"token{'s' if t > 1 else ''} are read as they were kept, and the rows of attention above the "
+            f"Grey: not recomputed at this step. The cache's rows of the {read - 1} earlier "
+            f"token{'s' if read > 2 else ''} are read as they were kept, and the rows of attention above the "
             "last were made at earlier steps."
         )
     if st.session_state.get("dec_playing"):
@@ -285,9 +289,10 @@ def cost_slide(shown: Shown, style) -> None:
     t += 1  # tokens seen at this step
     sizes, bytes_per = config.sizes, decoding.x.element_size()
     st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
+    keys = len(decoding.steps[t - 1].keys)  # what the cache holds: t, or fewer under a sliding window
     rows = []
     for cached in (True, False):
-        for term in step_cost(config.variant, sizes, t, cached):
+        for term in step_cost(config.variant, sizes, t, cached, keys):
             rows.append(
                 {
                     "": "with a KV cache" if cached else "without",
@@ -296,7 +301,12 @@ def cost_slide(shown: Shown, style) -> None:
                     "FLOPs": f"{term.flops:,}",
                 }
             )
-    with_cache, without = step_flops(config.variant, sizes, t, True), step_flops(config.variant, sizes, t, False)
+    with_cache, without = step_flops(config.variant, sizes, t, True, keys), step_flops(config.variant, sizes, t, False)
+    if keys < t:
+        st.markdown(
+            f"Under the sliding window the cache holds {keys} of the {t} tokens: with the cache, t in the formulas "
+            f"below is {keys}, and it stays {keys} however long the text grows."
+        )
     st.markdown(
         f"With the cache, step {t} computes **{with_cache:,}** FLOPs; without it, the whole pass over all "
         f"{t} tokens again: **{without:,}** ({without / with_cache:.1f}×). FLOPs of the matrix products, 2 per "
@@ -317,16 +327,22 @@ def cost_slide(shown: Shown, style) -> None:
         "FLOPs per byte: in a large model a decoding step waits on memory more than on arithmetic."
     )
     steps_shown = max(64, 2 * n)
-    flops_figure, cache_line = cost_figures(config.variant, sizes, steps_shown, bytes_per, style.beside(2))
+    held = functools.partial(cache_tokens, config)  # a sliding window's cache stops growing
+    flops_figure, cache_line = cost_figures(config.variant, sizes, steps_shown, bytes_per, style.beside(2), held)
     left, right = st.columns(2)
     with left:
         show_figure(flops_figure, "dec-flops")
     with right:
         show_figure(cache_line, "dec-cache-growth")
-    st.caption(
-        f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again), "
-        f"with one with t. The sum over a whole text of n tokens: n³ against n²."
+    most = held(steps_shown)
+    with_one = (
+        f"with one with t until its cache holds {most} tokens (the sliding window), then not at all. Over a whole "
+        "text of n tokens: n³ against n"
+        if most < steps_shown
+        else "with one with t. The sum over a whole text of n tokens: n³ against n²"
     )
+    growth = f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again)"
+    st.caption(f"{growth}, {with_one}.")
 
 
 main()

@@ -180,3 +180,26 @@ def test_the_page_says_which_weights_are_typed():
     at.switch_page("pages/decoding.py").run()
     no_problems(at)
     assert step_line(at).endswith("MHA, some typed, the rest random weights.")
+
+
+def test_under_a_sliding_window_the_cache_shown_holds_only_what_the_next_token_reads():
+    """The sidebar's window on the Decoding page (a decoder is causal whatever the mask toggle says): at step 8
+    with 4 sinks and a window of 2 the cache panel holds 6 rows, the sinks and the last 2, the step reads those,
+    the cost counts them, and the cache line stops at 6 tokens."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update(text="one two three four five six seven eight nine ten", window="2", sinks="true")
+    at.run()
+    at = at.switch_page("pages/decoding.py").run()
+    at.slider(key="dec_step").set_value(8).run()
+    no_problems(at)
+    cached = panel(at, "cached K")
+    assert cached.z.shape[0] == 6 and list(cached.y_ticks) == ["one", "two", "three", "four", "seven", "eight"]
+    assert "Its query meets the 6 keys (the window has dropped 2) in the cache" in step_line(at)
+    assert panel(at, "its weights").z.shape == (1, 6)
+    said = " ".join(m.value for m in at.markdown)
+    assert "Under the sliding window the cache holds 6 of the 8 tokens" in said
+    decoding = decode_sentence("one two three four five six seven eight nine ten", default_config(window=2, sinks=True))
+    sizes = default_config().sizes
+    assert f"**{step_flops('mha', sizes, 8, True, 6):,}** FLOPs" in said
+    assert f"after 8 tokens: {decoding.cache_bytes(8):,} bytes" in said
+    assert any("until its cache holds 6 tokens (the sliding window), then not at all" in c.value for c in at.caption)

@@ -9,6 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from attention_core import AttentionConfig, compute_attention, trace_sentence
 from attention_core.decoding import MAX_DECODE_TOKENS, bytes_read, decode, decode_sentence, decode_step, step_flops
 from attention_core.engine import prepared
+from attention_core.masks import MASKS
 from attention_core.training import TrainingConfig, continue_greedily, encode, model_at, train
 from attention_core.variants import VARIANTS
 from tests import numerics as nm
@@ -88,6 +89,15 @@ def test_the_flops_formulas_are_what_torch_counts(name):
         with FlopCounterMode(display=False) as counted:
             compute_attention(x[:t], config)
         assert counted.get_total_flops() == step_flops(config.variant, config.sizes, t, cached=False), t
+    windowed = config_of(name, window=2, sinks=True)  # a cache of the 4 sinks and the last 2: 6 keys at most
+    for t in (1, 5, 7):
+        xs, params, tokens = prepared(x[:t], windowed, None, None)
+        keys = list(decode(x[:t], windowed).steps[-1].keys)
+        cache = {name: part[..., keys[:-1], :] for name, part in decode(x[:t], windowed).cache.items()}
+        with FlopCounterMode(display=False) as counted:
+            decode_step(xs[t - 1 : t], t - 1, tokens[-1], cache, params, windowed)
+        assert len(keys) == min(t, 6)
+        assert counted.get_total_flops() == step_flops(windowed.variant, windowed.sizes, t, True, len(keys)), t
 
 
 class _Reads(TorchDispatchMode):
@@ -173,3 +183,30 @@ def test_the_trained_models_greedy_words_are_its_own_most_probable_next_words():
                                      torch.softmax(exact[0], -1), "next-word probabilities")  # fmt: skip
             for t in range(len(prompt) - 1, len(continued.next_word)):
                 assert continued.words[t + 1] == run.vocabulary[int(continued.next_word[t].argmax())]
+
+
+@pytest.mark.parametrize(("window", "sinks"), [(1, False), (3, False), (2, True)])
+@pytest.mark.parametrize("name", ["mha-rotary", "gqa", "mla"])
+def test_under_a_sliding_window_each_step_is_the_windowed_passs_row_and_the_cache_stops_growing(name, window, sinks):
+    """With a window, step t reads only the keys the window's mask keeps for row t (the sinks and the last w), and
+    its row is row t of compute_attention under that mask, restricted to those keys; the cache then holds exactly
+    those rows of the full pass's parts, and its size stops at w (sinks + w) tokens, masks.py's `cached`."""
+    config = config_of(name, window=window, sinks=sinks)
+    decoding, trace = decode_sentence(SENTENCE, config), trace_sentence(SENTENCE, config)
+    bound = nm.trace_bound(trace, nm.Rounding.throughout("float32"))
+    mask = MASKS["sinks" if sinks else "window"]
+    for step in decoding.steps:
+        t = step.position
+        keys = list(step.keys)
+        assert keys == trace.mask[t].nonzero().flatten().tolist()  # exactly the keys the mask keeps for row t
+        for stage in ("scaled_scores", "weights"):
+            nm.assert_agree(getattr(step, stage), getattr(trace, stage)[:, t, keys], bound[stage][:, t, keys],
+                            what=f"{stage} at step {t}")  # fmt: skip
+        nm.assert_agree(step.context, trace.context[:, t], bound["context"][:, t], what=f"context at step {t}")
+        for part, rows in decoding.cache_at(t + 1).items():
+            nm.assert_agree(rows, trace.parts[part][..., keys, :], bound[part][..., keys, :], what=f"cached {part}")
+    per_token = VARIANTS[config.variant].cache_per_token(config.sizes) * 4
+    n = len(decoding.steps)
+    assert [decoding.cache_bytes(t) for t in range(1, n + 1)] == [
+        per_token * mask.cached(t, window) for t in range(1, n + 1)
+    ]

@@ -116,10 +116,11 @@ def test_the_layer_keeps_exactly_the_windows_keys_and_its_rows_still_sum_to_one(
     assert torch.allclose(weights.sum(-1), torch.ones_like(weights.sum(-1)), atol=1e-6)
 
 
-def test_a_window_needs_the_causal_mask_and_sinks_need_a_window_and_a_bad_one_is_named():
+def test_a_window_applies_with_the_causal_mask_and_sinks_need_a_window_and_a_bad_one_is_named():
     from attention_core import AttentionConfig
+    from attention_core.engine import trace_sentence
 
-    assert AttentionConfig(causal=False, window=3, sinks=True).window == 0  # no mask: no window
+    assert trace_sentence("a b c d e", AttentionConfig(causal=False, window=2, sinks=True)).mask is None  # no mask
     assert AttentionConfig(causal=True, window=0, sinks=True).sinks is False  # every key kept: no sinks to keep
     assert AttentionConfig(causal=True, window=3, sinks=True) == AttentionConfig(causal=True, window=3, sinks=True)
     with pytest.raises(ValueError, match="window must be between 0 and 4096; got -1"):

@@ -90,13 +90,13 @@ PAGES: list[PageSpec] = [
         slide_key="mh_slide",
         own=frozenset({"mh_stage", "mh_shared"}),
     ),
-    # Decoding is causal whatever the sidebar's mask says: each step's query sees the tokens so far (and every
-    # one of them: its cache is not cut to a window).
+    # Decoding is causal whatever the sidebar's mask says: each step's query sees the tokens so far (under a
+    # sliding window, the last w and the sinks: its cache stops growing).
     PageSpec(
         "pages/decoding.py",
         "Decoding",
         ":material/keyboard_double_arrow_right:",
-        EVERYTHING - {"causal", "window", "sinks"},
+        EVERYTHING - {"causal"},
         slides=(("step", "One step"), ("cost", "What a step costs")),
         slide_key="dec_slide",
         own=frozenset({"dec_source", "dec_step", "dec_head"}),

@@ -115,7 +115,9 @@ class AttentionConfig:
     query keeps only its last `window` keys, its own included (Mistral's sliding window; 0: every earlier key).
     sinks: with a window, the first SINKS tokens stay visible to every query too (StreamingLLM; masks.py).
     The window applies with the causal mask (compute_attention) and always when decoding (a decoder is causal);
-    without a window there are no sinks (set off).
+    without a window there are no sinks (set off).  top_k: with the causal mask, each query keeps only the k keys
+    (of those the mask leaves it) that DeepSeek-V3.2's indexer scores highest, one choice for all heads; here the
+    indexer is an oracle, the layer's own scaled q·k through a ReLU summed over heads (masks.py); 0: off.
     scaled: divide the scores
     by the square root of the width of q and k (False shows what goes wrong without it).  seed: draws the
     weights.  init: how they are drawn (INITS above).  dtype: "float32", or "float64" for exact hand examples.
@@ -130,6 +132,7 @@ class AttentionConfig:
     causal: bool = False
     window: int = 0
     sinks: bool = False
+    top_k: int = 0
     scaled: bool = True
     seed: int = 0
     init: str = "normal"
@@ -155,6 +158,12 @@ class AttentionConfig:
         set_(self, "window", check_int("window", self.window, 0, MAX_TOKENS))
         check_bool("sinks", self.sinks)
         set_(self, "sinks", self.sinks and self.window > 0)  # equal masks, equal configs
+        set_(self, "top_k", check_int("top_k", self.top_k, 0, MAX_TOKENS))
+        if self.top_k and self.window:
+            raise ValueError(
+                f"a sliding window and DSA top-k are two masks; choose one: window = {self.window}, top_k = "
+                f"{self.top_k} (set the other to 0)"
+            )
         check_bool("scaled", self.scaled)
         set_(self, "seed", check_int("seed", self.seed, 0, MAX_SEED))
         check_choice("init", self.init, INIT_CHOICES)

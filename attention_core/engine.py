@@ -23,7 +23,7 @@ import torch
 
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
-from attention_core.masks import MASKS
+from attention_core.masks import MASKS, oracle_indexer
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
 from attention_core.variants import VARIANTS, grouped_key
@@ -38,6 +38,13 @@ def config_mask(n: int, config: AttentionConfig, device: torch.device | str = "c
     if config.window:
         return MASKS["sinks" if config.sinks else "window"].kept(n, config.window).to(device)
     return causal_mask(n, device)
+
+
+def sparse_keys(scaled_scores: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:
+    """DSA's choice [n, n]: for each query the k keys of those `visible` leaves it that the oracle indexer
+    (masks.oracle_indexer: Σ_h ReLU of every head's scaled scores [h, n, n]) scores highest, for all heads."""
+    index = oracle_indexer(scaled_scores.masked_fill(~visible, float("-inf")))
+    return MASKS["dsa"].kept(visible.shape[0], k, index.masked_fill(~visible, float("-inf"))) & visible
 
 
 def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -212,6 +219,8 @@ def compute_attention(
     projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
     mask = config_mask(n, config, device)
+    if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
+        mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask)
     output = concat_heads(stages["context"]) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 
@@ -224,6 +233,7 @@ def compute_attention(
         scale=scale,
         mask=mask,
         output=output,
+        top_k=config.top_k if config.causal else 0,
         device=str(device),
         given=tuple(name for name in params if name in (weights or {})),
         drawn=f"{config.init} init, seed {config.seed}" if params else "",

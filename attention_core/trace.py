@@ -86,6 +86,7 @@ class AttentionTrace:
     kv_head_of: tuple[int, ...] = ()  # query head -> the key/value head it reads (default: its own)
     rope_base: float | None = None  # RoPE's base where q and k were turned (parts q_rotated, k_rotated)
     softcap: float | None = None  # c where the scaled scores are soft-capped, c·tanh(s/c) (Gemma 2)
+    top_k: int = 0  # DSA top-k: each query kept the k keys the oracle indexer scored highest (masks.py); 0: none
     concat: torch.Tensor = dataclasses.field(init=False, repr=False)  # derived from context
     entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
     normalized_entropy: torch.Tensor = dataclasses.field(init=False, repr=False)

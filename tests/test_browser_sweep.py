@@ -47,19 +47,25 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
-def test_a_sliding_window_with_sinks_shows_on_the_mask_and_the_kv_cache_slides(server, browser, width, height, scheme):
+def test_a_sliding_window_with_sinks_and_top_k_show_on_the_mask_and_kv_cache_slides(
+    server, browser, width, height, scheme
+):
     """The sidebar's window and sinks (from the link) on the Walkthrough's slides: the mask stage names what it
-    hides and the most keys a row keeps; the KV cache stage says where the cache stops growing."""
+    hides and the most keys a row keeps; the KV cache stage says where the cache stops growing. DSA's top-k too."""
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()
     text = quote("one two three four five six seven eight nine ten")
     try:
-        for stage, says in (("mask", "at most 6 a row"), ("KV cache", "the cache stops at 6 tokens")):
-            page.goto(f"{server}/?text={text}&causal=true&window=2&sinks=true&present=true&stage={quote(stage)}")
+        for stage, says, mask in (
+            ("mask", "at most 6 a row", "window=2&sinks=true"),
+            ("KV cache", "the cache stops at 6 tokens", "window=2&sinks=true"),
+            ("mask", "Each query keeps at most 3 keys", "top_k=3"),  # DSA's top-k, by the oracle indexer
+        ):
+            page.goto(f"{server}/?text={text}&causal=true&{mask}&present=true&stage={quote(stage)}")
             page.get_by_text(says).wait_for(timeout=60000)
             settled(page)
-            screenshot(page, f"window-{stage.split()[0].lower()}-{width}-{scheme}")
-            assert page.evaluate(OVERFLOW) <= 2, f"the {stage} slide with a window needs scrolling at {width}x{height}"
-            check_view(page, f"a window with sinks: {stage}, presented at {width}x{height} {scheme}")
+            screenshot(page, f"{mask.split('=')[0]}-{stage.split()[0].lower()}-{width}-{scheme}")
+            assert page.evaluate(OVERFLOW) <= 2, f"the {stage} slide with {mask} needs scrolling at {width}x{height}"
+            check_view(page, f"{mask}: {stage}, presented at {width}x{height} {scheme}")
     finally:
         context.close()

@@ -80,6 +80,11 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     if settings.get("window"):  # the last w keys, and the first `sinks` ones (a sliding window, StreamingLLM)
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         mask &= (j > i - settings["window"]) | (j < settings["sinks"])
+    if settings.get("top_k"):  # DSA: the k keys of the oracle indexer Σ_h ReLU(scaled), for every head
+        index = np.where(mask, np.maximum(scaled, 0).sum(axis=0), -np.inf)
+        for row in range(n):
+            best = sorted(np.flatnonzero(mask[row]), key=lambda key: (-index[row, key], key))[: settings["top_k"]]
+            mask[row] = np.isin(np.arange(n), best)
     masked = np.where(mask, scaled, -np.inf)
     axis = -2 if mistake == "softmax_queries" else -1
     with np.errstate(invalid="ignore"):
@@ -357,13 +362,16 @@ def test_the_checks_size_limit_is_its_uploaders_and_the_server_takes_the_largest
     assert "max_upload_size=MAX_UPLOAD_BYTES // 2**20" in (root / "pages" / "check.py").read_text()
 
 
-@pytest.mark.parametrize(("window", "sinks"), [(3, False), (2, True)])
-def test_a_sliding_window_and_its_sinks_are_in_the_settings_and_a_student_who_keeps_them_matches(window, sinks):
+@pytest.mark.parametrize(("window", "sinks", "top_k"), [(3, False, 0), (2, True, 0), (0, False, 3)])
+def test_a_sliding_window_its_sinks_and_top_k_are_in_the_settings_and_a_student_who_keeps_them_matches(
+    window, sinks, top_k
+):
     text = "one two three four five six seven eight nine"
-    trace = trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks))
+    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks, top_k=top_k)
+    trace = trace_sentence(text, config)
     settings = inputs_settings(trace)
-    assert (settings["window"], settings["sinks"]) == (window, 4 if sinks else 0)
+    assert (settings["window"], settings["sinks"], settings["top_k"]) == (window, 4 if sinks else 0, top_k)
     inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
     assert check(trace, student(inputs, settings)).all_right
-    ignored = check(trace, student(inputs, {**settings, "window": 0}))  # the plain causal mask: the window forgotten
+    ignored = check(trace, student(inputs, {**settings, "window": 0, "top_k": 0}))  # the plain causal mask
     assert not ignored.all_right and ignored.first_wrong == "masked_scores"

@@ -148,3 +148,27 @@ def test_the_mask_stage_says_what_the_window_hides_and_what_a_cache_must_hold_at
     assert any("the cache stops at 7 tokens (4 sinks + the last 3): 224 B a layer" in note for note in notes)
     plain = build_cache(windowed(TEN, 0), 0, DEFAULT_STYLE, None).notes
     assert not any("the cache stops" in note for note in plain)
+
+
+def test_dsa_top_k_in_the_layer_keeps_the_indexers_k_keys_for_every_head_and_says_so():
+    """The sidebar's top-k: each query keeps the k keys the oracle indexer (Σ_h ReLU of the scaled scores) scores
+    highest of those the causal mask leaves it, the same keys for every head; written here without masks.py."""
+    from attention_core import AttentionConfig
+    from attention_core.engine import trace_sentence
+    from figures.stages.outputs import build_cache
+    from figures.stages.scores import mask_note, mask_title
+    from figures.style import DEFAULT_STYLE
+
+    k = 3
+    trace = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, top_k=k))
+    plain = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True))
+    index = plain.scaled_scores.double().clamp(min=0).sum(0)  # the oracle indexer, by hand
+    for i in range(10):
+        order = sorted(range(i + 1), key=lambda j: (-float(index[i, j]), j))[:k]
+        assert trace.mask[i].nonzero().flatten().tolist() == sorted(order)
+    assert not trace.weights.masked_select(~trace.mask).any() and trace.top_k == k
+    assert mask_title(trace) == "top-k mask" and "Each query keeps at most 3 keys" in mask_note(trace.mask, k)
+    assert any("the cache keeps every one" in note for note in build_cache(trace, 0, DEFAULT_STYLE, None).notes)
+    with pytest.raises(ValueError, match="a sliding window and DSA top-k are two masks; choose one: window = 2"):
+        AttentionConfig(causal=True, window=2, top_k=3)
+    assert trace_sentence(TEN, AttentionConfig(causal=False, top_k=3)).mask is None  # no causal mask: no top-k

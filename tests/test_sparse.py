@@ -2,6 +2,8 @@
 are not this app's code: the model's stock forward (transformers' default attention), the same weights as a
 Mistral with transformers' own sliding window, and the weights the model's own first layer computes."""
 
+import dataclasses
+
 import pytest
 import torch
 import transformers
@@ -96,3 +98,6 @@ def test_a_mask_the_sweep_does_not_know_and_an_encoder_are_refused_by_name(smoll
         measure(smollm2, "window", 0, TOKENS)
     with pytest.raises(ValueError, match="is not a causal decoder"):
         measure(minilm, "window", 8, TOKENS)
+    short = dataclasses.replace(smollm2, info=dataclasses.replace(smollm2.info, max_positions=128))
+    with pytest.raises(ValueError, match="reads at most 128 positions; the sweep runs 512 tokens"):
+        measure(short, "window", 8)

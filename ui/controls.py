@@ -216,6 +216,16 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         help="With a window: the first 4 tokens stay visible to every token (StreamingLLM's attention sinks).",
     ),
     Control(
+        "top_k",
+        "sparse: keys per token, DSA top-k (0 = all)",
+        "slider",
+        0,
+        0,
+        APP_MAX_WINDOW,
+        help="With the causal mask: each token keeps only the k keys DeepSeek-V3.2's indexer scores highest, the "
+        "same for every head (here an oracle indexer: the layer's own q·k). 0: every key the mask leaves.",
+    ),
+    Control(
         "scaled",
         "scale by √d_k",
         "toggle",

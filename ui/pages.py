@@ -21,7 +21,7 @@ from figures.stages import STAGES, stage_choices
 # The sidebar's controls (ui.controls.CONTROLS) by what they set.
 SENTENCE = frozenset({"text", "example"})
 SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
-SETTINGS = frozenset({"causal", "window", "sinks", "scaled", "positional", "seed", "init"})
+SETTINGS = frozenset({"causal", "window", "sinks", "top_k", "scaled", "positional", "seed", "init"})
 TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
 DISPLAY = frozenset({"numbers", "count_from_1", "palette", "device", "present"})
 EVERYTHING = SENTENCE | SIZES | SETTINGS | TYPED | DISPLAY
@@ -91,12 +91,13 @@ PAGES: list[PageSpec] = [
         own=frozenset({"mh_stage", "mh_shared"}),
     ),
     # Decoding is causal whatever the sidebar's mask says: each step's query sees the tokens so far (under a
-    # sliding window, the last w and the sinks: its cache stops growing).
+    # sliding window, the last w and the sinks: its cache stops growing). Top-k chooses among the keys by the
+    # scores of the whole pass; a step here reads every key its cache holds.
     PageSpec(
         "pages/decoding.py",
         "Decoding",
         ":material/keyboard_double_arrow_right:",
-        EVERYTHING - {"causal"},
+        EVERYTHING - {"causal", "top_k"},
         slides=(("step", "One step"), ("cost", "What a step costs")),
         slide_key="dec_slide",
         own=frozenset({"dec_source", "dec_step", "dec_head"}),

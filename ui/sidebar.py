@@ -185,6 +185,7 @@ def settings_from(values) -> Settings:
         causal=state["causal"],
         window=state["window"],
         sinks=state["sinks"],
+        top_k=state["top_k"],
         scaled=state["scaled"],
         seed=state["seed"],
         init=state["init"],

@@ -42,9 +42,10 @@ def inputs_settings(trace: AttentionTrace) -> dict:
 
 
 def window_settings(trace: AttentionTrace) -> dict:
-    """The sliding window a student's mask must keep too: w (0: none) and the sinks every query keeps."""
-    window = None if trace.mask is None else window_of(trace.mask.cpu())
-    return {"window": window[1] if window else 0, "sinks": window[0] if window else 0}
+    """The sliding window a student's mask must keep too: w (0: none) and the sinks every query keeps; DSA's top-k
+    (0: none; with the oracle indexer, masks.oracle_indexer)."""
+    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())
+    return {"window": window[1] if window else 0, "sinks": window[0] if window else 0, "top_k": trace.top_k}
 
 
 def read_outputs(filename: str, data: bytes) -> dict[str, torch.Tensor]:

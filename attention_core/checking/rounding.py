@@ -27,11 +27,12 @@ ULPS = 8 * 2.0**-24  # a few unit roundoffs of float32 (the last rounding of eac
 def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:
     """The config that computes this trace again from its own X and weights (X as given: positions already in it)."""
     s = trace.sizes
-    window = None if trace.mask is None else window_of(trace.mask.cpu())  # (sinks, w, most) of a sliding window
+    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())  # (sinks, w, most)
     return AttentionConfig(
         d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, n_heads=s.n_heads, kv_heads=s.kv_heads, variant=trace.variant,
         d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None,
         window=window[1] if window else 0, sinks=bool(window and window[0]),
+        top_k=trace.top_k,
         scaled=trace.scale != 1.0, positional="rotary" if trace.rope_base else "none",
         rope_base=trace.rope_base or 10_000.0, dtype=dtype, device="cpu",
     )  # fmt: skip

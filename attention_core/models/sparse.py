@@ -62,7 +62,7 @@ class Dropping:
 
     def apply(self, masked_scores: torch.Tensor) -> torch.Tensor:
         """masked_scores [b, h, n, n]: the scaled scores plus the model's own additive mask. Returns them with
-        every key the mask drops at −∞, and notes each head's mean weight on those keys."""
+        every key the mask drops at −∞, and notes each row's weight on those keys, per head (its full softmax)."""
         mask, n = MASKS[self.mask], masked_scores.shape[-1]
         if mask.chooses == "scores":
             keep = mask.kept(n, self.budget, masked_scores)  # [b, h, n, n]: each head its own keys
@@ -105,6 +105,10 @@ def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point
         raise ValueError(f"{loaded.info.title} is not a causal decoder: it predicts no next token to measure")
     if mask != "causal" and (mask not in SWEPT or budget < 1):
         raise ValueError(f"mask must be causal or one of {', '.join(SWEPT)} with a budget of 1 or more; got {mask}")
+    if loaded.info.max_positions < tokens:
+        raise ValueError(
+            f"{loaded.info.title} reads at most {loaded.info.max_positions} positions; the sweep runs {tokens} tokens"
+        )
     ids = torch.tensor([sweep_ids(loaded.tokenizer, tokens)], device=loaded.device)
     dropping = Dropping(mask, budget) if mask != "causal" else None
     with torch.inference_mode():

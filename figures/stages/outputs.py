@@ -282,7 +282,11 @@ def build_cache(
         f"DeepSeek-V2's MLA keeps {deepseek.per_token:,} per token in 60 layers; MHA would keep "
         f"{as_mha.per_token:,}: {as_mha.per_token / deepseek.per_token:.1f}× more.",
     ]
-    window = None if trace.mask is None else window_of(trace.mask.cpu())
+    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())
+    if trace.top_k:
+        notes.append(
+            f"Top-k reads {trace.top_k} keys a query, but the cache keeps every one: a later query may pick any."
+        )
     if window is not None:  # the mask lets the cache drop what no later query will see
         sinks, w, most = window
         kept = f"{sinks} sinks + the last {w}" if sinks else f"the last {w}"

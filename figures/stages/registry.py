@@ -109,7 +109,8 @@ STAGES: list[Stage] = [
         "Causal mask",
         r"M_{ij} = \begin{cases} S'_{ij} & j \le i \\ -\infty & j > i \end{cases}",
         f"A {link('causal mask')} hides from each token the tokens after it: −∞ before the softmax, "
-        f"so exactly 0 after it. A {link('sliding window')} (the sidebar's w) also hides the ones too far back.",
+        f"so exactly 0 after it. A {link('sliding window')} (the sidebar's w) also hides the ones too far back; "
+        f"DSA's {link('top-k', 'sparse attention')} all but k.",
         any_trace,
         build_mask,
         grid="masked_scores",

@@ -146,7 +146,7 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     values = allowed.astype(np.float64)
     mask_panel = Panel(
         values,
-        Title("causal mask" if window_of(trace.mask) is None else "window mask", shape=shape_text(n, n)),
+        Title(mask_title(trace), shape=shape_text(n, n)),
         "1 = may attend, ✕ = hidden",
         row_labels=tokens_of(trace),
         col_labels=tokens_of(trace),
@@ -170,16 +170,32 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
     figures, matrices = laid_out(
         [(mask_panel, Matrix("mask", values, tokens_of(trace), tokens_of(trace))), masked_part], style
     )
-    return Built(figures, matrices, [mask_note(trace.mask)])
+    return Built(figures, matrices, [mask_note(trace.mask, trace.top_k)])
 
 
-def mask_note(mask) -> str:
+def mask_title(trace) -> str:
+    """ "causal mask", "window mask" or "top-k mask": what hides the keys."""
+    if trace.top_k:
+        return "top-k mask"
+    return "causal mask" if window_of(trace.mask) is None else "window mask"
+
+
+def mask_note(mask, top_k: int = 0) -> str:
     """What the mask hides, read off the mask itself ([n, n] bool tensor, True = may see): the future, and a sliding
     window's far past, with the sinks every query keeps and the most keys a row keeps (what a decoder's KV cache
-    must hold)."""
+    must hold); or, with DSA's top-k, the keys chosen."""
     allowed = mask.cpu().numpy()
     n = allowed.shape[0]
     hidden = int((~allowed).sum())
+    if top_k:
+        most = int(allowed.sum(axis=1).max())
+        return (
+            f"Here {hidden} of the {n * n} cells are hidden. Each query keeps at most {top_k} keys"
+            + (f" (here {most} at most)" if most < top_k else "")
+            + ", the ones DeepSeek's indexer scores highest of those the mask leaves it, the same for every head. "
+            "The indexer is an oracle: Σ over heads of ReLU(q·k/√d_k). The cache still keeps every key: a later "
+            "query may choose any."
+        )
     window = window_of(mask.cpu())
     if window is None:
         return f"Here {hidden} of the {n * n} cells are hidden: every key after its query."

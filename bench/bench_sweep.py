@@ -4,6 +4,9 @@ Target: the sweep at 512 tokens (1 reference + 4 masks x 5 budgets = 21 forward 
 run as the Real model page runs it: through the app's model worker, each pass on one thread, as many at once
 as the worker runs. The model's load is not counted (the page has loaded it before). Prints every point, the
 heads that lose most, and StreamingLLM's comparison (the README's table is this output).
+Then what a rerun of the page costs once the points are kept: the section's figures and words built from them
+(what the Real model page's masks section draws), against the page's overview of every head (its thumbnails) for
+the default sentence, both as the page builds them and written to JSON, median of 20.
 Run: .venv/bin/python bench/bench_sweep.py [rounds, default 3]
 """
 
@@ -18,6 +21,34 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from attention_core.models.sparse import SWEEP_TOKENS, plan, streaming_finding, sweep  # noqa: E402
 from attention_core.models.worker import ModelWorker  # noqa: E402
+from figures.overview import thumbnails_figure  # noqa: E402
+from figures.sweep import (  # noqa: E402
+    heads_losing_most,
+    lost_figure,
+    rows_lost_figure,
+    sparse_sentence,
+    streaming_sentence,
+    sweep_figure,
+)
+
+DEFAULT_TEXT = "The next day is bright"  # the sidebar's sentence
+
+
+def median_ms(build, rounds: int = 20) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        build()
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def section(points) -> None:
+    """What the masks section builds on a rerun: its three figures as JSON, and its words."""
+    chosen = points[1]
+    for made in (sweep_figure(points), lost_figure(chosen), rows_lost_figure(chosen)):
+        made.to_json()
+    streaming_sentence(points), sparse_sentence(points), heads_losing_most(chosen)
 
 
 def main(rounds: int) -> None:
@@ -33,6 +64,7 @@ def main(rounds: int) -> None:
         kept = {(p.mask, p.budget): p for p in points}
         sweep(worker, "smollm2", "cpu", kept, progress=lambda done, total: None)
         again = time.perf_counter() - started
+        overview = worker.trace("smollm2", "cpu", DEFAULT_TEXT)
     finally:
         worker.close()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
@@ -48,6 +80,9 @@ def main(rounds: int) -> None:
         print(f"| {p.mask} | {p.budget or ''} | {p.keys_kept or 'all'} | {p.loss:.3f} | {p.loss - full:+.3f} | "
               f"{float(p.lost.mean()):.3f} | {heads} |")  # fmt: skip
     print("\nStreamingLLM's comparison:", streaming_finding(points))
+    drawn, thumbs = median_ms(lambda: section(points)), median_ms(lambda: thumbnails_figure(overview).to_json())
+    print(f"\na rerun with the points kept: the section's figures and words {drawn:.1f} ms; the page's overview of")
+    print(f"every head (thumbnails, {DEFAULT_TEXT!r}) {thumbs:.1f} ms: {drawn / thumbs:.2f}x")
 
 
 if __name__ == "__main__":

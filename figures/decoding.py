@@ -133,10 +133,11 @@ def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_ST
 
 
 def cost_figures(
-    variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE, held=None
+    variant: str, sizes: Sizes, steps: int, bytes_per: int, style: Style = DEFAULT_STYLE, held=None, height=None
 ) -> tuple[Figure, Figure]:
     """How a step's FLOPs grow with t, with a KV cache and without, and how the cache grows, up to `steps`.
-    held(t): the tokens a cache holds after t (a sliding window's stops growing); by default all t."""
+    held(t): the tokens a cache holds after t (a sliding window's stops growing); by default all t. height: each
+    chart's pixels (a slide's are shorter)."""
     t = np.arange(1, steps + 1)
     held = held or (lambda tokens: tokens)
     kept = np.array([held(int(i)) for i in t])
@@ -152,9 +153,10 @@ def cost_figures(
             title=style.title("FLOPs of step t, one layer", "matrix products; t = tokens so far"),
             xaxis={"title": {"text": "t"}},
             yaxis={"title": {"text": "FLOPs"}, "rangemode": "tozero"},
-            legend={"orientation": "h", "y": -0.25},
-            height=360,
-            margin={"t": 80, "l": 70, "r": 20, "b": 100},
+            # the legend at the figure's foot, its two rows with room of their own under the axis title
+            legend={"orientation": "h", "x": 0, "y": 0, "yref": "container", "yanchor": "bottom"},
+            height=height or 360,
+            margin={"t": 80, "l": 70, "r": 20, "b": round(4 * 1.3 * style.font_size + 20)},
         ),
     )
     per_token = VARIANTS[variant].cache_per_token(sizes) * bytes_per
@@ -174,7 +176,7 @@ def cost_figures(
             xaxis={"title": {"text": "t"}},
             yaxis={"title": {"text": "bytes"}, "rangemode": "tozero"},
             showlegend=False,
-            height=360,
+            height=height or 360,
             margin={"t": 80, "l": 70, "r": 20, "b": 60},
         ),
     )

@@ -18,7 +18,7 @@ from ui.chart import show_figure
 from ui.links import check_choice, check_whole
 from ui.own_weights import own_refusal, own_weights_box
 from ui.pages import BY_TITLE
-from ui.screen import reduced_motion, slide_pixels
+from ui.screen import reduced_motion, slide_columns, slide_pixels
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
 from ui.slides import PLAY_SECONDS, Slides
@@ -29,6 +29,7 @@ SENTENCE, TRAINED = "the sentence", "the trained model"  # where the next token 
 LECTURE_PROMPT = ("Alice", "will", "eat")  # lecture 002's example
 ROW_MAP_PIXELS = 60  # the height of a one-row map (the new token's q, weights and context)
 SLIDE_MAP_PIXELS = 160  # in presentation mode, the tallest the cache and the rows so far may be
+COST_CHART_PIXELS = 300  # in presentation mode, each of the cost slide's two charts (one above the other)
 
 
 @st.cache_resource(max_entries=16, show_spinner="Decoding…")
@@ -147,7 +148,7 @@ def main() -> None:
         if slides.shows("step"):
             step_slide(shown, settings, style)
         if slides.shows("cost"):
-            cost_slide(shown, style)
+            cost_slide(shown, style, settings.presentation)
 
 
 def introduce() -> None:
@@ -283,56 +284,77 @@ def step_slide(shown: Shown, settings, style) -> None:
         st.rerun()
 
 
-def cost_slide(shown: Shown, style) -> None:
-    """What the step costs with a KV cache and without: FLOPs term by term, bytes read, and both as t grows."""
-    decoding, t, config, n = shown.decoding, shown.t, shown.decoding.config, len(shown.decoding.tokens)
-    t += 1  # tokens seen at this step
+def cost_slide(shown: Shown, style, presentation: bool) -> None:
+    """What the step costs with a KV cache and without: FLOPs term by term, bytes read, and both as t grows. On a
+    slide the words (the terms with the cache only) beside the two charts, one above the other."""
+    decoding, t, config = shown.decoding, shown.t + 1, shown.decoding.config  # t: tokens seen at this step
+    words, charts = slide_columns() if presentation else (st.container(), st.container())
+    with words:  # on a slide the charts beside the words start at the top
+        st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
+        cost_words(decoding, t, presentation)
+    with charts:
+        cost_charts(decoding, len(decoding.tokens), style, presentation)
+
+
+def cost_words(decoding, t: int, presentation: bool) -> None:
+    """The step's FLOPs with the cache and without, term by term, and the bytes it reads."""
+    config = decoding.config
     sizes, bytes_per = config.sizes, decoding.x.element_size()
-    st.header(f"What step {t} costs, one layer ({VARIANTS[config.variant].label})")
     keys = len(decoding.steps[t - 1].keys)  # what the cache holds: t, or fewer under a sliding window
     rows = []
-    for cached in (True, False):
+    for cached in (True, False) if not presentation else (True,):
         for term in step_cost(config.variant, sizes, t, cached, keys):
-            rows.append(
-                {
-                    "": "with a KV cache" if cached else "without",
-                    "work": term.what,
-                    "formula": term.formula,
-                    "FLOPs": f"{term.flops:,}",
-                }
-            )
+            how = "with a KV cache" if cached else "without"
+            rows.append({"": how, "work": term.what, "formula": term.formula, "FLOPs": f"{term.flops:,}"})
     with_cache, without = step_flops(config.variant, sizes, t, True, keys), step_flops(config.variant, sizes, t, False)
-    if keys < t:
+    if keys < t and presentation:
+        st.markdown(f"The window's cache holds {keys} of the {t} tokens: t below is {keys}, at any length.")
+    elif keys < t:
         st.markdown(
             f"Under the sliding window the cache holds {keys} of the {t} tokens: with the cache, t in the formulas "
             f"below is {keys}, and it stays {keys} however long the text grows."
         )
     st.markdown(
         f"With the cache, step {t} computes **{with_cache:,}** FLOPs; without it, the whole pass over all "
-        f"{t} tokens again: **{without:,}** ({without / with_cache:.1f}×). FLOPs of the matrix products, 2 per "
-        "multiply-add; the softmax and scaling add a few per score and are not counted."
-    )
-    st.table(rows, border="horizontal")
-    cache_now = decoding.cache_at(t)
-    read_with = bytes_read(decoding.params, cache_now, decoding.x[:t], True)
+        f"{t} tokens again: **{without:,}** ({without / with_cache:.1f}×)."
+        + ("" if presentation else " FLOPs of the matrix products, 2 per multiply-add; the softmax and scaling add "
+           "a few per score and are not counted.")
+    )  # fmt: skip
+    st.table([{k: v for k, v in row.items() if k or not presentation} for row in rows], border="horizontal")
+    read_with = bytes_read(decoding.params, decoding.cache_at(t), decoding.x[:t], True)
     read_without = bytes_read(decoding.params, {}, decoding.x[:t], False)
     per_token = VARIANTS[config.variant].cache_per_token(sizes)
-    st.markdown(
+    cache = (
         f"**Cache**: {VARIANTS[config.variant].formula} = {VARIANTS[config.variant].formula_at(sizes)} = "
         f"{per_token:,} numbers per token ({per_token * bytes_per:,} bytes in {config.dtype}); after {t} "
-        f"token{'s' if t > 1 else ''}: {decoding.cache_bytes(t):,} bytes. **Read from memory** at this step, at "
+        f"token{'s' if t > 1 else ''}: {decoding.cache_bytes(t):,} bytes."
+    )
+    if presentation:
+        st.markdown(f"{cache} **Read** at this step: {read_with:,} bytes with it, {read_without:,} without.")
+        return
+    st.markdown(
+        f"{cache} **Read from memory** at this step, at "
         f"the least: {read_with:,} bytes with the cache (every weight, the whole cache, the new row of X), "
         f"{read_without:,} without (every weight, all {t} rows of X): {with_cache / read_with:.2f} FLOPs per byte "
         "read with the cache. The cache trades memory for compute. It is read whole at every step, for a few "
         "FLOPs per byte: in a large model a decoding step waits on memory more than on arithmetic."
     )
+
+
+def cost_charts(decoding, n: int, style, presentation: bool) -> None:
+    """A step's FLOPs and the cache as t grows: side by side, or on a slide one above the other."""
+    config = decoding.config
     steps_shown = max(64, 2 * n)
     held = functools.partial(cache_tokens, config)  # a sliding window's cache stops growing
-    flops_figure, cache_line = cost_figures(config.variant, sizes, steps_shown, bytes_per, style.beside(2), held)
-    left, right = st.columns(2)
-    with left:
+    height = slide_pixels(COST_CHART_PIXELS) if presentation else None
+    flops_figure, cache_line = cost_figures(
+        config.variant, config.sizes, steps_shown, decoding.x.element_size(),
+        style if presentation else style.beside(2), held, height,
+    )  # fmt: skip
+    places = (st.container(), st.container()) if presentation else st.columns(2)
+    with places[0]:
         show_figure(flops_figure, "dec-flops")
-    with right:
+    with places[1]:
         show_figure(cache_line, "dec-cache-growth")
     most = held(steps_shown)
     with_one = (
@@ -341,8 +363,9 @@ def cost_slide(shown: Shown, style) -> None:
         if most < steps_shown
         else "with one with t. The sum over a whole text of n tokens: n³ against n²"
     )
-    growth = f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again)"
-    st.caption(f"{growth}, {with_one}.")
+    if not presentation:
+        growth = f"Both up to t = {steps_shown}: without a cache each step grows with t² (every score again)"
+        st.caption(f"{growth}, {with_one}.")
 
 
 main()

@@ -76,6 +76,7 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     for title in ("Multi-head", "Decoding"):  # the other pages show them too
         page.get_by_role("link", name=title).click()
         page.get_by_text(yours).first.wait_for(timeout=60000)
+        settled(page)  # its run finished: a click into a page still drawing was once lost (Compare never came)
     page.get_by_role("link", name="Compare").click()
     page.get_by_role("radio", name="two variants", exact=True).click()  # the right side is MLA: these weights are not
     page.get_by_text("Your own weights do not fit this side's settings").wait_for(timeout=60000)

@@ -27,6 +27,7 @@ from figures.style import markdown_literal
 from ui import decks
 from ui.controls import log
 from ui.links import refused_values
+from ui.pages import BY_TITLE
 
 STORE_ENV = "ATTENTION_CLASS_STORE"
 POLL_SECONDS = 1.0  # a follower's page asks the class this often: the lecturer's step shows within ~1–2 s
@@ -141,6 +142,8 @@ def send_view(page_title: str) -> None:
     if here is None or here["role"] != "lecturer":
         return
     view = decks.on_screen(page_title)
+    if st.session_state.get("present") and not view.stage and BY_TITLE[page_title].slides:
+        return  # presenting, on a run that ended before its slide was known: the class would get the page read through
     params = {k: v for k, v in view.params.items() if k not in PRIVATE} | ({SLIDE: view.stage} if view.stage else {})
     sent = urlsplit(view.address).path + "?" + urlencode(sorted(params.items()))
     if sent != here["sent"]:

@@ -267,6 +267,8 @@ def test_server_side_validation_names_field_value_and_range(changes, message):
             "weight init = 'zeros', which is not used: it must be one of normal, xavier, kaiming, unit",
         ),
         ({"palette": "rainbow"}, "colours = 'rainbow', which is not used: it must be one of cividis, inferno"),
+        ({"window": "65"}, "sliding window w (0 = every earlier token) = '65', which is not used: it must be a whole"),
+        ({"top_k": "-1"}, "sparse: keys per token, DSA top-k (0 = all) = '-1', which is not used: it must be a whole"),
     ],
 )
 def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused):
@@ -277,6 +279,15 @@ def test_a_link_value_a_control_cannot_take_is_named_on_the_page(params, refused
     at.run()
     assert not at.exception
     assert any(refused in shown(w) for w in at.warning), [w.value for w in at.warning]
+
+
+def test_a_window_and_top_k_together_are_named_on_the_page_not_a_traceback():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"causal": "true", "window": "2", "top_k": "3"})
+    at.run()
+    assert not at.exception
+    said = " ".join(shown(e) for e in at.error)  # as the page renders it (markdown escapes removed)
+    assert "a sliding window and DSA top-k are two masks; choose one: window = 2, top_k = 3" in said, said
 
 
 @pytest.mark.parametrize("raw", ["2.5", "1e1", "0x10", "9999"])

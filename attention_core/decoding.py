@@ -33,8 +33,7 @@ from collections.abc import Mapping
 import torch
 
 from attention_core.config import AttentionConfig, check_text
-from attention_core.engine import attend, config_mask, prepared
-from attention_core.masks import MASKS
+from attention_core.engine import attend, config_mask, prepared, sliding
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import concat_heads
 from attention_core.variants import VARIANTS, Sizes
@@ -172,7 +171,7 @@ def cache_tokens(config: AttentionConfig, t: int) -> int:
     """The tokens a decoder's cache holds after t tokens: all t, or under a sliding window w (sinks + w) at most."""
     if not config.window:
         return t
-    return MASKS["sinks" if config.sinks else "window"].cached(t, config.window)
+    return sliding(config).cached(t, config.window)
 
 
 def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None = None) -> list[Term]:

@@ -23,7 +23,7 @@ import torch
 
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
-from attention_core.masks import MASKS, oracle_indexer
+from attention_core.masks import MASKS, Mask, oracle_indexer
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
 from attention_core.variants import VARIANTS, grouped_key
@@ -36,8 +36,13 @@ def config_mask(n: int, config: AttentionConfig, device: torch.device | str = "c
     if not config.causal:
         return None
     if config.window:
-        return MASKS["sinks" if config.sinks else "window"].kept(n, config.window).to(device)
+        return sliding(config).kept(n, config.window).to(device)
     return causal_mask(n, device)
+
+
+def sliding(config: AttentionConfig) -> Mask:
+    """The config's sliding window as a record of masks.py: with its sinks, or alone."""
+    return MASKS["sinks" if config.sinks else "window"]
 
 
 def sparse_keys(scaled_scores: torch.Tensor, visible: torch.Tensor, k: int) -> torch.Tensor:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from attention_core.models.sparse import SWEEP_TOKENS, plan, streaming_finding, sweep  # noqa: E402
+from attention_core.models.sparse import SWEEP_TOKENS, plan, sweep  # noqa: E402
 from attention_core.models.worker import ModelWorker  # noqa: E402
+from bench.bench_engine import median_ms  # noqa: E402
 from figures.overview import thumbnails_figure  # noqa: E402
 from figures.sweep import (  # noqa: E402
     heads_losing_most,
@@ -32,15 +33,6 @@ from figures.sweep import (  # noqa: E402
 )
 
 DEFAULT_TEXT = "The next day is bright"  # the sidebar's sentence
-
-
-def median_ms(build, rounds: int = 20) -> float:
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        build()
-        times.append(time.perf_counter() - started)
-    return 1000 * statistics.median(times)
 
 
 def section(points) -> None:
@@ -79,8 +71,8 @@ def main(rounds: int) -> None:
         heads = ", ".join(f"L{i // p.lost.shape[1] + 1}H{i % p.lost.shape[1] + 1}" for i in worst) if p.budget else ""
         print(f"| {p.mask} | {p.budget or ''} | {p.keys_kept or 'all'} | {p.loss:.3f} | {p.loss - full:+.3f} | "
               f"{float(p.lost.mean()):.3f} | {heads} |")  # fmt: skip
-    print("\nStreamingLLM's comparison:", streaming_finding(points))
-    drawn, thumbs = median_ms(lambda: section(points)), median_ms(lambda: thumbnails_figure(overview).to_json())
+    print("\nStreamingLLM's comparison:", streaming_sentence(points))
+    drawn, thumbs = median_ms(lambda: section(points), 20), median_ms(lambda: thumbnails_figure(overview).to_json(), 20)
     print(f"\na rerun with the points kept: the section's figures and words {drawn:.1f} ms; the page's overview of")
     print(f"every head (thumbnails, {DEFAULT_TEXT!r}) {thumbs:.1f} ms: {drawn / thumbs:.2f}x")
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 
+from attention_core.checking.files import window_settings
 from attention_core.config import AttentionConfig
 from attention_core.engine import compute_attention
-from attention_core.masks import window_of
 from attention_core.trace import AttentionTrace
 
 TIMES = 4.0
@@ -27,12 +27,11 @@ ULPS = 8 * 2.0**-24  # a few unit roundoffs of float32 (the last rounding of eac
 def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:
     """The config that computes this trace again from its own X and weights (X as given: positions already in it)."""
     s = trace.sizes
-    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())  # (sinks, w, most)
+    mask = window_settings(trace)  # the sliding window, its sinks, DSA's top-k
     return AttentionConfig(
         d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, n_heads=s.n_heads, kv_heads=s.kv_heads, variant=trace.variant,
         d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None,
-        window=window[1] if window else 0, sinks=bool(window and window[0]),
-        top_k=trace.top_k,
+        window=mask["window"], sinks=bool(mask["sinks"]), top_k=mask["top_k"],
         scaled=trace.scale != 1.0, positional="rotary" if trace.rope_base else "none",
         rope_base=trace.rope_base or 10_000.0, dtype=dtype, device="cpu",
     )  # fmt: skip

@@ -124,18 +124,6 @@ def plan() -> list[tuple[str, int]]:
     return [("causal", 0)] + [(mask, budget) for mask in SWEPT for budget in BUDGETS]
 
 
-def streaming_finding(points: list[Point]) -> str:
-    """StreamingLLM's finding put to the points: at each window, the window alone against it plus 4 sinks."""
-    by = {(p.mask, p.budget): p for p in points}
-    full = by[("causal", 0)].loss
-    rows = [
-        f"w = {w}: window +{by[('window', w)].loss - full:.3f}, sinks + window +{by[('sinks', w)].loss - full:.3f}"
-        for w in BUDGETS
-        if ("window", w) in by and ("sinks", w) in by
-    ]
-    return "; ".join(rows)
-
-
 def sweep(worker, key: str, device: str, done: dict | None = None, progress: Callable[[int, int], None] = print):
     """Every point of plan() for the model, run in the model worker (several at once, as many as it runs), in
     `done` ((mask, budget) -> Point, kept by the caller: what is there is not run again). progress(points done,

@@ -65,10 +65,14 @@ def main() -> None:
         if pages_of_heads > 1:
             at = min(max(st.session_state.get(HEADS_PAGE, 1), 1), pages_of_heads)
             shown_heads = range((at - 1) * GRID_COLUMNS, min(h, at * GRID_COLUMNS))
+        # Each part a container of its own, keyed: a note that comes or goes with one head leaves the parts below
+        # it in their place in the browser, updated rather than made anew.
         if slides.shows("heads"):
-            heads_slide(settings, trace, style, shown_heads)
+            with st.container(key="mh-heads"):
+                heads_slide(settings, trace, style, shown_heads)
         if slides.shows("peaked"):
-            peaked_slide(settings, trace, style)
+            with st.container(key="mh-peaked"):
+                peaked_slide(settings, trace, style)
         # concat·W_O, then what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
         for key in stages:
             if slides.shows(key):

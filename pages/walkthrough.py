@@ -91,7 +91,7 @@ def read(settings, trace, keys: list[str]) -> None:
     st.caption(" · ".join(settings_line(trace, settings.config)))
     show_typed_refusals(settings)
     lecture_panel(trace)
-    head = _head_picker(st, trace.n_heads)
+    head = _head_picker(st.empty(), trace.n_heads)  # its place kept with one head: nothing below it moves
     pattern_note(trace, head)
     own_weights_box(settings)
     numbers_editor(trace, settings, head)

@@ -150,6 +150,9 @@ def test_the_lectures_hand_numbers_reach_every_stage(app):
 
 
 def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
+    assert [t.key for t in app.text_area] == ["text"]  # the box of typed numbers is closed and empty: not drawn
+    app.session_state["typed_box"] = True  # as a click on "Typed numbers" does
+    app.run()
     app.text_area(key="w_q").set_value("1,2;3,x").run()
     assert any("W_Q row 2, column 2 is 'x', which is not a number" in shown(w) for w in app.warning)
     app.text_area(key="w_q").set_value("1,0;0,1").run()
@@ -157,6 +160,28 @@ def test_typed_numbers_that_do_not_fit_are_named_and_not_used(app):
     trace = trace_sentence(DEFAULT_TEXT, default_config())
     np.testing.assert_allclose(panel(app, "Q = X·W_Q").z, trace.q[0].numpy(), rtol=1e-6)  # the drawn W_Q stands
     no_problems(app)
+
+
+def test_a_links_typed_numbers_reach_the_page_with_the_sidebars_box_closed():
+    """The box of typed numbers draws its fields only while open or holding numbers: a link's numbers are read from
+    the address on the first run, kept on the next, and forgetting them empties the fields, which then go."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["w_q"] = "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1;1,1,1,1;0,0,0,0;0,0,0,0;0,0,0,0"
+    at.run()
+    no_problems(at)
+    assert at.session_state["typed_box"] is False  # closed, as a link opens it
+    x = trace_sentence(DEFAULT_TEXT, default_config()).x.numpy()  # [5 tokens, d_model 8], drawn from the seed
+    expected = x[:, :4] + x[:, 4:5]  # the typed W_Q: rows 1-4 the identity, row 5 ones, rows 6-8 zeros
+    for _ in range(2):  # the first run, then a rerun (a field not drawn would have forgotten the numbers)
+        np.testing.assert_allclose(panel(at, "Q = X·W_Q").z, expected, rtol=1e-5, atol=1e-6)
+        at.slider(key="d_k").set_value(4).run()
+    at.button(key="forget_typed_sidebar").click().run()
+    no_problems(at)
+    assert [t.key for t in at.text_area] == ["text"] and "w_q" not in at.query_params
+    at.slider(key="d_k").set_value(5).run()  # and they stay forgotten
+    assert [t.key for t in at.text_area] == ["text"]
+    at.slider(key="d_k").set_value(4).run()
+    np.testing.assert_allclose(panel(at, "Q = X·W_Q").z, trace_sentence(DEFAULT_TEXT, default_config()).q[0], rtol=1e-6)
 
 
 def test_projections_off_is_lecture_003s_first_attempt(app):

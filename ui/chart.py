@@ -32,7 +32,8 @@ import streamlit as st
 import streamlit.components.v1 as components
 import streamlit.components.v2
 
-from figures.describe import describe
+from figures.describe import describe, is_value_map
+from figures.style import Figure
 from ui.memo import remember
 
 MODULE = Path(__file__).with_name("chart_frontend") / "chart.js"
@@ -100,7 +101,7 @@ def preload() -> None:
         _live_chart(data={"plotly": f"{FILES}/plotly.min.js"}, key="plotly_preload", height=0)
 
 
-def show_figure(figure, key: str, filename: str | None = None) -> None:
+def show_figure(figure: Figure, key: str, filename: str | None = None) -> None:
     """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
     the camera button's PNG is called (by default the key)."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
@@ -108,7 +109,9 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
     spec = remember(figure, "json", figure.to_json)  # once per figure
     name, summary = remember(figure, "words", lambda: describe(figure))  # its text alternative
     # Every value is text: Streamlit asks of each other value whether it is a table, and the first time
-    # that imports pandas and pyarrow before a fresh server's first chart (docs/design-notes.md).
+    # that imports pandas and pyarrow before a fresh server's first chart (docs/design-notes.md). The height and
+    # whether it holds maps of numbers (a keyboard walks their cells) come beside the figure, so that the browser
+    # parses its JSON only when it draws it.
     _live_chart(
         data={
             "spec": spec,
@@ -116,6 +119,8 @@ def show_figure(figure, key: str, filename: str | None = None) -> None:
             "plotly": f"{FILES}/plotly.min.js",
             "name": name,
             "summary": summary,
+            "height": str(figure.height),
+            "maps": "1" if any(is_value_map(trace) for trace in figure.traces) else "0",
         },
         key=key,
         height="content",

@@ -55,6 +55,7 @@ READABLE_CSS = """
 [data-testid="stWidgetLabel"][disabled] [data-testid="stMarkdownContainer"] { color: inherit !important; }
 [data-testid="stButtonGroup"] button:is([aria-checked="true"], [data-selected="true"]),
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
+.live-chart { content-visibility: auto; }
 </style>
 """
 

@@ -72,6 +72,31 @@ def show_figures(figures, key: str, side_by_side: bool, name: str | None = None,
             show_figure(figure, f"{key}-{i}", filename=f"{name or key}-{i}")
 
 
+def _choices(stage, trace: AttentionTrace, style: Style, query_key: str, slide: bool) -> tuple[int | None, dict]:
+    """A stage's own choices, drawn: for a per-query stage the token shown in detail (its index), and each of the
+    stage's options (by key), kept in the address as shown."""
+    query = None
+    if stage.per_query:
+        check_choice(query_key, "one token in detail", [f"{style.index(i)}: {t}" for i, t in enumerate(trace.tokens)])
+        query = st.selectbox(
+            "one token in detail",
+            range(trace.n_tokens),
+            format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
+            key=query_key,
+            bind="query-params",
+            label_visibility="collapsed" if slide else "visible",  # a slide: the sum below names the token
+        )
+        query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
+    chosen = {}
+    for option in stage.options:  # the stage's own choices, in the address as shown (no format_func)
+        value = st.segmented_control(
+            option.label, option.choices, default=option.default, key=option.key, bind="query-params"
+        )
+        chosen[option.key] = option.default if value is None else value
+        keep_in_address(option.key, chosen[option.key], option.default)
+    return query, chosen
+
+
 def show_stage(
     trace: AttentionTrace,
     key: str,
@@ -88,32 +113,17 @@ def show_stage(
     by the stage: the next stage's figures go to the charts already on screen (drawn in place, ~4x faster
     than new charts)."""
     stage = BY_KEY[key]
-    words, pictures = places or (st.container(),) * 2
+    # Read normally, a stage is a container of its own, keyed: when a stage above it comes or goes (the causal
+    # mask's, a variant's) or a head picker appears, its elements keep their place in the browser and are updated,
+    # not made anew (all of a page's charts and formulas were, on a heads step: docs/design-notes.md).
+    words, pictures = places or (st.container(key=f"stage-{prefix}{key}"),) * 2
     with words:
         st.header(heading(key, trace), anchor=key)  # h2: under the page's h1 (axe: heading-order)
         st.latex(stage.formula_for(trace))
-        sentences = st.empty()  # filled once the view is built: its sentences depend on the numbers
-        query = None
-        if stage.per_query:
-            check_choice(
-                query_key, "one token in detail", [f"{style.index(i)}: {t}" for i, t in enumerate(trace.tokens)]
-            )
-            query = st.selectbox(
-                "one token in detail",
-                range(trace.n_tokens),
-                format_func=lambda i: f"{style.index(i)}: {trace.tokens[i]}",
-                key=query_key,
-                bind="query-params",
-                label_visibility="collapsed" if places else "visible",  # a slide: the sum below names the token
-            )
-            query = min(query or 0, trace.n_tokens - 1)  # a shorter sentence may leave an old choice out of range
-        chosen = {}
-        for option in stage.options:  # the stage's own choices, in the address as shown (no format_func)
-            value = st.segmented_control(
-                option.label, option.choices, default=option.default, key=option.key, bind="query-params"
-            )
-            chosen[option.key] = option.default if value is None else value
-            keep_in_address(option.key, chosen[option.key], option.default)
+        # The sentences depend on the numbers: where the reader chooses what is shown (drawn below them), a place
+        # is kept for them and filled once the view is built; else they are written once it is (one message less).
+        sentences = st.empty() if stage.per_query or stage.options else None
+        query, chosen = _choices(stage, trace, style, query_key, slide=bool(places))
     options = tuple(sorted(chosen.items()))
     view = remember(
         trace, ("view", key, head, style, query, options), lambda: stage_view(trace, key, head, style, query, chosen)
@@ -125,7 +135,11 @@ def show_stage(
             trace, ("view", key, head, wide, query, options), lambda: stage_view(trace, key, head, wide, query, chosen)
         )
         pictures = st.container()
-    sentences.markdown(view.explanation)
+    if sentences is None:
+        with words:
+            st.markdown(view.explanation)
+    else:
+        sentences.markdown(view.explanation)
     with pictures:
         chart_key = f"{prefix}slide" if places else f"{prefix}{key}"
         show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, f"{prefix}{key}", view.shares)

@@ -37,7 +37,7 @@ from ui.controls import (
     current_example,
     use_example,
 )
-from ui.links import NUMBERS_FROM
+from ui.links import NUMBERS_FROM, keep_in_address
 from ui.own_weights import own_label, own_value
 from ui.pages import EVERYTHING
 
@@ -91,11 +91,19 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
         st.caption("**Training page**")
         for control in TRAINING:
             _widget(control, control.key in reads)
-        typed = any(st.session_state.get(control.key) for control in TYPED)
-        with st.expander("Typed numbers (X, W_Q, W_K, W_V, W_O)", expanded=False):
-            st.caption(f"{TYPED_FORMAT} The Walkthrough has tables to type into. Empty: drawn from the seed.")
-            for control in TYPED:
-                _widget(control, control.key in reads)
+        # A field's value once drawn; on a link's first run, the address (read by the field only as it is drawn).
+        typed = any(st.session_state.get(c.key, st.query_params.get(c.key)) for c in TYPED)
+        box = st.expander("Typed numbers (X, W_Q, W_K, W_V, W_O)", key="typed_box", on_change="rerun")
+        with box:
+            # Its fields are drawn only while it is open or holds numbers (a field not drawn forgets its value):
+            # closed and empty, they were five text areas that every rerun of every page sent and drew unseen.
+            if box.open or typed:
+                st.caption(f"{TYPED_FORMAT} The Walkthrough has tables to type into. Empty: drawn from the seed.")
+                for control in TYPED:
+                    _widget(control, control.key in reads)
+                    # A field drawn for the first time with numbers set by a button (the Training page's "Use the
+                    # weights") is not written into the address by Streamlit: held there here.
+                    keep_in_address(control.key, st.session_state.get(control.key, ""), "")
             if typed:
                 st.button(
                     "Forget typed numbers",

@@ -5,14 +5,15 @@
 
 const FALLBACK_FONT = '"Source Sans", sans-serif';
 
-// Shared by every chart of the page: plotly.js once, and the count of charts on screen still drawing
-// for the first time (charts near but not on screen wait for them: the page's main thread is shared).
-// `turn`: charts draw one at a time, in the order their figures came, and the browser paints after each
-// before the next begins. A rerun sends several figures at once; drawn in one go, the first would show
-// only when the last is done (the Decoding page's step: 140 ms to its first chart, 110 ms without the
-// second chart there).
-const shared = (window.__liveCharts ??= {plotly: null, busy: 0, waiting: new Set(), turn: Promise.resolve(),
-                                          charts: new Set()});
+// Shared by every chart of the page: plotly.js once, and one queue of charts to draw.
+// A rerun sends every changed figure at once, in the page's order; drawing them in that order made the reader
+// wait for charts they cannot see (on the Walkthrough scrolled to its weights, the five charts above were
+// drawn first: docs/design-notes.md). So one pump draws one chart at a time, the most urgent first: a chart on
+// screen (top to bottom), then a chart within a screen of it (once no rerun is running, so that it never delays
+// the next); a chart further away waits until it comes near. The browser paints after each chart, so the first
+// shows before the last is drawn. A chart whose figure (and the page's colours) did not change is not drawn.
+const shared = (window.__liveCharts ??= {plotly: null, charts: new Set(), pumping: false, listening: false,
+                                          scheduled: false, again: null});
 
 function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
   return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -31,17 +32,60 @@ function loadPlotly(url) {
   return shared.plotly;
 }
 
-function release() {
-  const waiting = [...shared.waiting];
-  shared.waiting.clear();
-  for (const again of waiting) again();
+function scriptRunning() {  // Streamlit's rerun in progress (its app element says so)
+  return document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state") === "running";
 }
 
-// Near = within a screen of the viewport: drawn; further away, the chart waits until it comes near.
+// On screen, near (within a screen of the viewport) or far; and how far down, to draw from the top.
 function place(element) {
   const box = element.getBoundingClientRect();
   const height = window.innerHeight;
-  return {near: box.bottom > -height && box.top < 2 * height, onScreen: box.bottom > 0 && box.top < height};
+  const onScreen = box.bottom > 0 && box.top < height;
+  return {onScreen, near: box.bottom > -height && box.top < 2 * height, top: box.top};
+}
+
+function wanted(chart) {  // what the chart should show now: its latest figure in the page's colours now
+  return chart.latest && `${chart.colours.text} ${chart.colours.paper}\n${chart.latest.spec}`;
+}
+
+// The next thing to do: a chart to draw (or to fit to its new width), on screen before near; null if none now.
+function mostUrgent() {
+  let best = null, bestRank = Infinity, waiting = false, colours = null;
+  for (const chart of shared.charts) {
+    if (!chart.element.isConnected) { chart.forget(); continue; }  // the chart left the page with a rerun
+    if (chart.failedAt && Date.now() - chart.failedAt < 2000) { waiting = true; continue; }
+    chart.colours = colours ??= pageColours(chart.element);  // the page's, the same for every chart
+    const stale = chart.latest !== null && wanted(chart) !== chart.drawn;
+    if (!stale && !chart.resize) continue;
+    const {onScreen, near, top} = place(chart.element);
+    if (!near) continue;  // drawn when it comes near (scroll, resize)
+    if (!onScreen && scriptRunning()) { waiting = true; continue; }  // after the rerun, and after those on screen
+    const rank = (onScreen ? 0 : 1e6) + Math.abs(top);
+    if (rank < bestRank) { best = chart; bestRank = rank; }
+  }
+  if (!best && waiting && !shared.again) {  // look again soon: the rerun ends, a failed figure is tried again
+    shared.again = setTimeout(() => { shared.again = null; pump(); }, 150);
+  }
+  return best;
+}
+
+async function pump() {
+  if (shared.pumping) return;
+  shared.pumping = true;
+  try {
+    for (let chart = mostUrgent(); chart; chart = mostUrgent()) {
+      await drawOne(chart);
+      await painted();
+    }
+  } finally {
+    shared.pumping = false;
+  }
+}
+
+function schedule() {  // after the current task: every chart of a rerun has said what it shows by then
+  if (shared.scheduled) return;
+  shared.scheduled = true;
+  setTimeout(() => { shared.scheduled = false; pump(); }, 0);
 }
 
 // ---- Words for every chart (issue 29): what a screen reader, a keyboard and a reader without colour get.
@@ -188,19 +232,9 @@ function makeChart(parent) {
   element.className = "live-chart";
   element.style.width = "100%";
   parent.appendChild(element);
-  const chart = {element, latest: null, drawnSpec: null, drawn: null, queued: null, counted: false,
-                 drawing: Promise.resolve(), checking: false, cursor: null};
+  const chart = {element, latest: null, drawnSpec: null, drawn: null, colours: null, resize: false,
+                 failedAt: 0, cursor: null};
   makeWords(chart, parent);
-
-  chart.check = () => {
-    if (chart.checking) return;
-    chart.checking = true;
-    requestAnimationFrame(() => {
-      chart.checking = false;
-      if (!element.isConnected) { forget(); return; }  // the chart left the page with a rerun
-      draw(chart);
-    });
-  };
   // Plotly's `responsive` follows the window only. A chart drawn while its column had another width (the page
   // still laying out as presentation mode hides the sidebar) would keep it, its labels cut: fitted again here.
   let width = 0;
@@ -209,22 +243,18 @@ function makeChart(parent) {
     if (now === width) return;
     width = now;
     if (chart.drawnSpec === null) return;  // not drawn yet: it is drawn at the width it has then
-    shared.turn = shared.turn.then(() => element.isConnected && loadPlotly(chart.latest.plotlyUrl)
-      .then(Plotly => Plotly.Plots.resize(element))).catch(error => console.error(error));
+    chart.resize = true;
+    schedule();
   });
   resized.observe(element);
-  const forget = () => {
-    shared.charts.delete(chart);
-    resized.disconnect();
-    shared.waiting.delete(chart.check);
-    if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
-    document.removeEventListener("scroll", chart.check, {capture: true});
-    window.removeEventListener("resize", chart.check);
-  };
-  // The page scrolls inside its own pane: listen in the capture phase to hear every scroll.
-  document.addEventListener("scroll", chart.check, {capture: true, passive: true});
-  window.addEventListener("resize", chart.check);
+  chart.forget = () => { shared.charts.delete(chart); resized.disconnect(); };
   shared.charts.add(chart);
+  if (!shared.listening) {  // one listener for every chart: a chart coming near is drawn
+    shared.listening = true;
+    // The page scrolls inside its own pane: listen in the capture phase to hear every scroll.
+    document.addEventListener("scroll", schedule, {capture: true, passive: true});
+    window.addEventListener("resize", schedule);
+  }
   return chart;
 }
 
@@ -262,71 +292,70 @@ if (!shared.followsScheme) {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
     let looks = 0;
     const look = () => {  // for 3 s: Streamlit sets the page's new colours a moment after the switch
-      for (const chart of shared.charts) chart.check();
+      schedule();
       if (++looks < 20) setTimeout(look, 150);
     };
     look();
   });
 }
 
-function prepare(spec, config, parent, colours) {
-  const figure = JSON.parse(spec);
+function prepare(chart) {  // the figure to draw, parsed once per drawing, in the page's font and colours now
+  const figure = JSON.parse(chart.latest.spec);
   const layout = figure.layout;
-  const font = pageFont(parent);
+  const font = pageFont(chart.element);
   layout.font = {family: font, ...layout.font};
-  if (colours) {  // drawn: in the page's colours now (see pageColours)
-    recolour(figure, colours.text);
-    layout.paper_bgcolor = colours.paper;
-  }
+  recolour(figure, chart.colours.text);
+  layout.paper_bgcolor = chart.colours.paper;
   layout.plot_bgcolor = "rgba(0,0,0,0)";
-  return {figure, config: {...JSON.parse(config), responsive: true}, font};
+  return {figure, config: {...JSON.parse(chart.latest.config), responsive: true}, font};
 }
 
-function draw(chart) {
-  const {near, onScreen} = place(chart.element);
-  if (!near || chart.latest === null) return;
-  const colours = pageColours(chart.element);
-  const drawing = `${colours.text} ${colours.paper}\n${chart.latest.spec}`;  // a figure, in the page's colours
-  if (drawing === chart.queued) return;
-  const first = chart.queued === null;
-  if (first && !onScreen && shared.busy > 0) { shared.waiting.add(chart.check); return; }
-  const {spec, configText, plotlyUrl} = chart.latest;
-  const {figure, config, font} = prepare(spec, configText, chart.element, colours);
-  chart.queued = drawing;
-  if (first && onScreen) { chart.counted = true; shared.busy++; }
-  chart.drawing = shared.turn = shared.turn.then(async () => {
-    try {
-      const Plotly = await loadPlotly(plotlyUrl);
-      await document.fonts.load(`16px ${font}`);  // Plotly measures its labels once: in the right font
-      const plot = chart.drawnSpec === null ? Plotly.newPlot : Plotly.react;  // react: the same DOM, new numbers
-      await plot(chart.element, figure.data, figure.layout, config);
-      if (chart.drawnSpec !== spec) chart.cursor = null;  // new numbers: the walk starts again at the first cell
-      chart.drawnSpec = spec;
-      chart.drawn = drawing;
-      chart.element.__spec = spec;
-      if (chart.table.open) fillTable(chart);
-    } catch (error) {  // shown in the browser's console; the next figure (or scroll) tries again
-      console.error(error);
-      chart.queued = chart.drawn;
-      setTimeout(chart.check, 2000);
-    } finally {
-      if (chart.counted) { chart.counted = false; if (--shared.busy === 0) release(); }
+async function drawOne(chart) {
+  const drawing = wanted(chart);
+  try {
+    const Plotly = await loadPlotly(chart.latest.plotlyUrl);
+    if (drawing === chart.drawn) {  // the same figure, at a new width
+      chart.resize = false;
+      Plotly.Plots.resize(chart.element);
+      return;
     }
-    await painted();
-  });
+    const {spec} = chart.latest;
+    const {figure, config, font} = prepare(chart);
+    await document.fonts.load(`16px ${font}`);  // Plotly measures its labels once: in the right font
+    const plot = chart.drawnSpec === null ? Plotly.newPlot : Plotly.react;  // react: the same DOM, new numbers
+    const started = performance.now();
+    await plot(chart.element, figure.data, figure.layout, config);
+    // A mark in the browser's own profile (DevTools, bench/profile_step.py): what drawing each chart cost. The last
+    // one per chart is kept, not one per rerun of a whole lecture.
+    const mark = `live-chart ${chart.element.getAttribute("aria-label")}`;
+    performance.clearMeasures(mark);
+    performance.measure(mark, {start: started});
+    chart.resize = false;
+    if (chart.drawnSpec !== spec) chart.cursor = null;  // new numbers: the walk starts again at the first cell
+    chart.drawnSpec = spec;
+    chart.drawn = drawing;
+    chart.failedAt = 0;
+    chart.element.__spec = spec;
+    if (chart.table.open) fillTable(chart);
+  } catch (error) {  // shown in the browser's console; tried again in 2 s, or with the next figure
+    console.error(error);
+    chart.failedAt = Date.now();
+  }
 }
 
+// Called by Streamlit with the chart's data on every rerun that changed it. `height` and `maps` come beside the
+// figure's JSON, which is parsed only when the chart is drawn.
 export default function ({data, parentElement}) {
-  const {spec, config, plotly, name, summary} = data;
+  const {spec, config, plotly, name, summary, height, maps} = data;
   if (!spec) {  // ui/chart.py preload(): plotly.js and the page's font, before the first figure comes
     loadPlotly(plotly).then(() => document.fonts.load(`16px ${pageFont(parentElement)}`)).catch(() => {});
     return;
   }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
-  const {figure} = prepare(spec, config, parentElement);
-  chart.latest = {spec, configText: config, plotlyUrl: plotly, height: figure.layout.height};
-  nameChart(chart, name, summary, figure.data.some(isValueMap));
+  if (chart.latest?.spec !== spec) chart.failedAt = 0;  // a new figure is tried at once
+  chart.latest = {spec, config, plotlyUrl: plotly};
+  nameChart(chart, name, summary, maps === "1");
   chart.element.__latest = spec;  // what the server sent last (tests find a chart by it before it is drawn)
-  chart.element.style.height = `${chart.latest.height}px`;
-  draw(chart);
+  chart.element.style.height = `${height}px`;
+  schedule();
 }

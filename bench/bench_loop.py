@@ -1,0 +1,249 @@
+"""The loop a lecturer and a student live in: turn a knob, see the pictures change. How long after the key press
+the first chart changes and the charts on screen settle, on the Walkthrough, Multi-head, Decoding and Compare,
+for a d_k step, a heads step, the causal mask and a new sentence, and presented, → to the next slide; each as a
+ratio to the yardstick (`../shared/yardstick/trivial_app.py`, one slider and one small heatmap) measured in the
+same run, interleaved (machines differ by 2x or more; the ratio travels).
+
+    .venv/bin/python bench/bench_loop.py [--steps 5] [--pages walkthrough multihead decoding compare] [--json OUT]
+
+How it measures, inside the page (WATCH, installed before the page's own scripts): the key press's own time stamp
+(keydown, capture phase), and a MutationObserver on the whole page that notes, for every chart (the app's live
+chart, the yardstick's st.plotly_chart), when its SVG text first changed and when anything in it last changed, and
+whether it was on screen then. "First" = key press -> the first chart whose SVG text changes (a title, a tick, a
+number in a cell). "Settled" = key press -> the last change to a chart on screen, once no chart has changed for
+0.7 s. The yardstick is timed the same way (its title carries d_k). Both servers and Chromium share this machine's
+cores: say so beside every figure.
+
+The Walkthrough is measured twice: at the top, as a link opens it (the issue's original figure: there the first
+changed chart is W_Q, just below the fold, and no chart on screen changes for d_k), and scrolled to its attention
+weights, where every action changes what is on screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_repaint import YARDSTICK  # noqa: E402  (bench/ is on the path when this file runs)
+
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_for_chart  # noqa: E402
+
+QUIET_S = 0.7
+VIEWPORT = {"width": 1400, "height": 1000}
+CHART = ".live-chart, .js-plotly-plot"
+
+# Installed in every page before its own scripts. window.__loop.arm() starts a measurement; .read() gives it.
+WATCH = """(() => {
+  const CHART = 'CHARTS';
+  const loop = window.__loop = {pressed: null, charts: new Map(), armed: false};
+  const element = node => node.nodeType === 3 ? node.parentElement : node;
+  const inText = node => !!element(node)?.closest?.('svg text');
+  const hasText = node => node.nodeName === 'text' || node.nodeName === 'tspan' || !!node.querySelector?.('text');
+  const onScreen = chart => { const box = chart.getBoundingClientRect();
+                              return box.bottom > 0 && box.top < innerHeight && box.height > 0; };
+  new MutationObserver(records => {
+    if (!loop.armed) return;
+    const now = performance.now();
+    for (const r of records) {
+      const chart = element(r.target)?.closest?.(CHART);
+      if (!chart) continue;
+      const text = r.type === 'characterData' ? inText(r.target)
+        : r.type === 'childList' && [...r.addedNodes].some(node => inText(node) || hasText(node));
+      const seen = loop.charts.get(chart) ?? {first: null, last: null, screen: false};
+      if (text) seen.first ??= now;
+      seen.last = now;
+      seen.screen ||= onScreen(chart);
+      loop.charts.set(chart, seen);
+    }
+  }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+  // On the window, in the capture phase, before any of the page's own (presentation mode's keys stop the event).
+  window.addEventListener('keydown', event => { if (loop.armed) loop.pressed ??= event.timeStamp; }, {capture: true});
+  loop.arm = () => { loop.pressed = null; loop.charts = new Map(); loop.armed = true; };
+  loop.read = () => {
+    const seen = [...loop.charts.values()];
+    const firsts = seen.map(s => s.first).filter(t => t !== null);
+    const screen = seen.filter(s => s.screen).map(s => s.last);
+    const last = Math.max(0, ...seen.map(s => s.last));
+    return {pressed: loop.pressed, first: firsts.length ? Math.min(...firsts) : null,
+            screen: screen.length ? Math.max(...screen) : null, last: seen.length ? last : null,
+            changed: seen.length, changedOnScreen: screen.length};
+  };
+})();""".replace("CHARTS", CHART)
+
+
+def measure(page, act) -> dict:
+    """Arm the watch, act (a key press), wait until no chart has changed for QUIET_S: ms from the press to the first
+    SVG text change, to the last change on screen and anywhere."""
+    page.bring_to_front()  # a background tab gets no animation frames
+    page.evaluate("window.__loop.arm()")
+    act()
+    deadline, last, quiet_since = time.time() + 60, None, time.time()
+    while time.time() < deadline:
+        now = page.evaluate("window.__loop.read()")
+        if now["last"] != last:
+            last, quiet_since = now["last"], time.time()
+        elif now["pressed"] is not None and now["last"] is not None and time.time() - quiet_since > QUIET_S:
+            break
+        elif now["last"] is None and time.time() - quiet_since > 10:
+            break  # nothing changed at all
+        time.sleep(0.05)
+    page.evaluate("window.__loop.armed = false")
+    pressed = now["pressed"]
+    return {
+        name: (now[name] - pressed if now[name] is not None and pressed is not None else None)
+        for name in ("first", "screen", "last")
+    } | {"changed": now["changed"], "changed_on_screen": now["changedOnScreen"]}
+
+
+def slider_step(label: str):
+    def act(page):
+        slider = page.get_by_role("slider", name=label)
+        value = int(slider.input_value())
+        slider.focus()
+        return lambda: slider.press("ArrowRight" if value % 2 == 1 else "ArrowLeft")
+
+    return act
+
+
+def toggle(label: str):
+    def act(page):
+        switch = page.get_by_role("switch", name=label, exact=True)
+        switch.focus()
+        return lambda: switch.press("Space")
+
+    return act
+
+
+SENTENCES = ("The cat sat on the mat", "A dog ran to the park")
+
+
+def new_sentence(page):
+    box = page.get_by_label("Sentence", exact=True)
+    now = box.input_value()
+    box.fill(SENTENCES[1] if now == SENTENCES[0] else SENTENCES[0])
+    return lambda: box.press("Control+Enter")
+
+
+def next_slide(page):
+    page.locator("body").focus()
+    forward = page.evaluate("window.__slideForward = !(window.__slideForward ?? false)")
+    return lambda: page.keyboard.press("ArrowRight" if forward else "ArrowLeft")
+
+
+ACTIONS = {
+    "d_k step": slider_step("d_k (query/key width per head)"),
+    "heads step": slider_step("heads"),
+    "causal mask": toggle("causal mask"),
+    "new sentence": new_sentence,
+}
+# Each page: its address, where it is measured from (a chart to scroll to the top of the screen, or None), and the
+# actions that apply (Decoding is causal whatever the switch says: it reads no causal mask).
+PAGES = {
+    "Walkthrough (top)": ("/?d_k=4&heads=1", None, ["d_k step"]),
+    "Walkthrough": ("/?d_k=4&heads=1", "attention weights", list(ACTIONS)),
+    "Multi-head": ("/multihead?d_k=4&heads=2", None, list(ACTIONS)),
+    "Decoding": ("/decoding?d_k=4&heads=1", None, ["d_k step", "heads step", "new sentence"]),
+    "Compare": ("/compare?d_k=4&heads=1&cmp_what=two+seeds", None, list(ACTIONS)),
+    "Walkthrough, presented": ("/?present=true", None, ["next slide"]),
+}
+SLUG = {"walkthrough": ["Walkthrough (top)", "Walkthrough", "Walkthrough, presented"], "multihead": ["Multi-head"],
+        "decoding": ["Decoding"], "compare": ["Compare"]}  # fmt: skip
+
+SCROLL_TO = """prefix => {
+  const chart = [...document.querySelectorAll('.live-chart')].find(c => (c.getAttribute('aria-label') || '')
+    .startsWith(prefix));
+  const pane = document.querySelector('[data-testid="stMain"]');
+  pane.scrollTo(0, pane.scrollTop + chart.getBoundingClientRect().top - 60);
+}"""
+TOP = """() => document.querySelector('[data-testid="stMain"]')?.scrollTo(0, 0)"""
+
+
+def open_page(page, url: str, address: str, scroll_to: str | None) -> None:
+    page.goto(url + address)
+    wait_for_chart(page, "", timeout=180)
+    settled(page, quiet=1.0, timeout=120)
+    page.evaluate(SCROLL_TO if scroll_to else TOP, scroll_to) if scroll_to else page.evaluate(TOP)
+    time.sleep(0.5)
+
+
+def run(steps: int, pages: list[str]) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with running_app(str(YARDSTICK)) as yard_url, running_app("app.py") as app_url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        context = browser.new_context(viewport=VIEWPORT)
+        context.add_init_script(WATCH)
+        yard, app = context.new_page(), context.new_page()
+        yard.goto(yard_url)
+        wait_for_chart(yard, "Q [5x")
+        yard_act = slider_step("d_k")
+        measure(yard, yard_act(yard))  # warm once
+        for name in [name for slug in pages for name in SLUG[slug]]:
+            address, scroll_to, actions = PAGES[name]
+            open_page(app, app_url, address, scroll_to)
+            for action in actions:
+                act = next_slide if action == "next slide" else ACTIONS[action]
+                measure(app, act(app))  # warm: the first of a kind fills caches every later one finds
+                app.evaluate(SCROLL_TO, scroll_to) if scroll_to else None
+                base, times = [], []
+                for _ in range(steps):
+                    base.append(measure(yard, yard_act(yard))["first"])
+                    times.append(measure(app, act(app)))
+                    if scroll_to:
+                        app.evaluate(SCROLL_TO, scroll_to)
+                rows.append(summarise(name, action, base, times))
+                print(line(rows[-1]), flush=True)
+        browser.close()
+    cores = subprocess.check_output(["nproc"]).decode().strip()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())  # fmt: skip
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return {"machine": f"{cpu}, {cores} cores; Chromium and both servers on it", "commit": commit.stdout.strip(),
+            "date": time.strftime("%Y-%m-%d"), "steps": steps, "rows": rows}  # fmt: skip
+
+
+def median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarise(page: str, action: str, base: list, times: list[dict]) -> dict:
+    yard = median(base)
+    row = {"page": page, "action": action, "yardstick_ms": yard}
+    for name in ("first", "screen", "last"):
+        ms = median([t[name] for t in times])
+        row[f"{name}_ms"] = ms
+        row[f"{name}_x"] = ms / yard if ms is not None and yard else None
+    row["changed_on_screen"] = median([t["changed_on_screen"] for t in times])
+    return row
+
+
+def line(row: dict) -> str:
+    def part(name):
+        ms = row[f"{name}_ms"]
+        return "   -" if ms is None else f"{ms:4.0f} ms {row[f'{name}_x']:4.1f}x"
+
+    return (f"{row['page']:24s} {row['action']:13s} yardstick {row['yardstick_ms']:4.0f} ms | first {part('first')}"
+            f" | on screen {part('screen')} | anywhere {part('last')}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--pages", nargs="+", default=list(SLUG), choices=list(SLUG))
+    parser.add_argument("--json", type=Path, help="write the results here (bench/perf_table.py reads them)")
+    args = parser.parse_args()
+    result = run(args.steps, args.pages)
+    print(f"machine: {result['machine']}; commit {result['commit']}; medians of {args.steps} steps each")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")

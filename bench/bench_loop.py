@@ -35,49 +35,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_repaint import YARDSTICK  # noqa: E402  (bench/ is on the path when this file runs)
 
-from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_for_chart  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, LOOP_WATCH, running_app, settled, wait_for_chart  # noqa: E402
+
+WATCH = LOOP_WATCH
 
 QUIET_S = 0.7
 VIEWPORT = {"width": 1400, "height": 1000}
-CHART = ".live-chart, .js-plotly-plot"
-
-# Installed in every page before its own scripts. window.__loop.arm() starts a measurement; .read() gives it.
-WATCH = """(() => {
-  const CHART = 'CHARTS';
-  const loop = window.__loop = {pressed: null, charts: new Map(), armed: false};
-  const element = node => node.nodeType === 3 ? node.parentElement : node;
-  const inText = node => !!element(node)?.closest?.('svg text');
-  const hasText = node => node.nodeName === 'text' || node.nodeName === 'tspan' || !!node.querySelector?.('text');
-  const onScreen = chart => { const box = chart.getBoundingClientRect();
-                              return box.bottom > 0 && box.top < innerHeight && box.height > 0; };
-  new MutationObserver(records => {
-    if (!loop.armed) return;
-    const now = performance.now();
-    for (const r of records) {
-      const chart = element(r.target)?.closest?.(CHART);
-      if (!chart) continue;
-      const text = r.type === 'characterData' ? inText(r.target)
-        : r.type === 'childList' && [...r.addedNodes].some(node => inText(node) || hasText(node));
-      const seen = loop.charts.get(chart) ?? {first: null, last: null, screen: false};
-      if (text) seen.first ??= now;
-      seen.last = now;
-      seen.screen ||= onScreen(chart);
-      loop.charts.set(chart, seen);
-    }
-  }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
-  // On the window, in the capture phase, before any of the page's own (presentation mode's keys stop the event).
-  window.addEventListener('keydown', event => { if (loop.armed) loop.pressed ??= event.timeStamp; }, {capture: true});
-  loop.arm = () => { loop.pressed = null; loop.charts = new Map(); loop.armed = true; };
-  loop.read = () => {
-    const seen = [...loop.charts.values()];
-    const firsts = seen.map(s => s.first).filter(t => t !== null);
-    const screen = seen.filter(s => s.screen).map(s => s.last);
-    const last = Math.max(0, ...seen.map(s => s.last));
-    return {pressed: loop.pressed, first: firsts.length ? Math.min(...firsts) : null,
-            screen: screen.length ? Math.max(...screen) : null, last: seen.length ? last : null,
-            changed: seen.length, changedOnScreen: screen.length};
-  };
-})();""".replace("CHARTS", CHART)
 
 
 def measure(page, act) -> dict:
@@ -101,7 +64,7 @@ def measure(page, act) -> dict:
     return {
         name: (now[name] - pressed if now[name] is not None and pressed is not None else None)
         for name in ("first", "screen", "last")
-    } | {"changed": now["changed"], "changed_on_screen": now["changedOnScreen"]}
+    } | {"changed": now["changed"], "changed_on_screen": now["changedOnScreen"], "charts": now["charts"]}
 
 
 def slider_step(label: str):

@@ -79,14 +79,22 @@ def self_times(events: list[dict], start: float = 0, end: float = float("inf")) 
     return kinds
 
 
+PAINTED_US = 30_000  # after a chart's measure ends, the frame painted with it (the pump's next draw starts sooner)
+
+
 def chart_windows(trace: dict) -> list[tuple[str, float, float]]:
-    """(chart, start, end) of each chart's drawing, from its measure to the next chart's (µs)."""
+    """(chart, start, end) of each chart's drawing: from its measure's start to the next chart's start, or to its
+    measure's end and the frame after it, whichever comes first (µs)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    starts = sorted((e["ts"], e["name"].removeprefix("live-chart ")) for e in events
-                    if e.get("cat") == "blink.user_timing" and e.get("ph") == "b"
-                    and e.get("name", "").startswith("live-chart "))  # fmt: skip
-    ends = [start for start, _ in starts[1:]] + [starts[-1][0] + 200_000] if starts else []
-    return [(name, start, end) for (start, name), end in zip(starts, ends, strict=True)]
+    marks = [e for e in events if e.get("cat") == "blink.user_timing" and e.get("name", "").startswith("live-chart ")]
+    ends = {(e["name"], e.get("id2", e.get("id"))): e["ts"] for e in marks if e.get("ph") == "e"}
+    starts = sorted((e["ts"], e["name"], ends.get((e["name"], e.get("id2", e.get("id"))), e["ts"]))
+                    for e in marks if e.get("ph") == "b")  # fmt: skip
+    windows = []
+    for i, (start, name, end) in enumerate(starts):
+        following = starts[i + 1][0] if i + 1 < len(starts) else float("inf")
+        windows.append((name.removeprefix("live-chart "), start, min(following, end + PAINTED_US)))
+    return windows
 
 
 def server_log(path: Path) -> list[tuple[float, str, str]]:
@@ -182,7 +190,7 @@ def report(page_name, action, steps, steps_seen, events, profile: Path, trace) -
           f"{counts['serialising ms'] / steps:.1f} ms serialising them, {counts['sending ms'] / steps:.1f} ms in the "
           "websocket's send")  # fmt: skip
     if profile.exists():
-        print(f"server, the script's run (cProfile over {steps} runs), ms per run, cumulative:")
+        print(f"server, the script's run (cProfile over {steps} runs; it slows what it measures), ms per run:")
         for where, ms in profiled(profile, steps)[:25]:
             print(f"  {ms:7.2f}  {where}")
     events_main = main_thread_events(trace)

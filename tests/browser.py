@@ -236,6 +236,52 @@ BRING = """prefix => {
 }"""
 
 
+# The loop a reader lives in (bench/bench_loop.py, tests/test_browser_loop.py): installed in every page before its own
+# scripts (context.add_init_script). window.__loop.arm() starts a watch; .read() says, in the page's own clock
+# (performance.now), when the key was pressed, and for every chart (the app's live chart, or Plotly's own plot in
+# the yardstick's st.plotly_chart) drawn since: when its SVG text first changed (a title, a tick, a number in a
+# cell), when anything in it first and last changed, whether it was on screen when it changed, its name and its
+# data-order (a test may number the charts). The chart's own element's attributes (its name and height, set with
+# each figure the server sends) are not a drawing.
+LOOP_WATCH = """(() => {
+  const CHART = '.live-chart, .js-plotly-plot';
+  const loop = window.__loop = {pressed: null, charts: new Map(), armed: false};
+  const element = node => node.nodeType === 3 ? node.parentElement : node;
+  const inText = node => !!element(node)?.closest?.('svg text');
+  const hasText = node => node.nodeName === 'text' || node.nodeName === 'tspan' || !!node.querySelector?.('text');
+  const onScreen = chart => { const box = chart.getBoundingClientRect();
+                              return box.bottom > 0 && box.top < innerHeight && box.height > 0; };
+  new MutationObserver(records => {
+    if (!loop.armed) return;
+    const now = performance.now();
+    for (const r of records) {
+      const chart = element(r.target)?.closest?.(CHART);
+      if (!chart || (r.target === chart && r.type === 'attributes')) continue;
+      const text = r.type === 'characterData' ? inText(r.target)
+        : r.type === 'childList' && [...r.addedNodes].some(node => inText(node) || hasText(node));
+      const seen = loop.charts.get(chart) ?? {text: null, first: now, last: null, screen: false,
+                                              name: chart.getAttribute('aria-label') || '',
+                                              order: chart.dataset.order ?? null};
+      if (text) seen.text ??= now;
+      seen.last = now;
+      seen.screen ||= onScreen(chart);
+      loop.charts.set(chart, seen);
+    }
+  }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+  // On the window, in the capture phase, before any of the page's own (presentation mode's keys stop the event).
+  window.addEventListener('keydown', event => { if (loop.armed) loop.pressed ??= event.timeStamp; }, {capture: true});
+  loop.arm = () => { loop.pressed = null; loop.charts = new Map(); loop.armed = true; };
+  loop.read = () => {
+    const seen = [...loop.charts.values()];
+    const texts = seen.map(s => s.text).filter(t => t !== null);
+    const screen = seen.filter(s => s.screen).map(s => s.last), lasts = seen.map(s => s.last);
+    return {pressed: loop.pressed, first: texts.length ? Math.min(...texts) : null,
+            screen: screen.length ? Math.max(...screen) : null, last: lasts.length ? Math.max(...lasts) : null,
+            changed: seen.length, changedOnScreen: screen.length, charts: seen};
+  };
+})();"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,0 +1,108 @@
+"""The loop in a real browser: what a knob's step redraws, in what order, and what it keeps.
+
+How fast is measured by bench/bench_loop.py (never timed here: these machines are shared and noisy). What is
+checked here are the behaviours that speed rests on, each of which a slower design breaks:
+- a chart whose figure did not change is not drawn again;
+- the charts on screen are drawn before any chart off screen, whatever their order on the page; a chart more than a
+  screen away is not drawn until it comes near, and is drawn then;
+- a step that adds or removes a part above the stages (a head picker, the mask's stage) keeps every chart and
+  formula below it, updated in place rather than made anew.
+"""
+
+import pytest
+
+from tests.browser import LOOP_WATCH, idle, no_traceback, wait_for_chart
+
+pytestmark = pytest.mark.browser
+
+STAGE_TOP = """prefix => {
+  const chart = [...document.querySelectorAll('.live-chart')].find(c => (c.getAttribute('aria-label') || '')
+    .startsWith(prefix));
+  const pane = document.querySelector('[data-testid="stMain"]');
+  pane.scrollTo(0, pane.scrollTop + chart.getBoundingClientRect().top - 60);
+}"""
+# Where every chart is: on screen, within a screen of it, or further; and whether it shows the server's last figure.
+# Each chart numbered (data-order, which LOOP_WATCH reports) in the page's order.
+PLACES = """() => [...document.querySelectorAll('.live-chart')].map((c, i) => {
+  c.dataset.order = i;
+  const box = c.getBoundingClientRect(), h = innerHeight;
+  return {order: String(i), name: c.getAttribute('aria-label') || '', drawn: c.__spec === c.__latest,
+          where: box.bottom > 0 && box.top < h ? 'screen' : box.bottom > -h && box.top < 2 * h ? 'near' : 'far'};
+})"""
+MARK = """() => { for (const e of document.querySelectorAll(
+  '[data-testid=stMain] .live-chart, [data-testid=stMain] .katex')) e.__kept = true; }"""
+KEPT = """() => Object.fromEntries(['.live-chart', '.katex'].map(s => {
+  const all = [...document.querySelectorAll(`[data-testid=stMain] ${s}`)];
+  return [s, [all.filter(e => e.__kept).length, all.length]];
+}))"""
+
+
+def open_watched(page, address: str, server: str) -> None:
+    page.add_init_script(LOOP_WATCH)
+    page.goto(server + address)
+    wait_for_chart(page, "attention weights", timeout=60)
+    idle(page)
+
+
+def step(page, slider: str, key: str = "ArrowRight") -> dict:
+    """A slider's step with the arrow key, watched until the page is quiet: what changed (LOOP_WATCH)."""
+    page.evaluate("window.__loop.arm()")
+    control = page.get_by_role("slider", name=slider)
+    control.focus()
+    control.press(key)
+    idle(page)
+    return page.evaluate("window.__loop.read()")
+
+
+def test_a_step_draws_the_charts_on_screen_first_and_no_unchanged_chart(server, page):
+    """Scrolled to the weights, a d_k step: the charts on screen change before any off screen (the scaled scores
+    just above come earlier on the page: drawn in the page's order, they would come first), X, whose figure d_k does
+    not change, is not touched, and a chart two screens down waits until it is scrolled to."""
+    open_watched(page, "/?d_k=4", server)
+    page.evaluate(STAGE_TOP, "attention weights")
+    idle(page)
+    places = page.evaluate(PLACES)
+    name = {p["order"]: p["name"] for p in places}
+    drawn = {c["order"]: c["first"] for c in step(page, "d_k (query/key width per head)")["charts"]}
+    on_screen = [p["order"] for p in places if p["where"] == "screen" and p["order"] in drawn]
+    near = [p["order"] for p in places if p["where"] == "near" and p["order"] in drawn]
+    assert len(on_screen) >= 2 and any(name[o].startswith("scaled scores") for o in near), (places, drawn)
+    assert max(drawn[o] for o in on_screen) < min(drawn[o] for o in near), {name[o]: t for o, t in drawn.items()}
+    x = next(p["order"] for p in places if p["name"] == "X")
+    assert x not in drawn, f"X, unchanged, was drawn again: {[name[o] for o in drawn]}"
+
+    far = [p for p in page.evaluate(PLACES) if p["where"] == "far"]
+    waiting = [p for p in far if not p["drawn"]]  # their new figures sent, not drawn: nobody sees them
+    assert waiting and all(p["order"] not in drawn for p in far), far
+    page.evaluate(STAGE_TOP, waiting[-1]["name"])
+    page.wait_for_function(
+        "name => [...document.querySelectorAll('.live-chart')].some(c => c.getAttribute('aria-label') === name"
+        " && c.__spec === c.__latest)",
+        arg=waiting[-1]["name"],
+        timeout=20_000,
+    )
+    no_traceback(page)
+
+
+@pytest.mark.parametrize("change", ["heads", "sentence"])
+def test_a_part_that_comes_or_goes_above_keeps_every_chart_and_formula_below(server, page, change):
+    """A second head adds a head picker above every stage; lecture 002's sentence adds the note on what its
+    weights have learned (and an offer of trained ones) above them: the charts and formulas already on the page stay
+    the same elements (Streamlit would otherwise make every one after the new part anew: a new chart is drawn from
+    nothing, a new formula typeset again)."""
+    open_watched(page, "/?d_k=4", server)
+    page.evaluate(MARK)
+    if change == "heads":
+        step(page, "heads")
+        page.get_by_text("head 2", exact=True).first.wait_for()
+    else:
+        sentence = page.get_by_role("textbox", name="Sentence")
+        sentence.fill("Alice will eat pizza")
+        sentence.press("Control+Enter")
+        page.get_by_role("button", name="Show it with trained weights").wait_for()
+        wait_for_chart(page, "attention weights", lambda state: state["ticks"][-1] == "pizza")
+        idle(page)
+    kept = page.evaluate(KEPT)
+    for kind, (same, now) in kept.items():
+        assert same > 0 and same >= now - 1, f"{change}: of {now} {kind} on the page only {same} were kept"
+    no_traceback(page)

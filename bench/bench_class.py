@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from load import Session, cpu_seconds, rss_mb  # noqa: E402
+from record import write  # noqa: E402
 
 from tests.browser import free_port, start_server, wait_healthy  # noqa: E402
 from ui.classroom import POLL_SECONDS, STORE_ENV  # noqa: E402
@@ -271,6 +272,7 @@ def main() -> None:
     parser.add_argument("--decks", type=int, default=3)
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--url", default="", help="a server already running (its log at hand), instead of one")
+    parser.add_argument("--record", action="store_true", help="keep the result for the README's table (make bench)")
     args = parser.parse_args()
     redis, cluster, process = None, None, None
     if args.url:
@@ -308,6 +310,11 @@ def main() -> None:
               f"loads what every later one shares: {100 * (rss[1] / rss[0] - 1):+.0f}%)")  # fmt: skip
     print(f"question: {result['answers']} answers; counted on the lecturer's page {result['counted_after']:.2f} s "
           "after the last")  # fmt: skip
+    if args.record:
+        names = ("followers", "views", "median", "p95", "worst", "rss", "answers", "counted_after")
+        kept = {name: result[name] for name in names}
+        kept |= {"failures": len(result["failures"]), "decks": args.decks, "replicas": args.replicas}
+        print(f"kept in {write('class' if args.replicas == 1 else 'class-replicas', kept).relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ for a d_k step, a heads step, the causal mask and a new sentence, and presented,
 ratio to the yardstick (`../shared/yardstick/trivial_app.py`, one slider and one small heatmap) measured in the
 same run, interleaved (machines differ by 2x or more; the ratio travels).
 
-    .venv/bin/python bench/bench_loop.py [--steps 5] [--pages walkthrough multihead decoding compare] [--json OUT]
+    .venv/bin/python bench/bench_loop.py [--steps 5] [--pages walkthrough multihead decoding compare]
+
+Keeps its result in bench/results/loop.json (bench/record.py), which bench/perf_table.py writes into the README.
 
 How it measures, inside the page (WATCH, installed before the page's own scripts): the key press's own time stamp
 (keydown, capture phase), and a MutationObserver on the whole page that notes, for every chart (the app's live
@@ -22,10 +24,7 @@ weights, where every action changes what is on screen.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_repaint import YARDSTICK  # noqa: E402  (bench/ is on the path when this file runs)
+from record import commit, machine, write  # noqa: E402
 
 from tests.browser import CHROMIUM, CHROMIUM_FLAGS, LOOP_WATCH, running_app, settled, wait_for_chart  # noqa: E402
 
@@ -141,7 +141,7 @@ def open_page(page, url: str, address: str, scroll_to: str | None) -> None:
 def run(steps: int, pages: list[str]) -> dict:
     from playwright.sync_api import sync_playwright
 
-    rows = []
+    rows, yardstick = [], []
     with running_app(str(YARDSTICK)) as yard_url, running_app("app.py") as app_url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport=VIEWPORT)
@@ -158,21 +158,22 @@ def run(steps: int, pages: list[str]) -> dict:
                 act = next_slide if action == "next slide" else ACTIONS[action]
                 measure(app, act(app))  # warm: the first of a kind fills caches every later one finds
                 app.evaluate(SCROLL_TO, scroll_to) if scroll_to else None
-                base, times = [], []
+                times = []
                 for _ in range(steps):
-                    base.append(measure(yard, yard_act(yard))["first"])
+                    yardstick.append(measure(yard, yard_act(yard))["first"])
                     times.append(measure(app, act(app)))
                     if scroll_to:
                         app.evaluate(SCROLL_TO, scroll_to)
-                rows.append(summarise(name, action, base, times))
+                rows.append(summarise(name, action, times))
                 print(line(rows[-1]), flush=True)
         browser.close()
-    cores = subprocess.check_output(["nproc"]).decode().strip()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())  # fmt: skip
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return {"machine": f"{cpu}, {cores} cores; Chromium and both servers on it", "commit": commit.stdout.strip(),
-            "date": time.strftime("%Y-%m-%d"), "steps": steps, "rows": rows}  # fmt: skip
+    yard = median(yardstick)
+    for row in rows:
+        for kind in ("first", "screen", "last"):
+            row[f"{kind}_x"] = row[f"{kind}_ms"] / yard if row[f"{kind}_ms"] is not None else None
+    return {"yardstick_ms": yard, "yardstick_spread_ms": [min(yardstick), max(yardstick)], "steps": steps,
+            "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "rows": rows, "worst": worst(rows),
+            "where": "Chromium, the app's server and the yardstick's on the same cores"}  # fmt: skip
 
 
 def median(values: list) -> float | None:
@@ -180,33 +181,47 @@ def median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarise(page: str, action: str, base: list, times: list[dict]) -> dict:
-    yard = median(base)
-    row = {"page": page, "action": action, "yardstick_ms": yard}
-    for name in ("first", "screen", "last"):
-        ms = median([t[name] for t in times])
-        row[f"{name}_ms"] = ms
-        row[f"{name}_x"] = ms / yard if ms is not None and yard else None
-    row["changed_on_screen"] = median([t["changed_on_screen"] for t in times])
+def summarise(page: str, action: str, times: list[dict]) -> dict:
+    row = {"page": page, "action": action}
+    for kind in ("first", "screen", "last"):
+        row[f"{kind}_ms"] = median([t[kind] for t in times])
     return row
 
 
-def line(row: dict) -> str:
-    def part(name):
-        ms = row[f"{name}_ms"]
-        return "   -" if ms is None else f"{ms:4.0f} ms {row[f'{name}_x']:4.1f}x"
+def worst(rows: list[dict]) -> dict:
+    """Each page's worst ratio, first changed chart and charts on screen settled, with the action that gave it."""
+    pages = {}
+    for row in rows:
+        page = pages.setdefault(row["page"], {})
+        for kind in ("first", "screen"):
+            if row[f"{kind}_x"] is not None and row[f"{kind}_x"] > page.get(kind, (0, ""))[0]:
+                page[kind] = (row[f"{kind}_x"], row["action"])
+    return pages
 
-    return (f"{row['page']:24s} {row['action']:13s} yardstick {row['yardstick_ms']:4.0f} ms | first {part('first')}"
-            f" | on screen {part('screen')} | anywhere {part('last')}")  # fmt: skip
+
+def line(row: dict, yard: float | None = None) -> str:
+    def part(kind):
+        ms = row[f"{kind}_ms"]
+        ratio = f" {ms / yard:4.1f}x" if yard and ms is not None else ""
+        return "    -" if ms is None else f"{ms:4.0f} ms{ratio}"
+
+    return (f"{row['page']:24s} {row['action']:13s} | first changed chart {part('first')} | charts on screen settled"
+            f" {part('screen')} | every chart drawn {part('last')}")  # fmt: skip
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--pages", nargs="+", default=list(SLUG), choices=list(SLUG))
-    parser.add_argument("--json", type=Path, help="write the results here (bench/perf_table.py reads them)")
     args = parser.parse_args()
     result = run(args.steps, args.pages)
-    print(f"machine: {result['machine']}; commit {result['commit']}; medians of {args.steps} steps each")
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    yard = result["yardstick_ms"]
+    print(f"\nAs ratios to the yardstick's first changed chart, {yard:.0f} ms (median of all its steps, spread "
+          f"{result['yardstick_spread_ms'][0]:.0f}-{result['yardstick_spread_ms'][1]:.0f} ms):")  # fmt: skip
+    for row in result["rows"]:
+        print(line(row, yard))
+    for page, kinds in result["worst"].items():
+        said = ", ".join(f"{kind} {ratio:.1f}x ({action})" for kind, (ratio, action) in kinds.items())
+        print(f"  worst on {page}: {said}")
+    print(f"machine: {machine()}; commit {commit()}; medians of {args.steps} steps each; {result['where']}")
+    print(f"kept in {write('loop', result).relative_to(ROOT)}")

@@ -45,6 +45,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from record import write  # noqa: E402  (bench/ is on the path)
+
 from tests.browser import free_port, start_server, wait_healthy  # noqa: E402
 
 # Names that no page shows unless a session typed them, one per session: a page showing another's name leaks.
@@ -498,6 +500,7 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1)
     parser.add_argument("--browsers", type=int, default=0, help="real Chromium sessions beside the protocol ones")
     parser.add_argument("--per-page", action="store_true", help="time one session's rerun of each page, alone")
+    parser.add_argument("--record", action="store_true", help="keep the result for the README's table (make bench)")
     parser.add_argument("--kill-after", type=float, help="with --replicas 2 or more: kill the first replica this "
                         "many seconds into the first wave")  # fmt: skip
     args = parser.parse_args()
@@ -511,12 +514,13 @@ def main() -> None:
         warm = summary(asyncio.run(wave(server.url, 2, 0.0, first=0, seed=0)))  # imports, both models loaded
         if warm["failures"]:
             raise RuntimeError(f"the warm-up sessions failed: {warm['problems']}")
-        print(f"server RSS, warm: {rss_mb(server.pids):.0f} MB")
+        warm_rss = rss_mb(server.pids)
+        print(f"server RSS, warm: {warm_rss:.0f} MB")
         if args.per_page:
             for title, (same, new) in per_page(server.url).items():
                 print(f"  one rerun of {title}, alone: median {same * 1000:.0f} ms, "
                       f"with a new sentence {new * 1000:.0f} ms")  # fmt: skip
-        held, killed = 0, False
+        held, killed, kept = 0, False, []
         for n in (int(s) for s in args.sessions.split(",") if s):
             print(f"{n} protocol sessions" + (f" + {args.browsers} Chromium" if args.browsers else "")
                   + f", {args.waves} waves:")  # fmt: skip
@@ -529,12 +533,17 @@ def main() -> None:
             for name, s in every["by_action"].items():
                 print("    " + line(name, s))
             rss = [r["rss_mb"] for r in results]
-            if len(rss) >= 5:
-                print(f"  RSS after waves 1, 3, 5: {rss[0]:.0f}, {rss[2]:.0f}, {rss[4]:.0f} MB "
-                      f"({(rss[4] - rss[2]) / rss[2]:+.1%} from wave 3 to 5)")  # fmt: skip
+            growth = [later / earlier - 1 for earlier, later in zip(rss, rss[1:], strict=False)]
+            print("  server RSS after each wave: " + ", ".join(f"{r:.0f}" for r in rss) + " MB; wave to wave "
+                  + ", ".join(f"{g:+.1%}" for g in growth))  # fmt: skip
+            kept.append({"sessions": n, "browsers": args.browsers, "replicas": args.replicas, "think_s": args.think,
+                         "waves": [{k: r[k] for k in ("actions", "failures", "median", "p95", "worst", "rss_mb")}
+                                   for r in results], "rss_growth": growth})  # fmt: skip
             if every["failures"] == 0 and every["p95"] <= 3.0:
                 held = n
         print(f"largest session count held (zero failures, p95 <= 3 s over all waves): {held or 'none of those tried'}")
+        if args.record and kept:
+            print(f"kept in {write('load', {'runs': kept, 'warm_rss_mb': warm_rss}).relative_to(ROOT)}")
     finally:
         server.close()
 

@@ -75,12 +75,12 @@ def main() -> None:
                 peaked_slide(settings, trace, style)
         # concat·W_O, then what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
         for key in stages:
-            if slides.shows(key):
+            if slides.shows(key, marked=True):
                 if settings.presentation:
                     slide = style_for(settings, side_by_side=True, slide=True)
                     show_stage(trace, key, 0, slide, prefix="mh-", places=slide_columns())
                 else:
-                    show_stage(trace, key, 0, style, prefix="mh-")
+                    show_stage(trace, key, 0, style, prefix="mh-", marks=True)
 
 
 def heads_slide(settings, trace, style, shown_heads: range) -> None:

@@ -292,14 +292,14 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
     beside = style_for(settings, side_by_side=layer_trace.n_tokens <= SIDE_BY_SIDE_MAX)
     special = model_trace.special[0]
     for stage in stages_for(layer_trace):
-        if slides.shows(stage.key):
+        if slides.shows(stage.key, marked=True):
             if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
                 slide = style_for(settings, side_by_side=True, slide=True)
                 show_stage(
                     layer_trace, stage.key, head, slide, prefix="rm-", query_key="rm_query", places=slide_columns()
                 )
             else:
-                show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query")
+                show_stage(layer_trace, stage.key, head, beside, prefix="rm-", query_key="rm_query", marks=True)
             note = sink_note(layer_trace, head, special) if stage.key == "weights" else ""
             if note:
                 st.info(note, icon="⚓")

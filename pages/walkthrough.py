@@ -97,8 +97,8 @@ def read(settings, trace, keys: list[str]) -> None:
     numbers_editor(trace, settings, head)
     slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=False)
     for key in keys:
-        slides.shows(key)  # the place presentation mode's "Leave" returns to, for this stage's slide
-        show_stage(trace, key, head, style)
+        slides.shows(key, marked=True)  # the stage's container is the place "Leave" returns to
+        show_stage(trace, key, head, style, marks=True)
         st.divider()
     st.download_button(
         "⬇ whole trace (.npz)",

@@ -23,10 +23,14 @@ from ui.pages import PAGES  # noqa: E402
 
 WIDTH, HEIGHT = 1400, 900
 SCREENS = 4  # a page read normally: its first four screens
-# The element that scrolls the page (Streamlit's main column), scrolled to `arg` screens down; how many it has.
+# The element that scrolls the page (Streamlit's main column), scrolled to `arg` screens down; how many it has. The
+# main column itself, where it scrolls: on a short page the sidebar is the tallest scroller, and the page itself was
+# left wherever the browser had put it (Compare's first screen was 182 px down in one run and at the top in another).
 SCROLL = """screens => {
-  const scroller = [...document.querySelectorAll('*')].filter(e => e.scrollHeight > e.clientHeight + 5
-    && getComputedStyle(e).overflowY !== 'visible').sort((a, b) => b.scrollHeight - a.scrollHeight)[0];
+  const main = document.querySelector('[data-testid="stMain"]');
+  const scroller = main && main.scrollHeight > main.clientHeight + 5 ? main : [...document.querySelectorAll('*')]
+    .filter(e => e.scrollHeight > e.clientHeight + 5 && getComputedStyle(e).overflowY !== 'visible')
+    .sort((a, b) => b.scrollHeight - a.scrollHeight)[0];
   if (!scroller) return 1;
   scroller.scrollTop = screens * scroller.clientHeight;
   return Math.ceil(scroller.scrollHeight / scroller.clientHeight);

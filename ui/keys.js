@@ -84,7 +84,8 @@ function scrollTo(anchor) {
   window.addEventListener("keydown", stop, {once: true});
   const look = () => {
     if (moved || Date.now() > until) return;
-    const element = document.getElementById(anchor);
+    // A mark of its own (a span), or a stage's container that carries it as its key (ui/show.py).
+    const element = document.getElementById(anchor) ?? document.querySelector(`.st-key-${CSS.escape(anchor)}`);
     if (element && Math.abs(element.getBoundingClientRect().top) > 4) element.scrollIntoView({block: "start"});
     found ??= element && Date.now();
     if (!found || Date.now() - found < 4000) setTimeout(look, 150);

@@ -44,6 +44,11 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 # - A chosen pill's words were in the accent red on a tint of itself: 4.47:1 (light), 3.61:1 (dark). They take
 #   the text colour; the tint and the red border still say which one is chosen. So does a slider's value
 #   (3.91:1 in red on the dark page).
+# And two rules for speed, which change nothing drawn (scripts/page_shots.py and compare_shots.py):
+# - A chart off screen is skipped by the browser's style, layout and paint (its height is fixed: nothing moves).
+# - A stage read normally is a keyed container that carries its slide's mark (ui/show.py); the mark was an element of
+#   its own, one gap above the stage: that gap is kept as the container's margin, and above it when "Leave" scrolls
+#   to it.
 READABLE_CSS = """
 <style>
 .js-plotly-plot :is(g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text,
@@ -56,6 +61,7 @@ READABLE_CSS = """
 [data-testid="stButtonGroup"] button:is([aria-checked="true"], [data-selected="true"]),
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
 .live-chart { content-visibility: auto; }
+[data-testid="stVerticalBlock"][class*="st-key-slide-"] { margin-top: 1rem; scroll-margin-top: 1rem; }
 </style>
 """
 

@@ -21,6 +21,7 @@ from ui.exports import export_buttons
 from ui.links import check_choice, keep_in_address
 from ui.memo import remember
 from ui.screen import PRESENTATION_MAP_PIXELS, SLIDE_BAND, SLIDE_COLUMNS, SLIDE_FIGURE_PIXELS, slide_pixels
+from ui.slides import anchor
 
 log = logging.getLogger("attention_explorer")
 
@@ -105,18 +106,21 @@ def show_stage(
     prefix: str = "",
     query_key: str = "query",
     places: tuple | None = None,
+    marks: bool = False,
 ) -> None:
     """One stage of the registry: heading, formula, its sentences, its figure and exports; for a per-query
     stage, a picker for the token shown in detail (a context vector term by term) and the sum written out.
     `places`: (words, figures) columns, for presentation mode's slide layout (slide_columns()), so that a
     stage fits one screen; by default all in one column. On a slide the charts are keyed by their place, not
     by the stage: the next stage's figures go to the charts already on screen (drawn in place, ~4x faster
-    than new charts)."""
+    than new charts). `marks`: read normally, the stage is its slide's part, and its container the slide's mark."""
     stage = BY_KEY[key]
     # Read normally, a stage is a container of its own, keyed: when a stage above it comes or goes (the causal
     # mask's, a variant's) or a head picker appears, its elements keep their place in the browser and are updated,
-    # not made anew (all of a page's charts and formulas were, on a heads step: docs/design-notes.md).
-    words, pictures = places or (st.container(key=f"stage-{prefix}{key}"),) * 2
+    # not made anew (all of a page's charts and formulas were, on a heads step: docs/design-notes.md). Where it is a
+    # slide's part, its key is the slide's mark, the place presentation mode's "Leave" returns to (`marks`: the page
+    # asked slides.shows(key, marked=True)).
+    words, pictures = places or (st.container(key=anchor(key) if marks else f"stage-{prefix}{key}"),) * 2
     with words:
         st.header(heading(key, trace), anchor=key)  # h2: under the page's h1 (axe: heading-order)
         st.latex(stage.formula_for(trace))

@@ -106,10 +106,12 @@ class Slides:
         }
         st.session_state[SHOWN] = {self.key: self.titles[self.shown], **steps}
 
-    def shows(self, key: str) -> bool:
-        """Whether to draw this slide's part of the page now; read normally, a mark to return to as well."""
+    def shows(self, key: str, marked: bool = False) -> bool:
+        """Whether to draw this slide's part of the page now; read normally, a mark to return to as well, unless the
+        part is `marked` itself (a stage's container carries its mark: ui.show.show_stage)."""
         if not self.presentation:
-            st.html(f'<span id="{anchor(key)}"></span>')
+            if not marked:
+                st.html(f'<span id="{anchor(key)}"></span>')
             return True
         return key == self.shown
 

@@ -9,11 +9,13 @@ const FALLBACK_FONT = '"Source Sans", sans-serif';
 // A rerun sends every changed figure at once, in the page's order; drawing them in that order made the reader
 // wait for charts they cannot see (on the Walkthrough scrolled to its weights, the five charts above were
 // drawn first: docs/design-notes.md). So one pump draws one chart at a time, the most urgent first: a chart on
-// screen (top to bottom), then a chart within a screen of it (once no rerun is running, so that it never delays
-// the next); a chart further away waits until it comes near. The browser paints after each chart, so the first
+// screen (top to bottom), then a chart within a screen of it (once no rerun is running and no figure has come for
+// NEAR_AFTER_MS, so that it never delays the next, nor one on screen whose figure Streamlit hands over a moment
+// later: it renders a rerun's elements in more than one pass); a chart further away waits until it comes near. The browser paints after each chart, so the first
 // shows before the last is drawn. A chart whose figure (and the page's colours) did not change is not drawn.
 const shared = (window.__liveCharts ??= {plotly: null, charts: new Set(), pumping: false, listening: false,
-                                          scheduled: false, again: null});
+                                          scheduled: false, again: null, figureAt: 0});
+const NEAR_AFTER_MS = 200;
 
 function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
   return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -59,7 +61,10 @@ function mostUrgent() {
     if (!stale && !chart.resize) continue;
     const {onScreen, near, top} = place(chart.element);
     if (!near) continue;  // drawn when it comes near (scroll, resize)
-    if (!onScreen && scriptRunning()) { waiting = true; continue; }  // after the rerun, and after those on screen
+    if (!onScreen && (scriptRunning() || performance.now() - shared.figureAt < NEAR_AFTER_MS)) {
+      waiting = true;  // after the rerun, and after those on screen
+      continue;
+    }
     const rank = (onScreen ? 0 : 1e6) + Math.abs(top);
     if (rank < bestRank) { best = chart; bestRank = rank; }
   }
@@ -352,7 +357,10 @@ export default function ({data, parentElement}) {
     return;
   }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
-  if (chart.latest?.spec !== spec) chart.failedAt = 0;  // a new figure is tried at once
+  if (chart.latest?.spec !== spec) {
+    chart.failedAt = 0;  // a new figure is tried at once
+    shared.figureAt = performance.now();
+  }
   chart.latest = {spec, config, plotlyUrl: plotly};
   nameChart(chart, name, summary, maps === "1");
   chart.element.__latest = spec;  // what the server sent last (tests find a chart by it before it is drawn)

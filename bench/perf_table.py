@@ -1,0 +1,98 @@
+"""The README's performance table, written from the benchmarks' kept results (bench/results/*.json).
+
+    .venv/bin/python bench/perf_table.py        (make bench runs it last)
+
+Each row says what was measured, the figure, its target, and the machine, commit and date it was measured on; a
+benchmark not run yet is said to be missing. The table sits in README.md between the two markers below, which this
+script replaces; nothing else in the README is touched.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from record import read  # noqa: E402
+
+README = ROOT / "README.md"
+BEGIN = "<!-- performance table: written by `make bench` (bench/perf_table.py); edits here are replaced -->"
+END = "<!-- end of the performance table -->"
+LOOP_TARGETS = {"first": 3.0, "screen": 4.0}
+
+
+def stamp(result: dict) -> str:
+    return f"{result['machine']}, {result['commit']}, {result['date']}"
+
+
+def loop_rows(loop: dict) -> list[str]:
+    """One row per page: its worst knob's ratio to the first changed chart, and to the charts on screen settled."""
+    yard = loop["yardstick_ms"]
+    by_page: dict[str, list[dict]] = {}
+    for row in loop["rows"]:
+        by_page.setdefault(row["page"], []).append(row)
+    rows = []
+    for page, rows_of_page in by_page.items():
+        worst, parts, targets = loop["worst"].get(page, {}), [], []
+        for kind, what in (("first", "first changed chart"), ("screen", "on screen settled")):
+            if kind in worst:
+                ratio, action = worst[kind]
+                ms = next(r[f"{kind}_ms"] for r in rows_of_page if r["action"] == action)
+                parts.append(f"{what} {ms:.0f} ms = **{ratio:.1f}×** ({action})")
+                targets.append(f"≤ {3.0 if page.endswith('presented') else LOOP_TARGETS[kind]:g}×")
+        knobs = ", ".join(row["action"] for row in rows_of_page)
+        rows.append(f"| {page}, worst of: {knobs} | {'; '.join(parts)}; the yardstick {yard:.0f} ms "
+                    f"| {', '.join(targets)} | {stamp(loop)} |")  # fmt: skip
+    return rows
+
+
+def load_rows(load: dict) -> list[str]:
+    rows = []
+    for run in load["runs"]:
+        p95 = [wave["p95"] for wave in run["waves"]]
+        failed = sum(wave["failures"] for wave in run["waves"])
+        growth = run["rss_growth"]
+        most = max((abs(g) for g in growth), default=0.0)
+        what = f"{run['sessions']} protocol sessions on one server, {len(p95)} waves: p95 per action, per wave"
+        rows.append(f"| {what}; the server's RSS from wave to wave | {min(p95):.2f}–{max(p95):.2f} s, {failed} "
+                    f"failed; RSS {', '.join(f'{g:+.1%}' for g in growth)} (most {most:.1%}) "
+                    f"| ≤ 1.5 s, 0 failed; within 2 % | {stamp(load)} |")  # fmt: skip
+    return rows
+
+
+def class_rows(lecture: dict) -> list[str]:
+    return [f"| {lecture['followers']} students following a lecturer, one server: the step → each page, p95 | "
+            f"{lecture['p95']:.2f} s, {lecture['failures']} failures | ≤ 2 s | {stamp(lecture)} |"]  # fmt: skip
+
+
+def open_rows(opened: dict) -> list[str]:
+    cold, warm = opened["cold"], opened["warm"]
+    return [f"| cold `streamlit run` → first heatmap painted | {cold['app_s']:.2f} s = **{cold['ratio']:.2f}×** the "
+            f"yardstick's {cold['yardstick_s']:.2f} s | ≤ 1.2× | {stamp(opened)} |",
+            f"| a new page on a running server → first heatmap painted | {warm['app_s']:.2f} s = {warm['ratio']:.2f}× "
+            f"| ≤ 2× | {stamp(opened)} |"]  # fmt: skip
+
+
+def table() -> str:
+    lines = ["| what | measured | target | machine, commit, date |", "|---|---|---|---|"]
+    for name, rows_of, bench in (("loop", loop_rows, "bench/bench_loop.py"), ("open", open_rows, "bench/bench_open.py"),
+                                 ("load", load_rows, "bench/load.py --record"),
+                                 ("class", class_rows, "bench/bench_class.py --record")):  # fmt: skip
+        result = read(name)
+        lines += rows_of(result) if result else [f"| {bench} | not measured yet | | |"]
+    return "\n".join(lines)
+
+
+def write_readme() -> None:
+    text = README.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no performance table's markers ({BEGIN!r} ... {END!r})")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{table()}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    write_readme()
+    print(table())

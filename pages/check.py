@@ -141,6 +141,8 @@ def show_verdict(trace, verdict: Verdict) -> None:
     wrong = next(c for c in verdict.checked if c.stage == verdict.first_wrong)
     st.error(f"The first stage that differs: **{NAMES[wrong.stage]}**, first at {list(wrong.first)} (counted "
              f"from 0); the largest difference is {wrong.difference:.3g}.")  # fmt: skip
+    if wrong.fact:
+        st.markdown(wrong.fact)
     if wrong.nan is not None:
         st.markdown(f"Yours holds NaN, first at {list(wrong.nan)}: a softmax over a row whose every key is hidden.")
     for mistake in verdict.mistakes:

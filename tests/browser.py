@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import shutil
 import socket
@@ -499,24 +500,34 @@ AXE_RUN = """async () => {
     v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`).join(" | "));
   return {found, looked: result.passes.length + result.violations.length};
 }"""
-# axe-core's answer for each (address, window size, colour scheme) already checked in this test session: a walk
-# that comes back to a view (a deck shows the Walkthrough's slides again) does not run it twice.
+# axe-core's answer for each view already checked in this test session: a walk that comes back to a view (a deck
+# shows the Walkthrough's slides again) does not run it twice. A view is what the page shows, not its address
+# (/check's verdicts, a follower's page and a popover open all keep theirs): its text, how many elements it has, the
+# window's size and the colour scheme.
 _axe_answers: dict[tuple, Measured] = {}
+VIEW = "() => [document.body.innerText, document.body.getElementsByTagName('*').length]"
+
+
+def view_key(page) -> tuple:
+    """What identifies the view on screen, for accessibility()'s answers."""
+    size = page.viewport_size or {}
+    dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+    text, elements = page.evaluate(VIEW)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return page.url, size.get("width"), size.get("height"), dark, digest, elements
 
 
 def accessibility(page) -> Measured:
     """The serious and critical violations axe-core finds on the page as it is now (injected from npm's copy), and
-    how many of its rules applied. Cached by address, window size and colour scheme."""
+    how many of its rules applied. Cached by the view (view_key): its text, elements, window and colour scheme."""
     if not AXE.exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the accessibility checks: `npm ci` installs axe-core (see the Makefile)")
         pytest.skip("axe-core is not installed here (npm ci); `make test` installs it")
-    size = page.viewport_size or {}
-    dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
-    key = (page.url, size.get("width"), size.get("height"), dark)
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))  # before the key: the script tag is an element of the view
+    key = view_key(page)
     if key not in _axe_answers:
-        if not page.evaluate("typeof axe !== 'undefined'"):
-            page.add_script_tag(path=str(AXE))
         answer = page.evaluate(AXE_RUN)
         _axe_answers[key] = Measured(answer["found"], answer["looked"])
     return _axe_answers[key]

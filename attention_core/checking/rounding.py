@@ -22,6 +22,20 @@ from attention_core.trace import AttentionTrace
 
 TIMES = 4.0
 ULPS = 8 * 2.0**-24  # a few unit roundoffs of float32 (the last rounding of each value, either side)
+EPS = 2.0**-23  # float32's machine epsilon
+
+
+# Two facts of a softmax row are exact, and their rounding is far smaller than a cell's allowance: at the caps a
+# weight may be off by 6.2e-4 (4x float32's measured rounding of these scores), and 128 such cells could make a row
+# that sums to 1.08. A row of n weights, each a rounded exp divided by a rounded sum of n terms, sums to 1 within
+# about n roundings of each kind: 2·n·ε (3.1e-5 at 128 keys, 1.2e-6 at 5). A hidden key's weight is exp(−∞) = 0,
+# or exp of a fill of −1e4 or less, 0 in float32 too: any weight there above ε is a key that was seen.
+def row_sum_room(keys: int) -> float:
+    """How far a float32 softmax row of `keys` weights may sum from 1."""
+    return 2 * keys * EPS
+
+
+HIDDEN_WEIGHT = EPS
 
 
 def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:

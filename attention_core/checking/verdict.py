@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from attention_core.checking.rounding import explains, room, twice
+from attention_core.checking.rounding import HIDDEN_WEIGHT, explains, room, row_sum_room, twice
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
 
@@ -147,6 +147,32 @@ def first_cell(want: torch.Tensor, got: torch.Tensor, room: float) -> tuple[int,
     gap = (want - got).abs()
     cells = (((gap > room) | torch.isnan(gap)) & ~same).nonzero()
     return tuple(int(i) for i in cells[0]) if len(cells) else None
+
+
+def broken_fact(
+    want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None
+) -> tuple[tuple[int, ...], str] | None:
+    """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
+    first row (in reading order) that does not sum to 1, or the first hidden key given a weight (None: neither);
+    `masked`: the exact masked scores, where a hidden key's is −∞ (None: no key is hidden).
+    These hold within float32's rounding of one row (rounding.row_sum_room), not the cells' wider allowance."""
+    keys = want.shape[-1]
+    # A row with every key hidden has no softmax (NaN), and a NaN handed in is named by first_nan: neither is counted.
+    counted = ~torch.isnan(want).any(-1) & ~torch.isnan(got).any(-1)
+    sums = got.double().sum(-1)
+    rows = (counted & ((sums - 1).abs() > row_sum_room(keys))).nonzero()
+    hidden_keys = hidden(masked) if masked is not None else torch.zeros_like(want, dtype=torch.bool)
+    seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()
+    row = tuple(int(i) for i in rows[0]) if len(rows) else None
+    cell = tuple(int(i) for i in seen[0]) if len(seen) else None
+    if cell is not None and (row is None or cell[:-1] <= row):
+        return cell, (f"Yours gives the key at {list(cell)} the weight {float(got[cell]):.3g}, where the exact "
+                      f"softmax gives 0: that key is hidden (its score is −∞, and exp(−∞) = 0).")  # fmt: skip
+    if row is not None:
+        where = (*row, int((got[row] - want[row]).abs().argmax()))
+        return where, (f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not 1: a softmax row sums to 1, in "
+                       f"float32 within {row_sum_room(keys):.1e} for {keys} keys (2·n·ε).")  # fmt: skip
+    return None
 
 
 def first_nan(got: torch.Tensor) -> tuple[int, ...] | None:
@@ -338,6 +364,7 @@ class StageCheck:
     ok: bool
     first: tuple[int, ...] | None = None  # the first cell (in reading order) that differs by more than float32 may
     nan: tuple[int, ...] | None = None  # the first NaN handed in (a row whose every key was hidden, say)
+    fact: str | None = None  # the softmax's exact fact the weights break (broken_fact), in a sentence
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,8 +407,12 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
         if stage in taken:
             got, most = taken[stage].value, allowed[stage]
             gap, where = difference(want[stage], got)
-            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= most,
-                                      first_cell(want[stage], got, most), first_nan(got)))  # fmt: skip
+            cell = first_cell(want[stage], got, most)
+            broken = broken_fact(want[stage], got, want.get("masked_scores")) if stage == "weights" else None
+            if broken is not None and (cell is None or broken[0] < cell):
+                cell = broken[0]
+            checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= most and broken is None,
+                                      cell, first_nan(got), broken and broken[1]))  # fmt: skip
     first = next((c.stage for c in checked if not c.ok), None)
     found = ()
     if first is not None:

@@ -19,6 +19,13 @@ from bench.bench_class import TIMEOUT, lecture
 from tests.browser import OVERFLOW, check_view, screenshot, settled
 
 pytestmark = pytest.mark.browser
+# Counts the page's runs that end from now on (a follower's check of the class is a run of its own: ui/class_bar.py).
+COUNT_RUNS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.__runsEnded = 0;
+  new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'notRunning') window.__runsEnded++; })
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
 
 
 @pytest.fixture
@@ -47,10 +54,13 @@ def test_a_student_follows_breaks_away_rejoins_answers_and_sees_the_reveal(serve
     student.get_by_role("button", name="Break away").click()
     student.get_by_text(f"On your own: class {code} goes on without you.").wait_for(timeout=30000)
     student.get_by_role("link", name="Why √d_k").click()
+    student.get_by_role("heading", name="Why divide by √d_k?").wait_for(timeout=30000)
+    settled(student)
+    student.evaluate(COUNT_RUNS)
     lecturer.get_by_role("link", name="Multi-head").click()
     lecturer.get_by_text("1 head in parallel").wait_for(timeout=30000)
-    student.wait_for_timeout(3000)  # three checks of the class: an explorer is left where they are
-    assert "why_sqrt_dk" in student.url
+    student.wait_for_function("() => window.__runsEnded >= 3", timeout=30000)  # three checks of the class since
+    assert "why_sqrt_dk" in student.url  # an explorer is left where they are
     student.get_by_role("button", name="Rejoin the class").click()
     student.get_by_text("1 head in parallel").wait_for(timeout=30000)  # where the lecturer is now
 

@@ -1,14 +1,15 @@
 """The masks after MLA on the Real model page (issue 43): measured on SmolLM2 by a click, with its progress, then
 drawn on its slide at 1400x900 (light) and 1920x1080 (dark) without scrolling, and read normally with its table.
-The sweep is kept by the server: the second view shows it without running it again."""
+The sweep is kept by the server: the second view shows it without running it again. It loads SmolLM2 (`models`),
+and holds whether or not another test measured the masks first (tests/browser.py masks_measured)."""
 
 from urllib.parse import quote
 
 import pytest
 
-from tests.browser import OVERFLOW, check_view, screenshot, settled
+from tests.browser import OVERFLOW, check_view, masks_measured, screenshot, settled
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.models]
 
 SLIDE = quote("Masks after MLA, measured")
 
@@ -19,10 +20,9 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
         page = context.new_page()
         try:
             page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_slide={SLIDE}")
-            if turn == 0:  # not measured yet: a click runs it, with its progress
-                page.get_by_role("button", name="Measure every mask").click(timeout=60000)
-                page.get_by_text("Measuring:").first.wait_for(timeout=60000)
-            page.get_by_text("Window of 8 alone").wait_for(timeout=180000)
+            measuring = masks_measured(page)  # a click if not measured yet, with its progress
+            assert not (turn and measuring), "the second view measured the masks again"
+            page.get_by_text("Window of 8 alone").wait_for(timeout=60000)
             settled(page, timeout=60)
             assert page.get_by_role("button", name="Measure every mask").count() == 0
             screenshot(page, f"masks-slide-{width}-{scheme}")

@@ -9,13 +9,15 @@ const FALLBACK_FONT = '"Source Sans", sans-serif';
 // A rerun sends every changed figure at once, in the page's order; drawing them in that order made the reader
 // wait for charts they cannot see (on the Walkthrough scrolled to its weights, the five charts above were
 // drawn first: docs/design-notes.md). So one pump draws one chart at a time, the most urgent first: a chart on
-// screen (top to bottom), then a chart within a screen of it (once no rerun is running and no figure has come for
-// NEAR_AFTER_MS, so that it never delays the next, nor one on screen whose figure Streamlit hands over a moment
-// later: it renders a rerun's elements in more than one pass); a chart further away waits until it comes near. The browser paints after each chart, so the first
-// shows before the last is drawn. A chart whose figure (and the page's colours) did not change is not drawn.
+// screen (top to bottom), then a chart within a screen of it; a chart further away waits until it comes near.
+// A near chart below the screen comes after every chart on screen in the page's order, so once its figure is here
+// theirs are too: it is drawn at once. One above the screen waits until the rerun has ended and no figure has come
+// for NEAR_AFTER_MS (Streamlit hands a rerun's elements over in more than one pass: a chart above was once drawn
+// before the ones on screen). The browser paints after each chart, so the first shows before the last is drawn. A
+// chart whose figure (and the page's colours) did not change is not drawn.
 const shared = (window.__liveCharts ??= {plotly: null, charts: new Set(), pumping: false, listening: false,
                                           scheduled: false, again: null, figureAt: 0});
-const NEAR_AFTER_MS = 200;
+const NEAR_AFTER_MS = 40;  // a frame and more: a near chart's wait, after the last figure came
 
 function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
   return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
@@ -52,7 +54,7 @@ function wanted(chart) {  // what the chart should show now: its latest figure i
 
 // The next thing to do: a chart to draw (or to fit to its new width), on screen before near; null if none now.
 function mostUrgent() {
-  let best = null, bestRank = Infinity, waiting = false, colours = null;
+  let best = null, bestRank = Infinity, waiting = false, colours = null, retry = 150;
   for (const chart of shared.charts) {
     if (!chart.element.isConnected) { chart.forget(); continue; }  // the chart left the page with a rerun
     if (chart.failedAt && Date.now() - chart.failedAt < 2000) { waiting = true; continue; }
@@ -61,15 +63,17 @@ function mostUrgent() {
     if (!stale && !chart.resize) continue;
     const {onScreen, near, top} = place(chart.element);
     if (!near) continue;  // drawn when it comes near (scroll, resize)
-    if (!onScreen && (scriptRunning() || performance.now() - shared.figureAt < NEAR_AFTER_MS)) {
-      waiting = true;  // after the rerun, and after those on screen
+    const quiet = performance.now() - shared.figureAt;
+    if (!onScreen && top < 0 && (scriptRunning() || quiet < NEAR_AFTER_MS)) {  // above: after the rerun
+      waiting = true;
+      retry = Math.min(retry, Math.max(NEAR_AFTER_MS - quiet, 10));
       continue;
     }
     const rank = (onScreen ? 0 : 1e6) + Math.abs(top);
     if (rank < bestRank) { best = chart; bestRank = rank; }
   }
   if (!best && waiting && !shared.again) {  // look again soon: the rerun ends, a failed figure is tried again
-    shared.again = setTimeout(() => { shared.again = null; pump(); }, 150);
+    shared.again = setTimeout(() => { shared.again = null; pump(); }, retry);
   }
   return best;
 }
@@ -259,6 +263,9 @@ function makeChart(parent) {
     // The page scrolls inside its own pane: listen in the capture phase to hear every scroll.
     document.addEventListener("scroll", schedule, {capture: true, passive: true});
     window.addEventListener("resize", schedule);
+    // A rerun's end: the charts near the screen that waited for it are drawn then, not at the next look.
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (app) new MutationObserver(schedule).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
   }
   return chart;
 }

@@ -13,7 +13,7 @@ FAST := not browser and not models and not slow
 # the plainest kernels their runs take six times as long; `make learns-plain` runs them so.
 CONSERVATIVE := MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 DNNL_MAX_CPU_ISA=SSE41
 
-.PHONY: run test check lint mutants learns-plain install install-dev bench bench-all
+.PHONY: run test test-random check lint mutants learns-plain install install-dev bench bench-all
 
 # `make run MODEL=path` adds one's own model to the Real model page: a folder (config, safetensors, tokenizer) or a
 # .gguf file of any family transformers reads (docs/user-guide.md).
@@ -24,6 +24,10 @@ run: install
 test: lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 	$(CONSERVATIVE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "numeric and not models and not learns"
+
+# The whole suite in a shuffled order (pytest-randomly; the seed is printed: `make test-random SEED=N` repeats one).
+test-random: lint
+	$(BIN)/python -m pytest -p randomly $(if $(SEED),--randomly-seed=$(SEED)) -n $(WORKERS) --dist loadgroup
 
 check: lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "$(FAST)"

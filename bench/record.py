@@ -25,11 +25,16 @@ def machine() -> str:
     return f"{cpu}, {len(os.sched_getaffinity(0))} cores"
 
 
+# What the figures measure: the app and what it runs on (a test or a doc edited meanwhile changes none of them).
+MEASURED = ["app.py", "attention_core", "classroom", "figures", "pages", "ui", "requirements.txt", ".streamlit",
+            "bench"]  # fmt: skip
+
+
 def commit() -> str:
-    """The commit measured, with "+ changes" when the checkout differs from it."""
+    """The commit measured, with "+ changes" when the app's code in the checkout differs from it."""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                           text=True).stdout  # fmt: skip
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED], cwd=ROOT,
+                           capture_output=True, text=True).stdout  # fmt: skip
     return head.strip() + (" + changes" if dirty.strip() else "")
 
 

@@ -39,6 +39,9 @@ class Mutant:
     before: str  # occurs exactly once in the file
     after: str
     kind: str  # what kind of mistake it is
+    # The tier it belongs to: () the fast one; else the test files that must catch it (a bug that only a browser or
+    # a real model can show: the class's bar, the sweep inside SmolLM2), run with every marker.
+    tier: tuple[str, ...] = ()
 
 
 MUTANTS = (
@@ -117,6 +120,63 @@ MUTANTS = (
     Mutant("step size that never falls", "attention_core/training/loop.py",
            "return config.lr * (1 - (1 - LAST_LR) * (step - start) / (config.steps - start))", "return config.lr",
            "wrong training rule"),
+    # Written since the first run (issue 50): the masks after MLA, the tiles, /check, the class, your own checkpoints.
+    Mutant("a sliding window one key wider", "attention_core/masks.py",
+           "return (j <= i) & (j > i - w)", "return (j <= i) & (j >= i - w)", "mask shifted"),
+    Mutant("one sink more than asked", "attention_core/masks.py",
+           "(torch.arange(n)[None, :] < sinks)", "(torch.arange(n)[None, :] <= sinks)", "mask shifted"),
+    Mutant("top-k sees the future where a row has fewer than k keys", "attention_core/masks.py",
+           "return (above | (tied & (tied.cumsum(dim=-1) <= places))) & visible",
+           "return above | (tied & (tied.cumsum(dim=-1) <= places))", "mask shifted"),
+    Mutant("DSA's indexer without its ReLU", "attention_core/masks.py",
+           "return torch.relu(scaled_scores).sum(dim=0)", "return scaled_scores.sum(dim=0)", "wrong statistic"),
+    Mutant("the online softmax forgets to rescale its sum", "attention_core/tiling.py",
+           "l = rescale * l + p.sum(dim=-1)", "l = l + p.sum(dim=-1)", "wrong fold"),
+    Mutant("tiled traffic with the blocks of rows rounded down", "attention_core/tiling.py",
+           "2 * n * d * math.ceil(n / query_block)", "2 * n * d * (n // query_block)", "wrong cache size"),
+    Mutant("/check's allowance ten times float32's rounding", "attention_core/checking/rounding.py",
+           "TIMES = 4.0", "TIMES = 40.0", "claim's threshold moved"),
+    Mutant("/check's allowance without the measured rounding", "attention_core/checking/rounding.py",
+           "return TIMES * rounding + ULPS * max(1.0, size)", "return ULPS * max(1.0, size)",
+           "claim's threshold moved"),
+    Mutant("/check lets a hidden key keep a small weight", "attention_core/checking/verdict.py",
+           "seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()",
+           "seen = (hidden_keys & (got.abs() > 1e-2)).nonzero()", "claim's threshold moved"),
+    Mutant("/check's inputs swap the window and its sinks", "attention_core/checking/files.py",
+           'return {"window": window[1] if window else 0, "sinks": window[0] if window else 0',
+           'return {"window": window[0] if window else 0, "sinks": window[1] if window else 0', "wrong weight"),
+    Mutant("join codes guessed without a limit", "classroom/classes.py",
+           "if tries > MAX_TRIES:", "if tries > MAX_TRIES * 100:", "false sentence"),
+    Mutant("the reveal keeps the answer hidden", "classroom/classes.py",
+           "shown = dataclasses.replace(asked, revealed=True)", "shown = dataclasses.replace(asked, revealed=False)",
+           "false sentence"),
+    Mutant("a class that never expires in memory", "classroom/store.py",
+           "if value is not None and value[1] < time.monotonic():",
+           "if value is not None and value[1] < time.monotonic() - 1e9:", "wrong cache size"),
+    Mutant("the question's answer read from the first token's row", "classroom/questions.py",
+           "best = tokens[int(trace.weights[0, -1].argmax())]", "best = tokens[int(trace.weights[0, 0].argmax())]",
+           "wrong axis"),
+    Mutant("your checkpoint's heads read interleaved", "attention_core/checkpoints/heads.py",
+           '"w_q": q.reshape(d, h, d_k).permute(1, 0, 2),', '"w_q": q.reshape(d, d_k, h).permute(2, 0, 1),',
+           "heads concatenated wrongly"),
+    Mutant("GPT-2's c_attn thirds read as q, v, k", "attention_core/checkpoints/layouts.py",
+           "q, k, v = full.chunk(3, dim=1)", "q, v, k = full.chunk(3, dim=1)", "wrong weight"),
+    Mutant("a .pt checkpoint unpickled", "attention_core/checkpoints/reading.py",
+           'torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)',
+           'torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)', "false sentence"),
+    Mutant("the decoder's cache keeps what the window dropped", "attention_core/decoding.py",
+           "read = [j for j in range(t) if window is None or bool(window[t, j])]", "read = list(range(t))",
+           "wrong cache size"),
+    Mutant("the sweep counts the weight kept as lost", "attention_core/models/sparse.py",
+           "self.lost.append((full * ~keep).sum(dim=-1)[0].double().cpu())",
+           "self.lost.append((full * keep).sum(dim=-1)[0].double().cpu())", "wrong statistic",
+           ("tests/test_sparse.py",)),
+    Mutant("DSA's choice made per head inside the model", "attention_core/models/sparse.py",
+           "keep = mask.kept(n, self.budget, chosen)[:, None]", "keep = mask.kept(n, self.budget, masked_scores)",
+           "heads grouped wrongly", ("tests/test_sparse.py",)),
+    Mutant("a student who broke away still follows", "ui/classroom.py",
+           'if now is None or here["away"] or now.version == here["version"]:',
+           'if now is None or now.version == here["version"]:', "false sentence", ("tests/test_browser_class.py",)),
 )  # fmt: skip
 
 
@@ -125,15 +185,18 @@ def _first_failure(output: str) -> str:
     return found.group(1) if found else ""
 
 
-def fast_tier(copy: Path) -> subprocess.CompletedProcess:
-    """The fast tier on a copy of the repository, stopping at the first failure."""
-    return subprocess.run([str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", FAST_TIER,
-                           "-o", "addopts=-ra", "tests"], cwd=copy, capture_output=True, text=True,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=1800)  # fmt: skip
+def tier_run(copy: Path, tier: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """The mutant's tier on a copy of the repository, stopping at the first failure: the fast tier, or the test
+    files named (with a browser: CI=true, so that none of them skips)."""
+    chosen = list(tier) or ["-m", FAST_TIER, "tests"]
+    return subprocess.run([str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
+                           *chosen], cwd=copy, capture_output=True, text=True,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "CI": "true"}, timeout=1800)  # fmt: skip
 
 
-def run(mutant: Mutant | None) -> dict:
-    """The fast tier on a copy of the repository with this one mistake in it (None: with none, the baseline)."""
+def run(mutant: Mutant | None, tier: tuple[str, ...] = ()) -> dict:
+    """The mutant's tier on a copy of the repository with this one mistake in it (None: with none, the baseline of
+    `tier`)."""
     with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
         copy = Path(scratch) / "repo"
         shutil.copytree(ROOT, copy, ignore=COPY_IGNORED)
@@ -145,7 +208,7 @@ def run(mutant: Mutant | None) -> dict:
                         "by": f"the text to change occurs {text.count(mutant.before)}x"}  # fmt: skip
             target.write_text(text.replace(mutant.before, mutant.after))
         started = time.monotonic()
-        done = fast_tier(copy)
+        done = tier_run(copy, mutant.tier if mutant else tier)
         seconds = time.monotonic() - started
         if mutant is None:
             return {"passed": done.returncode == 0, "seconds": seconds, "output": done.stdout[-3000:]}
@@ -156,25 +219,52 @@ def run(mutant: Mutant | None) -> dict:
                 "seconds": seconds}  # fmt: skip
 
 
-def report(results: list[dict]) -> str:
-    caught = sum(1 for r in results if r["caught"])
-    lines = [
-        "# Mutation run: known bugs planted, and whether the fast tests catch them",
+def tier_name(tier: tuple[str, ...]) -> str:
+    return "fast" if not tier else ", ".join(f"`{path}`" for path in tier)
+
+
+def row(r: dict) -> str:
+    m = r["mutant"]
+    verdict = f"`{r['by']}`" if r["caught"] else ("**survived**" if r["caught"] is False else f"invalid: {r['by']}")
+    return f"| {m.name} | {m.kind} | `{m.path}` | {tier_name(m.tier)} | {verdict} | {r.get('seconds', 0):.0f} |"
+
+
+def report(results: list[dict], kept: dict[str, str]) -> str:
+    """The report: this run's rows, and `kept`, the earlier report's rows of the mutants not run this time (by
+    name), so that a run of some (--only) updates theirs."""
+    rows = {name: line for name, line in kept.items() if any(m.name == name for m in MUTANTS)}
+    rows.update({r["mutant"].name: row(r) for r in results})
+    ordered = [rows[m.name] for m in MUTANTS if m.name in rows]
+    caught = sum(1 for line in ordered if line.split(" | ")[4].startswith("`"))  # its cell names the test
+    return "\n".join([
+        "# Mutation run: known bugs planted, and whether the tests of their tier catch them",
         "",
         "Made by `make mutants` (`scripts/mutants.py`): each mutant is one mistake planted in a copy of the",
-        "repository, and the fast tier (`make check`: no browser, no model, no long run) runs on it, stopping at the",
-        "first failure (on an unchanged copy first, which must pass). A mutant that survives is a missing test.",
+        "repository, and the tests of its tier run on it, stopping at the first failure (on an unchanged copy first,",
+        "which must pass). The tier is the fast one (`make check`: no browser, no model, no long run) unless a bug can",
+        "only show in a browser or a real model; then the test files named. A mutant that survives is a missing test.",
+        "`scripts/mutants.py --only WORDS` runs some and updates their rows here.",
         "",
-        f"**{caught} of {len(results)} caught** ({caught / len(results):.0%}).",
+        f"**{caught} of {len(ordered)} caught** ({caught / max(len(ordered), 1):.0%}).",
         "",
-        "| mutant | kind | where | caught by | seconds |",
-        "|---|---|---|---|---|",
-    ]
-    for r in results:
-        m = r["mutant"]
-        verdict = f"`{r['by']}`" if r["caught"] else ("**survived**" if r["caught"] is False else f"invalid: {r['by']}")
-        lines.append(f"| {m.name} | {m.kind} | `{m.path}` | {verdict} | {r.get('seconds', 0):.0f} |")
-    return "\n".join(lines) + "\n"
+        "| mutant | kind | where | tier | caught by | seconds |",
+        "|---|---|---|---|---|---|",
+        *ordered,
+    ]) + "\n"  # fmt: skip
+
+
+def kept_rows(path: Path) -> dict[str, str]:
+    """An earlier report's rows, by mutant name (rows without a tier column are the fast tier's)."""
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text().splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) >= 5 and not line.startswith(("| mutant", "|---")):
+            if len(cells) == 5:  # the first report's layout: no tier
+                cells.insert(3, "fast")
+            rows[cells[0][2:]] = " | ".join(cells)
+    return rows
 
 
 def main() -> None:
@@ -184,18 +274,18 @@ def main() -> None:
     parser.add_argument("--report", type=Path, default=ROOT / "docs" / "mutants.md")
     arguments = parser.parse_args()
     chosen = [m for m in MUTANTS if not arguments.only or any(w in m.name for w in arguments.only)]
-    baseline = run(None)  # a failure without a mutant would be counted as a catch: the tier must pass first
-    if not baseline["passed"]:
-        sys.exit(f"the fast tier fails without any mutant; fix that first:\n{baseline['output']}")
-    print(f"baseline: the fast tier passes ({baseline['seconds']:.0f} s)")
+    for tier in sorted({m.tier for m in chosen}):  # a failure without a mutant would count as a catch
+        baseline = run(None, tier)
+        if not baseline["passed"]:
+            sys.exit(f"the tier {tier_name(tier)} fails without any mutant; fix that first:\n{baseline['output']}")
+        print(f"baseline: the tier {tier_name(tier)} passes ({baseline['seconds']:.0f} s)")
     with concurrent.futures.ThreadPoolExecutor(arguments.jobs) as pool:
         results = list(pool.map(run, chosen))
     for r in results:
         state = "caught" if r["caught"] else "SURVIVED" if r["caught"] is False else "INVALID"
         print(f"{state:8} {r['mutant'].name}: {r['by']} ({r.get('seconds', 0):.0f} s)")
-    if not arguments.only:
-        arguments.report.write_text(report(results))
-        print(f"wrote {arguments.report}")
+    arguments.report.write_text(report(results, kept_rows(arguments.report)))
+    print(f"wrote {arguments.report}")
     if any(r["caught"] is None for r in results):
         sys.exit("a mutant's text to change was not found once: fix the list")
 

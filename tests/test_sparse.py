@@ -1,12 +1,14 @@
 """The masks after MLA on the bundled SmolLM2 (attention_core/models/sparse.py, issue 43), against references that
 are not this app's code: the model's stock forward (transformers' default attention), the same weights as a
-Mistral with transformers' own sliding window, and the weights the model's own first layer computes."""
+Mistral with transformers' own sliding window, top-k and DSA as attention functions written here from their
+definitions and run by transformers itself, and the weights the model's own first layer computes."""
 
 import dataclasses
 
 import pytest
 import torch
 import transformers
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.masks import SINKS
 from attention_core.models import trace_text
@@ -34,6 +36,48 @@ def test_the_sweeps_path_with_the_full_causal_mask_is_the_stock_forward(smollm2)
         whole = measure(smollm2, mask, TOKENS, TOKENS)
         assert abs(whole.loss - ours.loss) <= 1e-5 and float(whole.lost.max()) <= 1e-6, mask
         assert float(whole.lost_rows.max()) <= 1e-6, mask
+
+
+def reference_attention(mode: str, k: int):
+    """An attention function for transformers' AttentionInterface, written from the definitions and not from
+    attention_core: the scaled scores plus the model's own causal mask; of the keys a query sees, the k scored
+    highest (top_k: each head by its own scores; dsa: every head by one index, Σ_heads ReLU(scores), as DeepSeek-V3.2's
+    indexer with the layer's heads as its heads), ties to the earlier key (a stable sort); a softmax over those."""
+
+    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+        groups = query.shape[1] // key.shape[1]  # grouped keys: each serves `groups` query heads in turn
+        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+        scores = query @ key.transpose(2, 3) * scaling + attention_mask  # [b, h, n, n]
+        n = scores.shape[-1]
+        sees = torch.ones(n, n, dtype=torch.bool).tril()
+        index = scores if mode == "top_k" else torch.relu(scores).sum(dim=1, keepdim=True)
+        index = index.masked_fill(~sees, float("-inf"))
+        best = torch.sort(index, dim=-1, descending=True, stable=True).indices[..., :k]
+        keep = torch.zeros_like(index, dtype=torch.bool).scatter(-1, best, True) & sees
+        weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1, dtype=torch.float32)
+        return (weights.to(query.dtype) @ value).transpose(1, 2).contiguous(), weights
+
+    return attention
+
+
+@pytest.mark.parametrize("mode", ["top_k", "dsa"])
+def test_top_k_and_dsa_inside_smollm2_are_transformers_running_a_reference_attention(smollm2, mode):
+    """Issue 50: at two budgets, the sweep's loss under top-k and DSA is SmolLM2's stock forward with the reference
+    attention above (registered with transformers, which builds the causal mask and runs every layer). A sweep that
+    dropped no key, or chose per head where DSA chooses once, is far off at a budget of 4 keys of 96."""
+    ids = sweep_ids(smollm2.tokenizer, TOKENS)
+    full = measure(smollm2, "causal", 0, TOKENS).loss
+    for k in (4, 16):
+        name = f"reference_{mode}_{k}"
+        transformers.AttentionInterface.register(name, reference_attention(mode, k))
+        AttentionMaskInterface.register(name, eager_mask)  # the model's causal mask, additive, as eager's
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            smollm2.model.name_or_path, dtype=torch.float32, attn_implementation=name
+        )
+        ours, reference = measure(smollm2, mode, k, TOKENS).loss, stock_loss(model, ids)
+        if k == 4:  # 4 keys of up to 96 drop keys that matter (DSA at 16 costs only ~0.01 nats)
+            assert abs(reference - full) > 0.05, (k, reference, full)
+        assert abs(ours - reference) <= 1e-4, (mode, k, ours, reference)
 
 
 @pytest.mark.parametrize("window", [4, 16])

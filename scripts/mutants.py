@@ -139,7 +139,7 @@ MUTANTS = (
     Mutant("/check's allowance without the measured rounding", "attention_core/checking/rounding.py",
            "return TIMES * rounding + ULPS * max(1.0, size)", "return ULPS * max(1.0, size)",
            "claim's threshold moved"),
-    Mutant("/check lets a hidden key keep a small weight", "attention_core/checking/verdict.py",
+    Mutant("/check lets a hidden key keep a small weight", "attention_core/checking/rounding.py",
            "seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()",
            "seen = (hidden_keys & (got.abs() > 1e-2)).nonzero()", "claim's threshold moved"),
     Mutant("/check's inputs swap the window and its sinks", "attention_core/checking/files.py",
@@ -189,7 +189,8 @@ def tier_run(copy: Path, tier: tuple[str, ...] = ()) -> subprocess.CompletedProc
     """The mutant's tier on a copy of the repository, stopping at the first failure: the fast tier, or the test
     files named (with a browser: CI=true, so that none of them skips)."""
     chosen = list(tier) or ["-m", FAST_TIER, "tests"]
-    return subprocess.run([str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
+    return subprocess.run([str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "-o", "addopts=-ra",
                            *chosen], cwd=copy, capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "CI": "true"}, timeout=1800)  # fmt: skip
 
@@ -200,6 +201,8 @@ def run(mutant: Mutant | None, tier: tuple[str, ...] = ()) -> dict:
     with tempfile.TemporaryDirectory(prefix="mutant-") as scratch:
         copy = Path(scratch) / "repo"
         shutil.copytree(ROOT, copy, ignore=COPY_IGNORED)
+        if (ROOT / "node_modules").exists():  # npm's packages (axe-core, plotly.js), read where they are
+            (copy / "node_modules").symlink_to(ROOT / "node_modules")
         if mutant is not None:
             target = copy / mutant.path
             text = target.read_text()

@@ -43,6 +43,13 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
         settled(page)
         check_view(page, f"check: {mistake or 'right'}", charts=False)
         screenshot(page, f"check-{mistake or 'right'}")
+    off = student(inputs, settings)  # a softmax row that does not sum to 1: said in a sentence of its own
+    off["pattern"] = off["pattern"].copy()
+    off["pattern"][0, 4] *= 1.01
+    np.savez(tmp_path / "row.npz", **off)
+    upload.set_input_files(str(tmp_path / "row.npz"))
+    page.get_by_text("Yours sums row [0, 4] to 1.01, not 1").wait_for(timeout=30000)
+    check_view(page, "check: a row that does not sum to 1", charts=False)
     (tmp_path / "pickled.npz").write_bytes(pickle.dumps({"q": [1.0]}))  # a pickle named as an .npz
     upload.set_input_files(str(tmp_path / "pickled.npz"))
     page.get_by_text("Nothing was checked: pickled.npz").wait_for(timeout=30000)

@@ -21,6 +21,7 @@ from attention_core.engine import compute_attention
 from attention_core.trace import AttentionTrace
 
 TIMES = 4.0
+HIDDEN = -1e4  # a score at or below this is a hidden one (a student may fill with -1e9, -1e4·..., or −∞)
 ULPS = 8 * 2.0**-24  # a few unit roundoffs of float32 (the last rounding of each value, either side)
 EPS = 2.0**-23  # float32's machine epsilon
 
@@ -85,3 +86,31 @@ def explains(gap: float, made: torch.Tensor, want: torch.Tensor, most: float) ->
         return float(finite.abs().max()) if finite.numel() else 1.0
 
     return gap <= most * max(1.0, size(made) / max(size(want), 1e-30))
+
+
+def hidden(value: torch.Tensor) -> torch.Tensor:
+    return value <= HIDDEN
+
+
+def broken_fact(want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None) -> tuple[tuple, str] | None:
+    """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
+    first row (in reading order) that does not sum to 1, or the first hidden key given a weight (None: neither);
+    `masked`: the exact masked scores, a hidden key's −∞ (None: none is hidden). These hold within float32's rounding
+    of one row (row_sum_room), not the cells' wider allowance."""
+    keys = want.shape[-1]
+    # A row with every key hidden has no softmax (NaN), and a NaN handed in is named by first_nan: neither is counted.
+    counted = ~torch.isnan(want).any(-1) & ~torch.isnan(got).any(-1)
+    sums = got.double().sum(-1)
+    rows = (counted & ((sums - 1).abs() > row_sum_room(keys))).nonzero()
+    hidden_keys = torch.zeros_like(want, dtype=torch.bool) if masked is None else hidden(masked)
+    seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()
+    row = tuple(int(i) for i in rows[0]) if len(rows) else None
+    cell = tuple(int(i) for i in seen[0]) if len(seen) else None
+    if cell is not None and (row is None or cell[:-1] <= row):
+        return cell, (f"Yours gives the key at {list(cell)} the weight {float(got[cell]):.3g}, where the exact "
+                      f"softmax gives 0: that key is hidden (its score is −∞, and exp(−∞) = 0).")  # fmt: skip
+    if row is not None:
+        where = (*row, int((got[row] - want[row]).abs().argmax()))
+        return where, (f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not 1: a softmax row sums to 1, in "
+                       f"float32 within {row_sum_room(keys):.1e} for {keys} keys (2·n·ε).")  # fmt: skip
+    return None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from attention_core.checking.rounding import HIDDEN_WEIGHT, explains, room, row_sum_room, twice
+from attention_core.checking.rounding import broken_fact, explains, hidden, room, twice
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
 
@@ -50,7 +50,6 @@ BY_ALIAS = {alias: stage for stage, aliases in ALIASES.items() for alias in alia
 PER_HEAD = ("q_c", "q_r", "k_c", "q", "k", "v", "context")  # [heads, n, width]
 SQUARE = ("scores", "absorbed", "scaled_scores", "masked_scores", "weights")  # [heads, n, n]
 SHARED = ("c_kv", "k_r")  # [n, width]: one for every head (MLA's latent and its rotary key)
-HIDDEN = -1e4  # a score at or below this is a hidden one (a student may fill with -1e9, -1e4·..., or −∞)
 
 
 def stage_of(name: str) -> str | None:
@@ -124,10 +123,6 @@ def at_step(stages: Mapping[str, torch.Tensor], step: int | None) -> dict[str, t
     return {name: value[cut.get(name, (slice(None), new, cache))] for name, value in stages.items()}
 
 
-def hidden(value: torch.Tensor) -> torch.Tensor:
-    return value <= HIDDEN
-
-
 def difference(want: torch.Tensor, got: torch.Tensor) -> tuple[float, tuple[int, ...] | None]:
     """The largest difference and where (None: none), hidden scores counting as equal where both hide them."""
     if want.shape != got.shape:
@@ -147,32 +142,6 @@ def first_cell(want: torch.Tensor, got: torch.Tensor, room: float) -> tuple[int,
     gap = (want - got).abs()
     cells = (((gap > room) | torch.isnan(gap)) & ~same).nonzero()
     return tuple(int(i) for i in cells[0]) if len(cells) else None
-
-
-def broken_fact(
-    want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None
-) -> tuple[tuple[int, ...], str] | None:
-    """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
-    first row (in reading order) that does not sum to 1, or the first hidden key given a weight (None: neither);
-    `masked`: the exact masked scores, where a hidden key's is −∞ (None: no key is hidden).
-    These hold within float32's rounding of one row (rounding.row_sum_room), not the cells' wider allowance."""
-    keys = want.shape[-1]
-    # A row with every key hidden has no softmax (NaN), and a NaN handed in is named by first_nan: neither is counted.
-    counted = ~torch.isnan(want).any(-1) & ~torch.isnan(got).any(-1)
-    sums = got.double().sum(-1)
-    rows = (counted & ((sums - 1).abs() > row_sum_room(keys))).nonzero()
-    hidden_keys = hidden(masked) if masked is not None else torch.zeros_like(want, dtype=torch.bool)
-    seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()
-    row = tuple(int(i) for i in rows[0]) if len(rows) else None
-    cell = tuple(int(i) for i in seen[0]) if len(seen) else None
-    if cell is not None and (row is None or cell[:-1] <= row):
-        return cell, (f"Yours gives the key at {list(cell)} the weight {float(got[cell]):.3g}, where the exact "
-                      f"softmax gives 0: that key is hidden (its score is −∞, and exp(−∞) = 0).")  # fmt: skip
-    if row is not None:
-        where = (*row, int((got[row] - want[row]).abs().argmax()))
-        return where, (f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not 1: a softmax row sums to 1, in "
-                       f"float32 within {row_sum_room(keys):.1e} for {keys} keys (2·n·ε).")  # fmt: skip
-    return None
 
 
 def first_nan(got: torch.Tensor) -> tuple[int, ...] | None:

@@ -14,6 +14,7 @@ from figures.style import Matrix, Style, Title
 
 BLOCKS = ("1", "2", "3", "4", "8", "16", "64", "256")  # keys per block; a real kernel takes 64 or 128
 SHOWN_MOST = 4  # the steps drawn: the first ones, and the last (the result)
+SLIDE_SHOWN_MOST = 2  # on a slide, the first and the last: four maps of 15 tokens in two rows were a screen and more
 QUERY_ROWS = 128  # the query rows a kernel holds on chip at once, for the traffic's formula
 LONG = 4096  # a long context, for the traffic at another scale
 STEPS_MOST = 64  # a smaller block on a long sentence is raised to this many steps (each keeps an n × d_v output)
@@ -25,11 +26,11 @@ def applies(trace) -> bool:
     return from_scratch(trace) and trace.n_tokens <= TOKENS_MOST
 
 
-def shown(steps: list[TileStep]) -> list[int]:
-    """Which steps are drawn: all, or the first SHOWN_MOST − 1 and the last."""
-    if len(steps) <= SHOWN_MOST:
+def shown(steps: list[TileStep], most: int = SHOWN_MOST) -> list[int]:
+    """Which steps are drawn: all, or the first `most` − 1 and the last."""
+    if len(steps) <= most:
         return list(range(len(steps)))
-    return [*range(SHOWN_MOST - 1), len(steps) - 1]
+    return [*range(most - 1), len(steps) - 1]
 
 
 def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: str = "2") -> Built:
@@ -43,8 +44,8 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
     scores = (trace.scale * q.double() @ k.double().T).numpy()
     allowed = np.ones(scores.shape, bool) if trace.mask is None else trace.mask.cpu().numpy()
     tokens, n = tokens_of(trace), len(trace.tokens)
-    parts = []
-    for index in shown(steps):
+    parts, drawn = [], shown(steps, SLIDE_SHOWN_MOST if style.band else SHOWN_MOST)  # style.band: on a slide
+    for index in drawn:
         step = steps[index]
         seen = np.zeros(n, bool)
         seen[: step.keys.stop] = True
@@ -69,7 +70,7 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
             diverging=False,
             allowed=seen[None, :] & allowed,
             zrange=(0.0, 1.0),
-            colorbar=False if index != shown(steps)[-1] else None,  # one colour bar: the scale is 0 to 1 for all
+            colorbar=False if index != drawn[-1] else None,  # one colour bar: the scale is 0 to 1 for all
         )
         parts.append((panel, Matrix(f"tiles_after_block_{index + 1}", weights, tokens, tokens)))
     figures, matrices = laid_out(parts, style)

@@ -324,6 +324,7 @@ function prepare(chart) {  // the figure to draw, parsed once per drawing, in th
 
 async function drawOne(chart) {
   const drawing = wanted(chart);
+  chart.element.__drawStart = performance.now();  // when, and (below) when its figure came: tests/test_browser_loop.py
   try {
     const Plotly = await loadPlotly(chart.latest.plotlyUrl);
     if (drawing === chart.drawn) {  // the same figure, at a new width
@@ -366,7 +367,7 @@ export default function ({data, parentElement}) {
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
   if (chart.latest?.spec !== spec) {
     chart.failedAt = 0;  // a new figure is tried at once
-    shared.figureAt = performance.now();
+    shared.figureAt = chart.element.__arrived = performance.now();
   }
   chart.latest = {spec, config, plotlyUrl: plotly};
   nameChart(chart, name, summary, maps === "1");

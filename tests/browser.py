@@ -610,17 +610,18 @@ def toggle(page, label):
     return page.get_by_test_id("stSidebarUserContent").get_by_text(label, exact=True)
 
 
-def masks_measured(page) -> bool:
+def masks_measured(page, progress: bool = True) -> bool:
     """On the Real model page's masks after MLA (slide or section): measured by a click if this server has not yet
-    measured them (its progress shown), then shown measured. The server keeps the sweep for every reader, so the test
-    that comes first measures it and every later one sees it measured: each checks the measured view, whatever the
-    order. Whether this call measured them."""
+    measured them (`progress`: its progress is seen), then shown measured. The server keeps the sweep for every
+    reader, so the test that comes first measures it and every later one sees it measured: each checks the measured
+    view, whatever the order. Whether this call measured them."""
     button = page.get_by_role("button", name="Measure every mask")
     shown = page.get_by_text("Losing most weight under")
     button.or_(shown).first.wait_for(timeout=60000)
     measuring = button.count() > 0
     if measuring:
         button.click(timeout=60000)
-        page.get_by_text("Measuring:").first.wait_for(timeout=60000)
+        if progress:
+            page.get_by_text("Measuring:").first.wait_for(timeout=60000)
     shown.first.wait_for(timeout=180000)
     return measuring

@@ -845,7 +845,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             page.wait_for_url(re.compile(f"{re.escape(server)}{re.escape(view.page.address)}(\\?|$)"))
             settled(page)
             if page.get_by_role("button", name="Measure every mask").count():  # measured, whichever test came first
-                masks_measured(page)
+                masks_measured(page, progress=False)  # (its progress: tests/test_browser_sweep.py)
                 settled(page, timeout=60)
             what, shot = f"lecture {lecture}, view {index} at {width}x{height}", f"deck-{lecture}-{index:02}-{width}"
             if lecture not in BOTH_SCHEMES:  # (where it is, both schemes' screenshots are taken before their checks)

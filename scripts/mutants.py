@@ -192,8 +192,7 @@ def tier_run(copy: Path, tier: tuple[str, ...] = ()) -> subprocess.CompletedProc
     # The house's check that each mutant's line is still there fails on every planted copy: not a catch.
     chosen += ["--deselect", "tests/test_house.py::test_every_planted_mutant_still_finds_its_line"]
     return subprocess.run([str(PYTHON), "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "-o", "addopts=-ra",
-                           *chosen], cwd=copy, capture_output=True, text=True,
+                           "-o", "addopts=-ra", *chosen], cwd=copy, capture_output=True, text=True,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "CI": "true"}, timeout=1800)  # fmt: skip
 
 
@@ -259,16 +258,14 @@ def report(results: list[dict], kept: dict[str, str]) -> str:
 
 
 def kept_rows(path: Path) -> dict[str, str]:
-    """An earlier report's rows, by mutant name (rows without a tier column are the fast tier's)."""
+    """An earlier report's rows, by mutant name."""
     if not path.exists():
         return {}
     rows = {}
     for line in path.read_text().splitlines():
         cells = line.split(" | ")
-        if line.startswith("| ") and len(cells) >= 5 and not line.startswith(("| mutant", "|---")):
-            if len(cells) == 5:  # the first report's layout: no tier
-                cells.insert(3, "fast")
-            rows[cells[0][2:]] = " | ".join(cells)
+        if line.startswith("| ") and len(cells) >= 6 and not line.startswith(("| mutant", "|---")):
+            rows[cells[0][2:]] = line
     return rows
 
 

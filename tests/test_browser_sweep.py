@@ -14,6 +14,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.models]
 SLIDE = quote("Masks after MLA, measured")
 
 
+@pytest.mark.xdist_group("sweep")  # with the deck after MLA's walks (tests/test_browser.py): one waits for the sweep
 def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, browser):
     for turn, (width, height, scheme) in enumerate([(1400, 900, "light"), (1920, 1080, "dark")]):
         context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)

@@ -339,14 +339,19 @@ def test_latent_claims_count_what_the_cache_keeps(variant_traces):
 
 
 def test_rope_claims_lengths_kept_first_token_unturned_and_only_distance_counts(variant_traces):
+    from tests.numerics import F32, exact, rotate
+
     for trace in variant_traces:
         if "q_rotated" not in trace.parts:
             continue
         text = stage_view(trace, "rope").explanation
         p = trace.parts
         stretch = float(re.search(r"changes by at most ([\d.e+-]+)\.", text).group(1))
-        assert stretch < 1e-5
         q0, q1 = (p[name] if p[name].dim() == 2 else p[name][0] for name in ("q_unrotated", "q_rotated"))  # head 1
+        # A rotation keeps a row's length, so the computed row's length is off by at most the length of its
+        # elementwise rounding (Higham's bound on each turned pair, the angles' own rounding included).
+        turned = rotate(exact(q0), torch.arange(q0.shape[0]), trace.rope_base, F32)
+        assert stretch <= 1.05 * float(turned.error.norm(dim=-1).max()), stretch  # printed to 2 digits
         assert stretch == pytest.approx(
             float((q1.double().norm(dim=-1) - q0.double().norm(dim=-1)).abs().max()), rel=0.05
         )
@@ -363,24 +368,44 @@ def test_rope_claims_lengths_kept_first_token_unturned_and_only_distance_counts(
 
 
 def test_absorption_claims_the_two_maps_agree_and_the_fold_holds_in_one_column(variant_traces):
+    """ "agree to G (rounding)": G is at most what float32 rounding allows the two orders of one product (q^C·k^Cᵀ,
+    k^C = c_KV·W_UK, against (q^C·W_UKᵀ)·c_KVᵀ), by Higham's bound on each. "exactly in that column": in float64
+    the folded scores meet the exact ones in column 0 to float64's rounding, while a fold for another position
+    misses that column by far more (the planted fault the check must see)."""
     from attention_core.variants import folded_with_rotated_keys
+    from tests.numerics import F32, F64, exact, gamma, matmul
 
     for trace in variant_traces:
         if trace.variant != "mla":
             continue
         text = stage_view(trace, "absorb").explanation
         gap = float(re.search(r"agree to ([\d.e+-]+) \(rounding\)", text).group(1))
-        assert gap < 1e-4
+        p, w = trace.parts, trace.params
+        q_c, c_kv, w_uk = exact(p["q_c"][0]), exact(p["c_kv"]), exact(w["w_uk"][0])  # head 1, as the page shows
+        direct = matmul(q_c, matmul(c_kv, w_uk, F32).map(lambda m: m.T), F32)
+        absorbed = matmul(matmul(q_c, w_uk.map(lambda m: m.T), F32), c_kv.map(lambda m: m.T), F32)
+        allowed = float((direct.error + absorbed.error).max())
+        assert gap <= allowed * 1.05, (gap, allowed)  # the page prints G to 2 digits
+        assert gap == pytest.approx(float((direct.value - absorbed.value).abs().max()), abs=allowed)
         off = re.search(r"exactly in that column and off by up to ([\d.e+-]+) in the others", text)
-        content = trace.parts["q_c"].shape[-1]
+        content = p["q_c"].shape[-1]
         assert (off is not None) == (trace.n_tokens >= 2 and content % 2 == 0), text
         if off:
-            exact, folded = folded_with_rotated_keys(trace.parts, trace.params, trace.rope_base or 10_000)
-            torch.testing.assert_close(exact[0, :, 0], folded[0, :, 0], rtol=1e-4, atol=1e-4)
+            base = trace.rope_base or 10_000
+            exact32, folded32 = folded_with_rotated_keys(p, w, base)
             shown = float(off.group(1))
             assert shown > 0 and shown == pytest.approx(
-                float((exact[0, :, 1:] - folded[0, :, 1:]).abs().max()), rel=1e-2
+                float((exact32[0, :, 1:] - folded32[0, :, 1:]).abs().max()), rel=1e-2
             )
+            wide = {name: t.double() for name, t in p.items()}, {name: t.double() for name, t in w.items()}
+            # Each score sums d_k products of rotated query and key (a rotation keeps sizes) and the key's d_c:
+            # its terms are at most |q^C|·|W_UK|·|c_KV|, the bound's size; float64 rounds it at γ(d_k + d_c + 8).
+            size = (wide[0]["q_c"].abs() @ wide[1]["w_uk"].abs().mT @ wide[0]["c_kv"].abs().T)[0]  # [n, n] head 1
+            within = 4 * gamma(content + c_kv.value.shape[-1] + 8, F64) * size[:, 0]
+            for fold_at, holds in ((0, True), (1, False)):  # folded for position 0 is the claim; 1 is the fault
+                exact64, folded64 = folded_with_rotated_keys(*wide, base, fold_at=fold_at)
+                apart = (exact64[0, :, 0] - folded64[0, :, 0]).abs()
+                assert bool((apart <= within).all()) == holds, (fold_at, float(apart.max()), float(within.max()))
 
 
 def test_mla_scales_by_the_width_of_both_parts(variant_traces):

@@ -39,7 +39,7 @@ RUN if [ -n "$TORCH_INDEX_URL" ]; then \
 COPY . .
 # The app's own modules as bytecode, made once here: with PYTHONDONTWRITEBYTECODE every start of the container would
 # compile them again before its first page (bench/bench_open.py measures the cold start).
-RUN python -m compileall -q app.py attention_core classroom figures pages ui
+RUN python -m compileall -q app.py app_pages attention_core classroom figures ui
 
 # Bake the bundled models' fast-loading cache into the image (the GGUF it came from is then
 # dropped: 98 MB), then hand the cache to the app user.

@@ -2,8 +2,8 @@
 
 It checks the link, draws the sidebar (whose values persist across pages and live in the URL;
 controls a page does not read are greyed out) and, in presentation mode, the bar that links every
-page and leaves the mode, then hands over to the chosen page (ui/pages.py lists them). All
-computation is in attention_core/, all figures in figures/.
+page and leaves the mode, then hands over to the chosen page (app_pages/: a folder each, listed in
+its __init__). All computation is in attention_core/, all figures in figures/, what pages share in ui/.
 """
 
 import streamlit as st
@@ -24,15 +24,14 @@ chart.preload()
 from attention_core.device import fit_threads  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
+from app_pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
 from ui.class_bar import class_bar  # noqa: E402
 from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402
-from ui.pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
 from ui.screen import READABLE_CSS, presentation_bar  # noqa: E402
-from ui.sidebar import run_through_app_py, sidebar  # noqa: E402
+from ui.sidebar import sidebar  # noqa: E402
 
-run_through_app_py()
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently
 st.html(READABLE_CSS)  # style only: takes no room on the page
 page = st.navigation([spec.page() for spec in PAGES])

@@ -1,4 +1,4 @@
-"""Decoding one token at a time, with a KV cache, for every variant of the registry (issue 27).
+"""Decoding one token at a time, with a KV cache, for every variant of the registry.
 
 A decoder writes one token per step. At step t (the new token at position t, counting from 0) it needs
 attention for that token only: its query against the keys of every token so far, 0 … t. The keys and values of

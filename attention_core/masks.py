@@ -1,4 +1,4 @@
-"""Which keys each query keeps: the masks after MLA, one record each (issue 43), as the variants are.
+"""Which keys each query keeps: the masks after MLA, one record each, as the variants are.
 
     full           every key (an encoder)
     causal         the keys up to the query's own (a decoder)

@@ -49,7 +49,7 @@ def main():
     text = text_of(loaded, 140)  # over the cap: the page shows the first 128 tokens
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600).run()
     at.text_area(key="text").set_value(text).run()
-    at.switch_page("pages/real_model.py").run()
+    at.switch_page("app_pages/real_model/real_model.py").run()
     start = time.perf_counter()
     at.selectbox(key="rm_model").set_value(SMOLLM2).run()
     print(f"SmolLM2 at the 128-token cap, first load (model run included): {time.perf_counter() - start:.2f} s, "

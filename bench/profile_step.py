@@ -108,7 +108,7 @@ def server_log(path: Path) -> list[tuple[float, str, str]]:
 def profiled(profile: Path, runs: int) -> list[tuple[str, float]]:
     """The script run's functions of this app (and Streamlit's sending of each element), by cumulative time per run."""
     stats = pstats.Stats(str(profile)).stats
-    ours = ("/ui/", "/pages/", "/figures/", "/attention_core/", "/classroom/", "app.py")
+    ours = ("/ui/", "/app_pages/", "/figures/", "/attention_core/", "/classroom/", "app.py")
     rows = []
     for (path, line, name), (_, _, _, cumulative, _) in stats.items():
         if any(part in path for part in ours) or name in ("_enqueue", "exec_func_with_error_handling"):

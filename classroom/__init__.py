@@ -1,2 +1,2 @@
-"""The class in the room (issue 42): a lecturer leads, students follow and answer. No Streamlit here: the rules of a
+"""The class in the room: a lecturer leads, students follow and answer. No Streamlit here: the rules of a
 class (classes.py) over a store that one server or many replicas share (store.py)."""

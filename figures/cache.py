@@ -1,5 +1,5 @@
 """What a KV cache keeps for every token: each attention variant at the sizes on screen, and published models at
-theirs (issue 26). Plotly only; the numbers come from the variant registry (attention_core/variants/), whose
+theirs. Plotly only; the numbers come from the variant registry (attention_core/variants/), whose
 formulas tests/test_variants.py checks against the bytes of the tensors each variant keeps.
 
 While a decoder writes, every new token's query meets the keys and values of all the tokens before it. Those
@@ -13,6 +13,7 @@ import dataclasses
 import math
 
 from attention_core.variants import PRESETS, VARIANTS, Sizes
+from figures.looks import look_of
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
 
 BYTES = {"fp32": 4, "fp16/bf16": 2, "fp8": 1}  # bytes per cached number
@@ -47,20 +48,20 @@ class CacheRow:
 
 
 def compared_rows(sizes: Sizes, current: str) -> list[CacheRow]:
-    """Every variant drawn beside the others (Variant.compared_at), at the sizes on screen: the current one as it
+    """Every variant drawn beside the others (Look.compared_at), at the sizes on screen: the current one as it
     is, another at the sizes its record gives it there (GQA grouped as by default, MLA in DeepSeek-V2's
     proportions), so that no bar uses sizes nobody chose. The current one is drawn even if it is not compared."""
     rows = []
-    for key, variant in VARIANTS.items():
-        if key == current or variant.compared_at is not None:
-            s = sizes if key == current else variant.compared_at(sizes)
+    for key in VARIANTS:
+        compared_at = look_of(key).compared_at
+        if key == current or compared_at is not None:
+            s = sizes if key == current else compared_at(sizes)
             rows.append(CacheRow(_name(key, s, current), key, s))
     return rows
 
 
 def _name(key: str, s: Sizes, current: str) -> str:
-    variant = VARIANTS[key]
-    return f"{variant.label}{variant.detail(s)}{' · here' if key == current else ''}"
+    return f"{VARIANTS[key].label}{look_of(key).detail(s)}{' · here' if key == current else ''}"
 
 
 def preset_rows() -> list[CacheRow]:
@@ -101,7 +102,7 @@ def cache_figure(
         text=labels,
         textposition="outside",
         cliponaxis=False,
-        marker={"color": [VARIANTS[row.variant].colour for row in rows]},
+        marker={"color": [look_of(row.variant).colour for row in rows]},
         hovertext=[escape(row.formula) for row in rows],
         hoverinfo="text",
     )

@@ -1,4 +1,4 @@
-"""Decoding one token at a time (issue 27): what one step computes, what the KV cache holds, what a step costs.
+"""Decoding one token at a time: what one step computes, what the KV cache holds, what a step costs.
 Plotly and NumPy only; the numbers come from attention_core/decoding.py (from scratch) and
 attention_core/models/generation.py (a real model writing).
 

@@ -19,7 +19,13 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PAGES = ["pages/walkthrough.py", "pages/multihead.py", "pages/decoding.py", "pages/compare.py", "pages/why_sqrt_dk.py"]
+PAGES = [
+    "app_pages/walkthrough/walkthrough.py",
+    "app_pages/multihead/multihead.py",
+    "app_pages/decoding/decoding.py",
+    "app_pages/compare/compare.py",
+    "app_pages/why_sqrt_dk/why_sqrt_dk.py",
+]
 LINKS = [
     {},
     {"causal": "true", "d_k": "1"},

@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from app_pages import PAGES  # noqa: E402
 from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_for_chart  # noqa: E402
-from ui.pages import PAGES  # noqa: E402
 
 WIDTH, HEIGHT = 1400, 900
 SCREENS = 4  # a page read normally: its first four screens

@@ -10,7 +10,13 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/training.py", "pages/real_model.py")
+PAGES = (
+    "app_pages/multihead/multihead.py",
+    "app_pages/why_sqrt_dk/why_sqrt_dk.py",
+    "app_pages/compare/compare.py",
+    "app_pages/training/training.py",
+    "app_pages/real_model/real_model.py",
+)
 
 
 def check(at, where: str) -> None:
@@ -28,7 +34,7 @@ def main() -> None:
         at.switch_page(page).run()
         check(at, page)
     at.selectbox(key="rm_model").set_value("smollm2").run()
-    check(at, "pages/real_model.py with SmolLM2")
+    check(at, "app_pages/real_model/real_model.py with SmolLM2")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app_pages import BY_TITLE, PAGES
 from attention_core import trace_sentence
 from tests.browser import (
     RUN_ENDED,
@@ -23,7 +24,6 @@ from tests.browser import (
     wait_for_chart,
 )
 from ui.controls import DEFAULTS
-from ui.pages import BY_TITLE, PAGES
 from ui.sidebar import settings_from
 from ui.slides import PLAY_SECONDS
 

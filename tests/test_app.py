@@ -422,7 +422,7 @@ def test_impossible_size_gives_a_message_not_a_traceback(app, monkeypatch):
 
 def test_multihead_page_shows_every_head(app):
     app.slider(key="heads").set_value(4).run()
-    app.switch_page("pages/multihead.py").run()
+    app.switch_page("app_pages/multihead/multihead.py").run()
     no_problems(app)
     assert app.title[0].value == "4 heads in parallel"
     trace = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4))
@@ -437,13 +437,13 @@ def test_multihead_page_shows_every_head(app):
 
 
 def test_one_head_reads_one_head(app):
-    app.switch_page("pages/multihead.py").run()
+    app.switch_page("app_pages/multihead/multihead.py").run()
     assert app.title[0].value == "1 head in parallel"
     assert any("raise **heads**" in i.value for i in app.info)
 
 
 def test_why_sqrt_dk_page_plots_both_experiments(app):
-    app.switch_page("pages/why_sqrt_dk.py").run()
+    app.switch_page("app_pages/why_sqrt_dk/why_sqrt_dk.py").run()
     no_problems(app)
     spec = chart_titled(app, "Random q, k: the variance")
     d_ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -457,7 +457,7 @@ def test_why_sqrt_dk_page_plots_both_experiments(app):
 
 
 def test_compare_page_puts_two_settings_side_by_side_and_says_what_is_held(app):
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare/compare.py").run()
     no_problems(app)
     sides = [p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]
     assert len(sides) == 2
@@ -470,7 +470,7 @@ def test_compare_page_puts_two_settings_side_by_side_and_says_what_is_held(app):
 
 
 def test_compare_two_chosen_d_ks(app):
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare/compare.py").run()
     app.segmented_control(key="cmp_what").set_value("two d_k").run()
     app.number_input(key="cmp_dk_left").set_value(3).run()
     app.number_input(key="cmp_dk_right").set_value(48).run()
@@ -482,7 +482,7 @@ def test_compare_two_chosen_d_ks(app):
 
 def test_compare_two_variants_shows_what_each_caches(app):
     app.slider(key="heads").set_value(4).run()
-    app.switch_page("pages/compare.py").run()
+    app.switch_page("app_pages/compare/compare.py").run()
     app.segmented_control(key="cmp_what").set_value("two variants").run()
     no_problems(app)
     sides = [p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]
@@ -500,7 +500,7 @@ def test_compare_two_variants_shows_what_each_caches(app):
 def test_multihead_page_says_which_heads_share_keys_and_adds_the_variants_stages(app):
     app.slider(key="heads").set_value(4).run()
     app.selectbox(key="variant").set_value("gqa").run()
-    app.switch_page("pages/multihead.py").run()
+    app.switch_page("app_pages/multihead/multihead.py").run()
     no_problems(app)
     assert any("heads 1, 2 read key/value head 1; heads 3, 4 read key/value head 2" in m.value for m in app.markdown)
     gqa = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="gqa"))
@@ -539,7 +539,7 @@ def test_many_heads_on_a_slide_are_paged_a_row_at_a_time_and_the_arrows_step_thr
     app.session_state["heads"] = 12
     app.session_state["d_model"] = 48
     app.toggle(key="present").set_value(True).run()
-    app.switch_page("pages/multihead.py").run()
+    app.switch_page("app_pages/multihead/multihead.py").run()
     no_problems(app)
 
     def grid():
@@ -565,7 +565,14 @@ def test_many_heads_on_a_slide_are_paged_a_row_at_a_time_and_the_arrows_step_thr
 
 
 @pytest.mark.parametrize(
-    "page", ["pages/multihead.py", "pages/why_sqrt_dk.py", "pages/compare.py", "pages/training.py", "pages/glossary.py"]
+    "page",
+    [
+        "app_pages/multihead/multihead.py",
+        "app_pages/why_sqrt_dk/why_sqrt_dk.py",
+        "app_pages/compare/compare.py",
+        "app_pages/training/training.py",
+        "app_pages/glossary/glossary.py",
+    ],
 )
 def test_presentation_mode_on_every_page_has_a_way_out_and_to_the_others(app, page):
     app.toggle(key="present").set_value(True).run()
@@ -596,7 +603,7 @@ def test_every_stage_offers_its_exports(app):
 def test_glossary_has_every_term_linked_from_the_pages(app):
     from figures.glossary import TERMS, anchor
 
-    app.switch_page("pages/glossary.py").run()
+    app.switch_page("app_pages/glossary/glossary.py").run()
     no_problems(app)
     assert [s.value for s in app.header] == list(TERMS)
     assert {anchor(term) for term in TERMS} >= {
@@ -689,11 +696,11 @@ def test_the_trained_offer_loads_lecture_002s_model_and_its_eat_looks_at_alice(a
     weights = panel(app, "attention weights").z
     assert weights[2][0] >= LEARNED_WEIGHT  # eat -> Alice
     assert app.query_params["numbers_from"].startswith(f"trained-{model.seed}-")
-    app.switch_page("pages/multihead.py").run()
+    app.switch_page("app_pages/multihead/multihead.py").run()
     assert any(f"the weights here are {named}" in m.value for m in app.markdown)
     # One number edited: they are typed now, and the address forgets where they came from. (The first number is
     # replaced by 0.5, a number whatever it was: "1" written before a "-0.3" would not be one.)
-    app.switch_page("pages/walkthrough.py").run()
+    app.switch_page("app_pages/walkthrough/walkthrough.py").run()
     first, rest = re.split(r"(?=[,;|])", app.session_state["w_q"], maxsplit=1)
     assert first != "0.5"
     app.session_state["w_q"] = "0.5" + rest

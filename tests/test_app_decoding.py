@@ -26,7 +26,7 @@ SMOLLM2 = "SmolLM2-135M-Instruct (Llama-style decoder)"
 @pytest.fixture
 def page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    return at.switch_page("pages/decoding.py").run()
+    return at.switch_page("app_pages/decoding/decoding.py").run()
 
 
 def step_line(at) -> str:
@@ -120,7 +120,7 @@ def test_a_bad_step_in_a_link_is_named_and_the_page_still_shows():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["dec_step"] = "99"
     at.run()
-    at.switch_page("pages/decoding.py").run()
+    at.switch_page("app_pages/decoding/decoding.py").run()
     assert not at.exception
     assert any("step = '99'" in shown(w) and "from 1 to" in shown(w) for w in [*at.warning, *at.error]), [
         w.value for w in [*at.warning, *at.error]
@@ -155,7 +155,7 @@ def test_smollm2_writes_after_the_sentence_what_generate_writes():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"rm_model": SMOLLM2, "text": "The capital of France is", "rm_new": "4"})
     at.run()
-    at.switch_page("pages/real_model.py").run()
+    at.switch_page("app_pages/real_model/real_model.py").run()
     at.button(key="rm_generate").click().run()
     no_problems(at)
     written = next(m.value for m in at.markdown if m.value.startswith("**Written**"))
@@ -182,7 +182,7 @@ def test_the_page_says_which_weights_are_typed():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"w_q": "1,0,0,0;0,1,0,0;0,0,1,0;0,0,0,1;1,1,1,1;0,0,0,0;1,0,1,0;0,1,0,1"})
     at.run()
-    at.switch_page("pages/decoding.py").run()
+    at.switch_page("app_pages/decoding/decoding.py").run()
     no_problems(at)
     assert step_line(at).endswith("MHA, some typed, the rest random weights.")
 
@@ -194,7 +194,7 @@ def test_under_a_sliding_window_the_cache_shown_holds_only_what_the_next_token_r
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update(text="one two three four five six seven eight nine ten", window="2", sinks="true")
     at.run()
-    at = at.switch_page("pages/decoding.py").run()
+    at = at.switch_page("app_pages/decoding/decoding.py").run()
     at.slider(key="dec_step").set_value(8).run()
     no_problems(at)
     cached = panel(at, "cached K")

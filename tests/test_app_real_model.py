@@ -5,6 +5,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from app_pages.real_model.spec import MODEL_TRACE
 from attention_core import causal_mask, rerun_head
 from attention_core.models.capture import trace_probe
 from attention_core.models.worker import RUN_THREADS
@@ -15,7 +16,6 @@ from tests.plotly_spec import decode, panels, title_of
 from tests.test_app import ROOT, TIMEOUT, charts, no_problems, panel
 from tests.test_models_bundled import as_the_app_runs_it
 from ui.controls import DEFAULTS
-from ui.pages import MODEL_TRACE
 
 # With every test of a real model on one worker under pytest-xdist (--dist loadgroup): the models load once.
 pytestmark = [pytest.mark.models, pytest.mark.xdist_group("models")]
@@ -32,7 +32,7 @@ def open_page(text=None, **page_values):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     if text is not None:
         at.text_area(key="text").set_value(text).run()
-    at.switch_page("pages/real_model.py").run()
+    at.switch_page("app_pages/real_model/real_model.py").run()
     for key, value in page_values.items():
         at.selectbox(key=key).set_value(value).run()
     no_problems(at)
@@ -138,10 +138,10 @@ def test_a_session_gives_its_model_trace_back_when_it_leaves_the_page():
     """A model trace is up to ~70 MB: thirty students who have gone back to the Walkthrough keep none."""
     at = open_page(rm_model="smollm2")
     assert [trace.info.key for trace in at.session_state[MODEL_TRACE].values()] == ["smollm2"]
-    at.switch_page("pages/walkthrough.py").run()
+    at.switch_page("app_pages/walkthrough/walkthrough.py").run()
     no_problems(at)
     assert MODEL_TRACE not in at.session_state
-    at.switch_page("pages/real_model.py").run()  # back again: from the shared cache, as it was
+    at.switch_page("app_pages/real_model/real_model.py").run()  # back again: from the shared cache, as it was
     assert [trace.info.key for trace in at.session_state[MODEL_TRACE].values()] == ["smollm2"]
 
 
@@ -149,7 +149,7 @@ def test_a_link_to_a_model_or_layer_the_page_does_not_have_is_named(models):
     """Issue 25: rm_model=gpt2 and rm_layer=layer 99 were dropped without a word."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"rm_model": "gpt2", "rm_layer": "layer 99"})
-    at.switch_page("pages/real_model.py").run()
+    at.switch_page("app_pages/real_model/real_model.py").run()
     no_problems(at)
     said = [w.value.replace("\\", "") for w in at.warning]
     assert any("model = 'gpt2', which is not used: it must be one of minilm, smollm2" in w for w in said), said
@@ -163,7 +163,7 @@ def test_a_link_names_its_model_by_key_and_an_older_links_title_still_opens_it(m
     address holds the key, and a link from before, with the title, opens the same model."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"rm_model": asked})
-    at.switch_page("pages/real_model.py").run()
+    at.switch_page("app_pages/real_model/real_model.py").run()
     no_problems(at)
     assert not at.warning, [w.value for w in at.warning]
     assert at.selectbox(key="rm_model").value == "smollm2"

@@ -37,7 +37,7 @@ STEPS = TrainingConfig().steps
 @pytest.fixture
 def page():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    return at.switch_page("pages/training.py").run()
+    return at.switch_page("app_pages/training/training.py").run()
 
 
 def trained(at, **widgets):
@@ -159,7 +159,7 @@ def opened(params: dict) -> AppTest:
     session has trained is shown as it is: runs are shared)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update(params)
-    at.switch_page("pages/training.py").run()
+    at.switch_page("app_pages/training/training.py").run()
     # The run the page shows: this session's, or one of the same config that another test's session started and
     # that may still be training (runs are shared).
     for training in live():
@@ -214,7 +214,7 @@ def test_the_trained_weights_load_into_the_walkthrough_with_every_stage(page):
     at.button(key="use-trained").click().run()
     no_problems(at)
     assert any("now in the sidebar's typed-number fields" in s.value for s in at.success)
-    at.switch_page("pages/walkthrough.py").run()
+    at.switch_page("app_pages/walkthrough/walkthrough.py").run()
     no_problems(at)
     run = at.session_state["training"].run
     expected = checkpoint_trace(run.checkpoints[-1], run, ("Carol", "may", "play", "piano"))
@@ -247,7 +247,7 @@ def test_a_run_that_did_not_learn_it_is_told_so_with_its_numbers():
     """Ten steps learn nothing, on any CPU: the page says so at the run's end, with the numbers it judged by.
     The default run is told so exactly when it did not learn it (HeldOut.learned), and only at its end."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-    at = trained(at.switch_page("pages/training.py").run(), train_steps=10)
+    at = trained(at.switch_page("app_pages/training/training.py").run(), train_steps=10)
     no_problems(at)
     run = at.session_state["training"].run
     measured = held_out_attention(run.checkpoints[-1], run, held_out_sentences())
@@ -357,7 +357,7 @@ def test_a_links_step_that_no_run_keeps_is_named_before_any_run_is_trained():
     once, and no run is trained for it."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params.update({"t_step": "99999"})
-    at.switch_page("pages/training.py").run()
+    at.switch_page("app_pages/training/training.py").run()
     warned = " ".join(w.value for w in at.warning)
     assert "training step = '99999'" in warned and "it must be one of 0, 10, 20" in warned, warned
     assert "t_step" not in at.query_params

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
+from app_pages import BY_TITLE, PAGES
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.device import cpu_kernels
 from attention_core.matrices import typed_from_npz
@@ -47,7 +48,6 @@ from tests.browser import (
 from tests.browser import scheme as browser_scheme
 from ui import decks
 from ui.controls import DEFAULTS
-from ui.pages import BY_TITLE, PAGES
 from ui.screen import screen_scale
 from ui.sidebar import settings_from
 
@@ -255,9 +255,9 @@ def test_markup_typed_anywhere_never_runs_or_renders_on_any_page(server, page):
 
 @pytest.mark.parametrize(("path", "chart"), [("multihead", "weights of all 3 heads"), ("why_sqrt_dk", "Random q")])
 def test_a_link_to_a_page_is_the_first_request_of_a_fresh_server(browser, path, chart):
-    """With a folder named pages/ beside app.py, Streamlit starts in its older multipage mode: such a
-    link once opened its page alone, with the default sentence and no sidebar, or under a "Page not
-    found" box."""
+    """A fresh server's first request, a link to a page: its settings, its page, the sidebar. (When the pages
+    were in a folder named pages/ beside app.py, Streamlit started in its older multipage mode, and such a link
+    opened its page alone, with the default sentence and no sidebar, or under a "Page not found" box.)"""
     with running_app() as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         asked = outside_requests(page)

@@ -407,7 +407,7 @@ def test_the_checks_size_limit_is_its_uploaders_and_the_server_takes_the_largest
     config = (root / ".streamlit" / "config.toml").read_text()
     megabytes = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", config, re.M).group(1))
     assert megabytes == MAX_CHECKPOINT_MB > MAX_UPLOAD_BYTES // 2**20
-    assert "max_upload_size=MAX_UPLOAD_BYTES // 2**20" in (root / "pages" / "check.py").read_text()
+    assert "max_upload_size=MAX_UPLOAD_BYTES // 2**20" in (root / "app_pages" / "check" / "check.py").read_text()
 
 
 @pytest.mark.parametrize(("window", "sinks", "top_k"), [(3, False, 0), (2, True, 0), (0, False, 3)])

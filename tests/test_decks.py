@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages import BY_TITLE
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.lectures import BY_KEY
 from attention_core.training import load_lecture_model
 from figures.stages import stages_for
 from ui import decks
 from ui.controls import DEFAULTS
-from ui.pages import BY_TITLE
 from ui.sidebar import settings_from
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +131,7 @@ def _app():
 
 
 def _present(at, name: str, index: int = 0):
-    at.switch_page("pages/decks.py").run()
+    at.switch_page("app_pages/decks/decks.py").run()
     at.button(key=f"deck_shipped_{name}").click().run()
     version = at.session_state[decks.VERSION]
     at.button(key=f"deck_open_{version}_{index}").click().run()
@@ -194,14 +194,14 @@ def test_a_deck_is_built_from_the_views_on_screen_reordered_noted_and_deleted():
     at.toggle(key="present").set_value(True).run()
     at.button(key="slide_next").click().run()  # the projections
     at.button(key="deck_add_bar").click().run()
-    at.switch_page("pages/why_sqrt_dk.py").run()
+    at.switch_page("app_pages/why_sqrt_dk/why_sqrt_dk.py").run()
     at.button(key="deck_add_bar").click().run()
     deck = at.session_state[decks.DECK]
     assert [(view.page.title, view.stage) for view in deck.views] == [("Walkthrough", "projections"),
                                                                        ("Why √d_k", "idea")]  # fmt: skip
     assert deck.views[0].params["d_k"] == "8"
     at.button(key="leave_presentation").click().run()
-    at.switch_page("pages/decks.py").run()
+    at.switch_page("app_pages/decks/decks.py").run()
     version = at.session_state[decks.VERSION]
     at.button(key=f"deck_down_{version}_0").click().run()
     version = at.session_state[decks.VERSION]
@@ -217,7 +217,7 @@ def test_a_deck_is_built_from_the_views_on_screen_reordered_noted_and_deleted():
 def test_a_deck_link_loads_the_deck_and_a_bad_one_loads_nothing():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["deck"] = SHIPPED["lecture-004"].to_token()
-    at.switch_page("pages/decks.py").run()
+    at.switch_page("app_pages/decks/decks.py").run()
     assert at.session_state[decks.DECK] == SHIPPED["lecture-004"]
     assert "deck" not in at.query_params
     bad = decks.Deck("broken", (decks.View("/?d_k=9999"),))
@@ -243,7 +243,7 @@ def test_a_view_of_trained_numbers_is_named_trained_after_its_file_is_loaded_and
     named = f"trained (Training page, seed {model.seed}, step {model.run.config.steps})"
     fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     fresh.query_params["deck"] = loaded.to_token()
-    fresh.switch_page("pages/decks.py").run()
+    fresh.switch_page("app_pages/decks/decks.py").run()
     fresh.button(key=f"deck_open_{fresh.session_state[decks.VERSION]}_{len(loaded.views) - 1}").click().run()
     _quiet(fresh, "the trained view")
     assert fresh.session_state["slide_at"] == ("Walkthrough", "x")

@@ -449,8 +449,8 @@ def test_no_caller_patches_a_figure_after_it_is_built():
     )
     offenders = [
         f"{path.relative_to(ROOT)}:{number}"
-        for folder in ("figures", "ui", "pages")
-        for path in (ROOT / folder).glob("*.py")
+        for folder in ("figures", "ui", "app_pages")
+        for path in (ROOT / folder).rglob("*.py")
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if patching.search(line)
     ]

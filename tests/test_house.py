@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("attention_core", "classroom", "figures", "ui")
+PACKAGES = ("attention_core", "classroom", "figures", "ui")  # and app_pages/, the pages
 MODULE_LINES_MOST = 400
 FUNCTION_LINES_MOST = 80
 PAGE_TOP_LEVEL_MOST = 80  # a page is a main() and what it calls
@@ -21,7 +22,7 @@ FMT_SKIP_MOST = 30  # `# fmt: skip` only where a table reads better
 
 def product_files() -> list[Path]:
     files = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
-    return [*files, *sorted((ROOT / "pages").glob("*.py")), ROOT / "app.py"]
+    return [*files, *sorted((ROOT / "app_pages").rglob("*.py")), ROOT / "app.py"]
 
 
 def module_name(path: Path) -> str:
@@ -104,6 +105,80 @@ def cycles(files: dict[str, str]) -> list[list[str]]:
     return found
 
 
+# What a room may import, by the first part of the module's name: the core computes (no Streamlit, no Plotly),
+# the figures draw (no Streamlit), and neither knows the app's pages; ui/ knows the list of pages and each page's
+# facts (app_pages, app_pages/<page>/spec.py), never a page's script or parts.
+FORBIDDEN = {
+    "attention_core": ("streamlit", "plotly", "figures", "ui", "app_pages", "classroom"),
+    "classroom": ("streamlit", "plotly", "figures", "ui", "app_pages"),
+    "figures": ("streamlit", "ui", "app_pages", "classroom"),
+    "ui": ("app_pages",),
+}
+ALLOWED = {"ui": re.compile(r"app_pages(\.\w+\.spec)?$")}
+# Streamlit's public API: `streamlit` and its components. ui/address.py is the one room that reaches past it: a bound
+# widget's address has no public call (its docstring says which and why).
+STREAMLIT_PUBLIC = ("streamlit", "streamlit.components.v1", "streamlit.components.v2")
+STREAMLIT_PRIVATE_ALLOWED = {"ui.address"}
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")  # the core computes: how a thing is drawn lives with the figures
+ISSUE_NUMBER = re.compile(r"\bissues? #?\d+|\bissue #\d+", re.IGNORECASE)
+
+
+def all_imports(text: str) -> list[tuple[str, int]]:
+    """(module, line) of every import, of any package, inside functions too."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+    return found
+
+
+def layer_breaches(files: dict[str, str]) -> list[str]:
+    found = []
+    for name, text in files.items():
+        room = name.split(".")[0]
+        for module, line in all_imports(text):
+            banned = any(module == other or module.startswith(other + ".") for other in FORBIDDEN.get(room, ()))
+            if banned and not (room in ALLOWED and ALLOWED[room].match(module)):
+                found.append(f"{name}:{line} imports {module}")
+    return found
+
+
+def private_streamlit(files: dict[str, str]) -> list[str]:
+    return [f"{name}:{line} imports {module}" for name, text in files.items() if name not in STREAMLIT_PRIVATE_ALLOWED
+            for module, line in all_imports(text)
+            if module.split(".")[0] == "streamlit" and module not in STREAMLIT_PUBLIC]  # fmt: skip
+
+
+def one_page_modules(files: dict[str, str]) -> list[str]:
+    """ui modules that one page alone uses (imported only from inside that page's folder): they belong there."""
+    known = set(files)
+    users: dict[str, set[str]] = {name: set() for name in files if name.startswith("ui.")}
+    for name, text in files.items():
+        for source, _, _ in imports_of(name, text, known):
+            if source in users and source != name:
+                users[source].add(".".join(name.split(".")[:2]) if name.startswith("app_pages.") else name)
+    return [f"{name}: only {next(iter(used))}" for name, used in users.items()
+            if len(used) == 1 and next(iter(used)).startswith("app_pages.")]  # fmt: skip
+
+
+def core_colours(files: dict[str, str]) -> list[str]:
+    return [f"{name}:{number}" for name, text in files.items() if name.split(".")[0] == "attention_core"
+            for number, line in enumerate(text.splitlines(), start=1) if COLOUR.search(line)]  # fmt: skip
+
+
+def issue_numbers(files: dict[str, str]) -> list[str]:
+    return [f"{name}:{number}: {line.strip()[:80]}" for name, text in files.items()
+            for number, line in enumerate(text.splitlines(), start=1) if ISSUE_NUMBER.search(line)]  # fmt: skip
+
+
+def is_page_script(name: str) -> bool:
+    """app_pages.<page>.<page>: a page's script, named as its folder."""
+    parts = name.split(".")
+    return len(parts) == 3 and parts[0] == "app_pages" and parts[1] == parts[2]
+
+
 def page_top_level(text: str) -> int:
     """Lines of a page outside its functions, classes, imports and docstring."""
     return sum(node.end_lineno - node.lineno + 1 for node in ast.parse(text).body
@@ -121,6 +196,14 @@ PLANTED = {  # a module that breaks every rule once
     "fake.long": "def f():\n" + "    x = 1\n" * FUNCTION_LINES_MOST,
     "fake.a": "from fake.b import _hidden\n",
     "fake.b": "def g():\n    from fake.a import thing\n",
+    "attention_core.fake": "import streamlit as st\nfrom figures.style import Style\nCOLOUR = '#1a7f5a'\n",
+    "figures.fake": "def f():\n    import streamlit\n",
+    "ui.fake": "from streamlit.runtime.scriptrunner import get_script_run_ctx\n"
+    "from app_pages.real_model.views import x\nfrom app_pages.real_model.spec import SPEC\n"
+    "from app_pages import PAGES\n# the masks (issue 43)\n",
+    "ui.lonely": "x = 1\n",
+    "app_pages.real_model.real_model": "from ui.lonely import x\n",
+    "app_pages.real_model.views": "from ui.lonely import x\n",
 }
 
 
@@ -130,6 +213,16 @@ def test_every_rule_finds_its_planted_breach():
     assert private_imports(PLANTED) == ["fake.a:1 imports fake.b._hidden"]
     assert cycles(PLANTED) == [["fake.a", "fake.b"]]  # the import inside a function counts
     assert page_top_level("import x\n\nx.y()\nz = 1\n\n\ndef main():\n    pass\n") == 2
+    assert layer_breaches(PLANTED) == [
+        "attention_core.fake:1 imports streamlit",
+        "attention_core.fake:2 imports figures.style",
+        "figures.fake:2 imports streamlit",
+        "ui.fake:2 imports app_pages.real_model.views",
+    ]
+    assert private_streamlit(PLANTED) == ["ui.fake:1 imports streamlit.runtime.scriptrunner"]
+    assert one_page_modules(PLANTED) == ["ui.lonely: only app_pages.real_model"]
+    assert issue_numbers(PLANTED) == ["ui.fake:5: # the masks (issue 43)"]
+    assert core_colours(PLANTED) == ["attention_core.fake:3"]
 
 
 def test_no_product_module_is_over_400_lines(product):
@@ -149,8 +242,33 @@ def test_no_two_modules_import_each_other(product):
     assert cycles(product) == []
 
 
+def test_the_core_computes_the_figures_draw_and_neither_knows_the_pages(product):
+    assert layer_breaches(product) == []
+    assert core_colours(product) == []  # a variant's colour is in figures/looks.py
+
+
+def test_streamlit_is_used_through_its_public_api(product):
+    assert private_streamlit(product) == []
+    assert not (ROOT / "pages").exists()  # Streamlit's older multipage mode starts for a folder of that name
+
+
+def test_ui_holds_what_pages_share_and_each_page_its_own_parts(product):
+    from app_pages import FOLDERS
+
+    assert one_page_modules(product) == []
+    folders = {path.name for path in (ROOT / "app_pages").iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders == set(FOLDERS)
+    assert all(
+        (ROOT / "app_pages" / folder / name).is_file() for folder in FOLDERS for name in (f"{folder}.py", "spec.py")
+    )
+
+
+def test_comments_give_reasons_not_issue_numbers(product):
+    assert issue_numbers(product) == []
+
+
 def test_a_page_is_a_main_and_what_it_calls(product):
-    pages = {name: text for name, text in product.items() if name.startswith("pages.")}
+    pages = {name: text for name, text in product.items() if is_page_script(name)}
     assert len(pages) >= 9
     assert {
         name: page_top_level(text) for name, text in pages.items() if page_top_level(text) > PAGE_TOP_LEVEL_MOST

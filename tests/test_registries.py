@@ -16,15 +16,17 @@ import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
+from app_pages import PAGES, register_page, unregister_page
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.statistics import PEAKINESS, STATISTICS, Statistic, register_statistic, unregister_statistic
 from attention_core.variants import VARIANTS, Projected, Variant, WeightSpec, register
 from figures.cache import compared_rows
 from figures.heatmap import Panel, heatmaps
+from figures.looks import LOOKS, Look, register_look
 from figures.stages import BY_KEY, Built, Stage, heading, register_stage, stages_for, unregister_stage
 from figures.style import Matrix, Title, as_numpy, shape_text
 from tests.test_app import charts
-from ui.pages import PAGES, PageSpec, register_page, unregister_page
+from ui.pages import PageSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120
@@ -57,19 +59,21 @@ TIED = Variant(
     cached=("k_kv",),
     formula="h·d_k",
     settle=lambda fields, top: {"kv_heads": fields["n_heads"], "d_v": fields["d_k"]},  # values as wide as keys
-    colour="#8c564b",
-    compared_at=lambda s: s,
 )
+TIED_LOOK = Look("#8c564b", compared_at=lambda s: s)  # how it is drawn: its colour, beside the others as it is
 
 
 @pytest.fixture
 def tied():
     """TIED in the registry for one test, and the registry as it was after it."""
-    before = dict(VARIANTS)
+    before, looks = dict(VARIANTS), dict(LOOKS)
     register(TIED)
+    register_look("tied", TIED_LOOK)
     yield TIED
     VARIANTS.clear()
     VARIANTS.update(before)
+    LOOKS.clear()
+    LOOKS.update(looks)
 
 
 def test_a_registered_variant_is_computed_with_its_own_weights_and_cache(tied):
@@ -99,17 +103,19 @@ def test_a_registered_variant_opens_on_every_page_that_shows_the_sidebars_varian
     assert "Tied keys and values" in shown or "Tied KV" in shown, page
 
 
-PRODUCT = ("app.py", "attention_core", "classroom", "figures", "ui", "pages")
+PRODUCT = ("app.py", "attention_core", "classroom", "figures", "ui", "app_pages")
+LOOKS_FILE = ROOT / "figures" / "looks.py"  # how each variant is drawn and said, keyed by its key
 
 
 def test_no_product_module_outside_the_registry_names_a_variant():
-    """A variant's key appears only in attention_core/variants/: everything else reads the record."""
+    """A variant's key appears only in attention_core/variants/ and in its look (figures/looks.py): everything else
+    reads the record."""
     keys = "|".join(sorted(VARIANTS))
     pattern = re.compile(rf"""["']({keys})["']""")
     found = []
     for top in PRODUCT:
         for path in [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py")):
-            if path.parent == ROOT / "attention_core" / "variants":
+            if path.parent == ROOT / "attention_core" / "variants" or path == LOOKS_FILE:
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line):
@@ -211,7 +217,9 @@ def test_a_registered_statistic_is_computed_per_head(top_two):
     assert {f"mean_{stat.key}" for stat in PEAKINESS} <= set(trace.head_summary()[0])
 
 
-@pytest.mark.parametrize("page", ["pages/walkthrough.py", "pages/multihead.py", "pages/compare.py"])
+@pytest.mark.parametrize(
+    "page", ["app_pages/walkthrough/walkthrough.py", "app_pages/multihead/multihead.py", "app_pages/compare/compare.py"]
+)
 def test_a_registered_statistic_is_drawn_on_every_page_that_shows_peakiness(top_two, page):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
@@ -236,15 +244,14 @@ def one_term():
 
 
 def test_a_registered_page_is_reached_from_the_navigation_and_the_presentation_bar(one_term):
-    """The navigation and the presentation bar list it, and it draws. (AppTest switches only to the files of the
-    pages/ folder, which Streamlit's older multipage mode scans, so the page is opened by its own file here; the
+    """The navigation and the presentation bar list it, and it draws. (The page is opened by its own file here; the
     navigation's pages are the ones app.py hands st.navigation, read from what it registered.)"""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["present"] = "true"
     at.run()
     assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
     registered = {Path(str(info.get("script_path"))) for info in at._registered_pages.values()}
-    assert ONE_TERM in registered and ROOT / "pages" / "walkthrough.py" in registered
+    assert ONE_TERM in registered and ROOT / "app_pages" / "walkthrough" / "walkthrough.py" in registered
     bar = {link.proto.label: link.proto.page for link in at.get("page_link")}
     assert "One term" in bar and "Walkthrough" in bar, bar
     page = AppTest.from_file(str(ONE_TERM), default_timeout=TIMEOUT)
@@ -274,7 +281,7 @@ def test_a_registered_stage_and_role_open_on_the_real_model_page(minilm, centred
     fresh_caches()
     try:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
-        at.switch_page("pages/real_model.py").run()
+        at.switch_page("app_pages/real_model/real_model.py").run()
         assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
         assert "last token" in at.segmented_control(key="rm_role").options  # its name, shown
         at.segmented_control(key="rm_role").set_value("last").run()

@@ -1,4 +1,4 @@
-"""The class's bar above every page (issue 42): for a student, whom they follow and how (following, on their own, the
+"""The class's bar above every page: for a student, whom they follow and how (following, on their own, the
 link lost), the question and its reveal; for the lecturer, the class's code, "Ask the class" and the answers as they
 come. The class's state and its store are ui/classroom.py's."""
 

@@ -1,4 +1,4 @@
-"""The class in the room on every page (issue 42): the lecturer's view goes to the class after each run; a follower's
+"""The class in the room on every page: the lecturer's view goes to the class after each run; a follower's
 page checks the class every POLL_SECONDS and shows the lecturer's view when it changes, drawn in turn; the join
 link and its QR code; the answers as CSV. The bar above every page is ui/class_bar.py.
 
@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
+from app_pages import BY_TITLE
 from classroom import classes
 from classroom.classes import Refused
 from classroom.store import MemoryStore, RedisStore, SqliteStore, Store, StoreDown
@@ -27,7 +28,6 @@ from figures.style import markdown_literal
 from ui import decks
 from ui.controls import log
 from ui.links import refused_values
-from ui.pages import BY_TITLE
 
 STORE_ENV = "ATTENTION_CLASS_STORE"
 POLL_SECONDS = 1.0  # a follower's page asks the class this often: the lecturer's step shows within ~1–2 s

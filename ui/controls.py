@@ -36,6 +36,7 @@ from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
 from attention_core.training import TrainingConfig
 from attention_core.variants import DEFAULT, VARIANTS
+from figures.looks import look_of
 from figures.palettes import DEFAULT_PALETTE, PALETTES
 
 # The server's log of refused requests (bad input, link values): one line each on standard error, with the
@@ -128,12 +129,12 @@ SLIDERS = (
 
 
 def _suit_variant() -> None:
-    """On choosing a variant: the settings that suit it (Variant.suits: GQA heads to share, MLA rotary
+    """On choosing a variant: the settings that suit it (Look.suits: GQA heads to share, MLA rotary
     positions)."""
     state = st.session_state
-    variant = VARIANTS.get(state.get("variant"))
-    if variant:
-        state.update(variant.suits({key: state[key] for key in ("heads", "kv_heads", "positional") if key in state}))
+    if state.get("variant") in VARIANTS:
+        suits = look_of(state["variant"]).suits
+        state.update(suits({key: state[key] for key in ("heads", "kv_heads", "positional") if key in state}))
 
 
 def _variant_help() -> str:

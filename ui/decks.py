@@ -20,12 +20,12 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from ui import slides
+from app_pages import BY_TITLE, PAGES
+from ui import address, slides
 from ui.controls import CONTROLS
 from ui.links import NUMBERS_FROM, refused_values
-from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec
+from ui.pages import DISPLAY, TYPED, PageSpec
 
 SHIPPED_FOLDER = Path(__file__).resolve().parents[1] / "decks"
 MAX_VIEWS = 60
@@ -235,19 +235,13 @@ def go_to_view() -> None:
     code write or clear a widget-bound value of the address (st.switch_page's query_params refuses them): the
     values go where a link's wait for their widgets, as ui.controls does for a link."""
     state = st.session_state
-    ctx = get_script_run_ctx()
     go = state.pop(GO, None)
-    if go and ctx is not None:
+    if go and address.clear_bound():  # the bound values of the view before
         state[SEED] = go[1]
-        with ctx.session_state.query_params() as params:
-            params.clear_with_no_forward_msg(preserve_embed=True)  # the bound values of the view before
         st.switch_page(go[0])
     seed = state.pop(SEED, None)
-    if seed and ctx is not None:
-        with ctx.session_state.query_params() as params:
-            for key, value in seed.items():
-                params.set_with_no_forward_msg(key, value)
-            params.set_initial_query_params_from_current()
+    if seed:
+        address.seed(seed)
 
 
 def where() -> tuple[str, str]:

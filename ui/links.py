@@ -9,11 +9,11 @@ import re
 from collections.abc import Mapping, Sequence
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from attention_core.variants import IDENTITY, MHA
 from figures.stages import STAGES
 from figures.style import markdown_literal
+from ui import address
 from ui.controls import CONTROLS, DEFAULTS, log
 
 
@@ -32,7 +32,7 @@ class LinkValue:
         return f"The link asked for {self.label} = {raw[:40]!r}, which is not used: it must be {self.allowed}."
 
 
-# The Training page's finished run: Run.fingerprint() and the CPU kernels that computed it (pages/training.py).
+# The Training page's finished run: Run.fingerprint() and the CPU kernels that computed it (app_pages/training/).
 TRAINING_RUN = LinkValue(
     "t_run",
     "the training run",
@@ -110,12 +110,8 @@ def check_link() -> None:
 
 def _forget_initial_link_values() -> None:
     """A bound widget takes its first value from the address as the session began, not from st.query_params:
-    make that snapshot the address as it is now, without the refused values. (Streamlit does the same after a
-    page change; it has no public call for it, and the pinned version is tested: tests/test_app.py.)"""
-    ctx = get_script_run_ctx()
-    if ctx is not None:
-        with ctx.session_state.query_params() as params:
-            params.set_initial_query_params_from_current()
+    make that snapshot the address as it is now, without the refused values."""
+    address.forget_initial_values()
 
 
 def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
@@ -165,20 +161,8 @@ def keep_in_address(key: str, value: str, default: str) -> None:
     knows it. A click's rerun can reach the server with the address from before the click (the page writes the
     new value into it a moment later), and a message later in that run writes that older address back: CI saw
     kv_context=128k chosen, drawn, and gone from the link (docs/design-notes.md). Streamlit lets no code set a bound
-    value through st.query_params, so this goes where ui.decks' views go."""
-    ctx = get_script_run_ctx()
-    if ctx is None:
-        return
-    with ctx.session_state.query_params() as params:
-        held = params.to_dict().get(key)
-        wanted = None if value == default else value
-        if held == wanted:
-            return
-        if wanted is None:
-            params.discard_param_no_forward_msg(key)
-        else:
-            params.set_with_no_forward_msg(key, wanted)
-        params._send_query_param_msg()  # the address, with it, to the page (no public call does this)
+    value through st.query_params (ui/address.py)."""
+    address.hold(key, None if value == default else value)
 
 
 def _refuse_choice(key: str, message: str) -> None:

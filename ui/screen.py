@@ -8,8 +8,8 @@ import math
 import streamlit as st
 import streamlit.components.v2
 
+from app_pages import PAGES
 from ui import decks, slides
-from ui.pages import PAGES
 
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen ...
 DESIGNED_FOR = (1400, 900)  # ... the screen the slides' sizes are set for: on a larger one they are scaled up

@@ -8,7 +8,6 @@ import hashlib
 import re
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
 from attention_core import (
     AttentionConfig,
@@ -18,6 +17,7 @@ from attention_core import (
 )
 from attention_core.matrices import TYPED_NAMES
 from attention_core.variants import VARIANTS, sizes_only_some_use
+from figures.looks import look_of
 from figures.palettes import PALETTES
 from ui.controls import (
     DEFAULTS,
@@ -80,8 +80,8 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
             if control.key not in sizes_only_some_use() or control.key in own:  # a variant's sizes appear with it
                 _widget(control, control.key in reads)
         if "variant" in reads and variant in VARIANTS:
-            chosen = VARIANTS[variant]
-            st.caption(f"**{chosen.title}** ({chosen.label})" + (f": {chosen.caption}." if chosen.caption else "."))
+            chosen, caption = VARIANTS[variant], look_of(variant).caption
+            st.caption(f"**{chosen.title}** ({chosen.label})" + (f": {caption}." if caption else "."))
         for control in (*TOGGLES, POSITIONAL, *OTHERS):
             _widget(control, control.key in reads)
         try:
@@ -126,7 +126,6 @@ def sidebar(reads: frozenset[str] = EVERYTHING) -> None:
 
 def current_settings() -> Settings:
     """The sidebar's values, validated (see settings_from), with where the typed numbers came from."""
-    run_through_app_py()
     settings = settings_from(st.session_state)
     own = own_value()
     label = own_label(own) if own and not settings.typed else typed_as(settings.typed)
@@ -158,21 +157,6 @@ def typed_as(typed: tuple[tuple[str, str], ...]) -> str:
     if NUMBERS_FROM.key in st.query_params:
         del st.query_params[NUMBERS_FROM.key]
     return "typed"
-
-
-def run_through_app_py() -> None:
-    """Make sure this run goes through app.py's st.navigation (the sidebar, the URL's settings).
-
-    A folder named pages/ beside app.py puts a fresh Streamlit server in its older multipage mode
-    until app.py first calls st.navigation. In that mode a link that is the server's first request
-    runs a page file alone (".../multihead?heads=3" shows 2 heads and no sidebar), or runs app.py as
-    a page of its own whose widgets are forgotten on the next click. Leaving that mode and rerunning
-    gives the link its exact view. Called first thing by app.py and by every page (current_settings).
-    (Streamlit 1.67 has no public switch for this; the flag is its own: streamlit/streamlit#10276.)
-    """
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
 
 
 def settings_from(values) -> Settings:

@@ -83,8 +83,8 @@ HEAVY_SLOTS = threading.BoundedSemaphore(HEAVY_AT_ONCE)
 @contextlib.contextmanager
 def heavy_slot(waiting: str | None = None):
     """One of the HEAVY_AT_ONCE slots for heavy work (a large trace, a training run; real models run in a
-    process of their own, ui.real): a room asking at once is served in turn, not all together, which
-    on a few cores would make every one of them slow.
+    process of their own: app_pages/real_model/loading.py): a room asking at once is served in turn, not all
+    together, which on a few cores would make every one of them slow.
     `waiting`: a spinner's words while no slot is free (none inside a cached function)."""
     if not HEAVY_SLOTS.acquire(blocking=False):
         with st.spinner(waiting) if waiting else contextlib.nullcontext():

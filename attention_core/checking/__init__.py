@@ -1,4 +1,4 @@
-"""Check your attention (issue 41): a student's stages against the app's, in order, with the mistake named.
+"""Check your attention: a student's stages against the app's, in order, with the mistake named.
 
 verdict.py: the stages' names in three libraries, their layouts, the comparison, the catalogue of mistakes and the
 verdict; files.py: the inputs a student downloads, and reading what they upload (never a pickle).

@@ -1,4 +1,4 @@
-"""Check your attention (issue 41): a student's stages against the app's, in order, with the mistake named.
+"""Check your attention: a student's stages against the app's, in order, with the mistake named.
 
 The student runs their own implementation on the app's inputs (X and the variant's weights, as the app drew or
 was given them) and hands back what it produced, any subset of the stages, under the lectures' names,
@@ -7,7 +7,7 @@ context, [heads, n, n] for the square stages, [n, d_model] for the output), comp
 that differs is explained: every mistake of MISTAKES computes what that mistake would have produced, from the
 app's own earlier stages, and a mistake is named only where its numbers are the ones handed in.
 
-No Streamlit here; pages/check.py shows it.
+No Streamlit here; app_pages/check/ shows it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A real decoder writing, one token at a time, with its own KV cache (issue 27): greedy generation that keeps
+"""A real decoder writing, one token at a time, with its own KV cache: greedy generation that keeps
 every step's attention rows, every layer and head, through the same capture as the Real model page.
 
     prefill   the prompt's p tokens in one forward pass; transformers' DynamicCache keeps every layer's K and V

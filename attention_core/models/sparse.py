@@ -1,4 +1,4 @@
-"""The masks after MLA on a real model (issue 43): each mask of attention_core.masks applied inside a causal
+"""The masks after MLA on a real model: each mask of attention_core.masks applied inside a causal
 model's own attention, on an English text of SWEEP_TOKENS tokens, and what it costs the next-token prediction.
 
     full causal      every key up to the query's own: the model as trained, the reference

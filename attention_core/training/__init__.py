@@ -1,4 +1,4 @@
-"""Watch attention learn (issue 14), the engine: W_Q, W_K and W_V trained, from random to "eat looks at Alice".
+"""Watch attention learn, the engine: W_Q, W_K and W_V trained, from random to "eat looks at Alice".
 
 A tiny next-word model whose one attention layer is this package's own (`attend`, the same stages and weight
 shapes as `compute_attention`), trained on generated sentences in the shape of lecture 002's "Alice will eat

@@ -20,8 +20,8 @@ from attention_core.training.loop import Checkpoint, Run, train
 from attention_core.training.model import TrainingConfig
 
 # Lecture 002's example with trained weights: "eat" looks at "Alice" (the lecture prints 0.70). One run of the
-# Training page's default config learns the verb-subject rule (issue 24), but where it ends is chaotic: a run may
-# leave one subject group without attention and predict it by default (HeldOut.by_group, pages/training.py), and
+# Training page's default config learns the verb-subject rule, but where it ends is chaotic: a run may
+# leave one subject group without attention and predict it by default (HeldOut.by_group, app_pages/training/), and
 # on some CPUs that group is Alice's. So the lecture's model was searched for once (lecture_model: the first seed
 # whose run learned the rule and makes the lecture's pattern), by scripts/train_lecture_model.py, and ships with
 # the app (LECTURE_MODEL_FILE): every machine shows the same picture, whichever CPU serves it.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import torch
@@ -88,17 +87,6 @@ def fit_kv_heads(heads: int, kv_heads: int) -> int:
     return kv_heads if kv_heads < heads and heads % kv_heads == 0 else default_kv_heads(heads)
 
 
-def _suit_gqa(settings: Mapping[str, object]) -> dict[str, object]:
-    """Heads to share: one head becomes four, and the key/value heads fit to them (fit_kv_heads)."""
-    heads = 4 if settings.get("heads", 1) < 2 else settings["heads"]
-    kv = settings.get("kv_heads")
-    return {"heads": heads, "kv_heads": default_kv_heads(heads) if kv is None else fit_kv_heads(heads, kv)}
-
-
-def _gqa_heads(heads: str, s: Sizes) -> str:
-    return f"{heads} sharing {plural(s.kv_heads, 'key/value head')}"
-
-
 MHA = _grouped(
     "mha",
     "MHA",
@@ -107,8 +95,6 @@ MHA = _grouped(
     "heads",
     "h·(d_k + d_v)",
     settle=lambda f, top: {"kv_heads": f["n_heads"]},
-    colour="#2e6fb0",
-    compared_at=lambda s: dataclasses.replace(s, kv_heads=s.n_heads),
 )
 GQA = _grouped(
     "gqa",
@@ -118,12 +104,7 @@ GQA = _grouped(
     "kv_heads",
     "g·(d_k + d_v)",
     settle=_settle_gqa,
-    colour="#7a5195",
     uses=("kv_heads",),
-    suits=_suit_gqa,
-    compared_at=lambda s: dataclasses.replace(s, kv_heads=default_kv_heads(s.n_heads)),
-    detail=lambda s: f" (g = {s.kv_heads})",
-    heads_line=_gqa_heads,
 )
 MQA = _grouped(
     "mqa",
@@ -133,7 +114,4 @@ MQA = _grouped(
     "kv_heads",
     "d_k + d_v",
     settle=lambda f, top: {"kv_heads": 1},
-    colour="#b5651d",
-    compared_at=lambda s: dataclasses.replace(s, kv_heads=1),
-    heads_line=lambda heads, s: f"{heads} sharing one key/value head",
 )

@@ -32,9 +32,7 @@ IDENTITY = Variant(
     cached=("kv",),
     formula="d_model",
     settle=lambda f, top: {"d_k": f["d_model"], "d_v": f["d_model"], "n_heads": 1, "kv_heads": 1},  # X's widths
-    colour="#6b6b6b",
     qk=lambda s: (s.d_model, "d_model"),
     heads_name="",
     v_name="d_model",
-    caption="d_k = d_v = d_model and one head, whatever the sliders say",
 )

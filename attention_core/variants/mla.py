@@ -3,7 +3,6 @@ rotary key, and absorption (the scores without ever forming K)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import torch
@@ -13,7 +12,6 @@ from attention_core.checks import check_int
 from attention_core.variants.record import (
     Projected,
     Sizes,
-    StageText,
     Variant,
     WeightSpec,
     rms_norm,
@@ -92,11 +90,6 @@ def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
     return {"kv_heads": f["n_heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
 
 
-def _mla_heads(heads: str, s: Sizes) -> str:
-    query = f", query latent d_cq {s.d_cq}" if s.d_cq else ""
-    return f"{heads} · latent d_c {s.d_c}{query}" + (f" · rotary d_h^R {s.d_rope}" if s.d_rope else "")
-
-
 MLA = Variant(
     "mla",
     "MLA",
@@ -144,32 +137,9 @@ MLA = Variant(
     formula="d_c + d_h^R",
     stages=("latent", "absorb"),
     settle=_settle_mla,
-    colour="#1a7f5a",
     uses=("d_c", "d_cq", "d_rope"),
-    suits=lambda settings: {"positional": "rotary"},  # what its rotary parts are for (DeepSeek-V2)
     rope_width="d_rope",
     qk=lambda s: (s.d_k + s.d_rope, "(d_k + d_h^R)") if s.d_rope else (s.d_k, "d_k"),  # q = [q^C, q^R]
-    # Beside the others: DeepSeek-V2's proportions, d_c = 4·d_k and d_h^R = d_k/2 (512 and 64 for its d_k of 128),
-    # so that no bar uses sizes nobody chose.
-    compared_at=lambda s: dataclasses.replace(s, d_c=4 * s.d_k, d_rope=2 * (s.d_k // 4)),
-    detail=lambda s: f" (d_c {s.d_c}, d_h^R {s.d_rope})",
-    heads_line=_mla_heads,
-    own_weights="Each head has its own query weights and its own up-projections W_UK and W_UV from the one latent "
-    "c_KV that every head shares",
-    weights_note=lambda names: (
-        "No W_K or W_V: W_DKV makes the latent c_KV, each head's W_UK and W_UV its keys and "
-        f"values{'; W_KR the one rotary key' if 'w_kr' in names else ''}."
-    ),
-    qkv_titles=("Q = [q^C, q^R]", "K = [k^C, k^R]", "V = c_KV·W_UV"),
-    stage_text={
-        "projections": StageText(
-            "MLA's projection matrices",
-            r"\begin{aligned} W^{DKV} &\in \mathbb{R}^{d_{model} \times d_c}, & W^{KR} &\in "
-            r"\mathbb{R}^{d_{model} \times d_h^R} \\ W^{UK}_h &\in \mathbb{R}^{d_c \times d_k}, & W^{UV}_h &\in "
-            r"\mathbb{R}^{d_c \times d_v} \end{aligned}",
-            "Learned matrices, shared by every token.",
-        ),
-    },
 )
 
 

@@ -94,15 +94,6 @@ class Projected:
 
 
 @dataclasses.dataclass(frozen=True)
-class StageText:
-    """A stage's words (figures/stages/), where a variant's differ from every other's."""
-
-    title: str
-    formula: str  # LaTeX
-    idea: str  # one sentence (markdown)
-
-
-@dataclasses.dataclass(frozen=True)
 class Variant:
     key: str
     label: str  # short, for the sidebar
@@ -119,25 +110,12 @@ class Variant:
     # (the config's fields, the largest width allowed) -> the fields this variant fixes: its key/value heads, and
     # its own sizes checked (config.py applies them; a size only other variants use is set to its default)
     settle: Callable[[Mapping[str, object], int], dict[str, object]]
-    colour: str  # its bar in the cache chart, and wherever it is drawn beside the others
     stages: tuple[str, ...] = ()  # extra stages of figures/stages/ that show this variant (their `applies`)
     uses: tuple[str, ...] = ()  # the sizes only some variants have (a control each): "kv_heads", "d_c", ...
-    # The sidebar's settings -> the changes that suit this variant when it is chosen (GQA: heads to share)
-    suits: Callable[[Mapping[str, object]], dict[str, object]] = lambda settings: {}
     rope_width: str = "d_k"  # the width RoPE turns, which must be even (a Sizes name)
     qk: Callable[[Sizes], tuple[int, str]] = lambda s: (s.d_k, "d_k")  # q's and k's width where they meet, named
     heads_name: str = "h·"  # "": one head whatever the sizes, in the cost formulas
     v_name: str = "d_v"  # the values' width, by name
-    # Beside the others in the cache chart: its sizes there when it is not the one on screen (None: not drawn)
-    compared_at: Callable[[Sizes], Sizes] | None = None
-    detail: Callable[[Sizes], str] = lambda s: ""  # its own sizes, for a bar's name: " (g = 2)"
-    heads_line: Callable[[str, Sizes], str] = lambda heads, s: heads  # the Walkthrough's caption: "4 heads ..."
-    own_weights: str = ""  # what each head has of its own, where the key/value heads do not say it
-    caption: str = ""  # what the sidebar adds under its name, about the sliders it overrides
-    weights_note: Callable[[set[str]], str] = lambda names: ""  # on the projections stage, given its weights
-    qkv_titles: tuple[str, str, str] = ()  # how Q, K and V are made, where not X·W_Q, X·W_K, X·W_V
-    # A stage's title, formula and idea where this variant's say otherwise (MLA's projections: no W_K, W_V).
-    stage_text: Mapping[str, StageText] = dataclasses.field(default_factory=dict)
 
     def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
         return tuple(spec for spec in self.weights if spec.present(sizes))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from attention_core.variants import (
     VARIANTS,
 )
+from figures.looks import look_of
 from figures.stages.panels import head_title, laid_out, matrix_panel, origin, rows_panel
 from figures.stages.records import CAPTURED_NOTE, Built, has_rotary
 from figures.style import (
@@ -67,7 +68,7 @@ def build_projections(trace, head: int, style: Style, query: int | None) -> Buil
             f"head{'s' if trace.kv_heads > 1 else ''}, so W_K and W_V have {trace.kv_heads} "
             f"cop{'ies' if trace.kv_heads > 1 else 'y'} and W_Q has {trace.n_heads}."
         )
-    if note := variant.weights_note(set(trace.params)):
+    if note := look_of(trace.variant).weights_note(set(trace.params)):
         notes.append(note)
     where = origin(trace, names)
     return Built(figures, matrices, notes + ([f"Here: {where}."] if where else []), stacked=len(figures) > 1)
@@ -82,7 +83,7 @@ def build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
         idea = "Without projections each token's query, key and value are all its own row of X."
         return Built(figures, matrices, idea=idea)
     parts, notes = [], []
-    titles = VARIANTS[trace.variant].qkv_titles  # how the variant makes them, where not X·W_Q, X·W_K, X·W_V
+    titles = look_of(trace.variant).qkv_titles  # how the variant makes them, where not X·W_Q, X·W_K, X·W_V
     for i, (name, t) in enumerate((("Q", trace.q), ("K", trace.k), ("V", trace.v))):
         values = as_numpy(t[head])
         width = values.shape[1]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from attention_core.variants import (
     VARIANTS,
 )
+from figures.looks import look_of
 from figures.style import (
     Figure,
     Matrix,
@@ -80,9 +81,9 @@ class Stage:
     brought: bool = False  # brought by the roadmap's variants (MLA, RoPE, the KV cache): offered beside the output
 
     def _for(self, trace, field: str) -> str:
-        """A variant's own title, formula or idea for this stage (Variant.stage_text), where it has one."""
-        variant = VARIANTS.get(getattr(trace, "variant", None))
-        own = variant.stage_text.get(self.key) if variant else None
+        """A variant's own title, formula or idea for this stage (Look.stage_text), where it has one."""
+        variant = getattr(trace, "variant", None)
+        own = look_of(variant).stage_text.get(self.key) if variant in VARIANTS else None
         return getattr(own or self, field)
 
     def title_for(self, trace=None) -> str:

@@ -97,7 +97,7 @@ function schedule() {  // after the current task: every chart of a rerun has sai
   setTimeout(() => { shared.scheduled = false; pump(); }, 0);
 }
 
-// ---- Words for every chart (issue 29): what a screen reader, a keyboard and a reader without colour get.
+// ---- Words for every chart: what a screen reader, a keyboard and a reader without colour get.
 // - Its name and a summary computed from its numbers (figures/describe.py), as the chart's label and description.
 // - A map's cells, walked with the arrow keys (PageUp/PageDown: the previous or next map of the figure, Home/End:
 //   the row's ends). Each cell's hover label (its value and arithmetic) is shown and read out (a live region).

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
+from app_pages.glossary.spec import SPEC
 from figures.glossary import TERMS, anchor
-from ui.pages import BY_TITLE
 from ui.show import friendly_errors
 from ui.sidebar import current_settings
 from ui.slides import Slides
@@ -12,7 +12,7 @@ from ui.slides import Slides
 def main() -> None:
     with friendly_errors():
         settings = current_settings()
-        spec = BY_TITLE["Glossary"]
+        spec = SPEC
         slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)  # a slide per term
         slides.steer()
         if not settings.presentation:

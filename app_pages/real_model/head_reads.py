@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.real_model.views import sink_note
 from attention_core import causal_mask, rerun_head
 from attention_core.reading import merge_words, merged_tokens, weighted_norms, word_groups
 from figures.reading import (
@@ -15,7 +16,6 @@ from figures.reading import (
 from figures.stages import stage_view
 from ui.chart import show_figure
 from ui.memo import remember
-from ui.model_views import sink_note
 from ui.screen import slide_columns
 from ui.show import SIDE_BY_SIDE_MAX, style_for
 

@@ -7,6 +7,8 @@ inference: once trained, the weights are frozen, and a sentence typed in the sid
 
 import streamlit as st
 
+from app_pages.training.spec import SPEC
+from app_pages.training.views import layer_at, scrubber, sentence_for, show_grammar, show_live, sqrt_dk_experiment
 from attention_core.device import cpu_kernels
 from attention_core.lectures import weight_text
 from attention_core.training import (
@@ -15,7 +17,6 @@ from attention_core.training import (
 )
 from figures.style import markdown_literal
 from ui.links import TRAINING_RUN, check_choice
-from ui.pages import BY_TITLE
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings, settings_from
 from ui.slides import Slides
@@ -27,7 +28,6 @@ from ui.training import (
     training_config,
     untrained,
 )
-from ui.training_views import layer_at, scrubber, sentence_for, show_grammar, show_live, sqrt_dk_experiment
 
 
 def _link_run(config) -> None:
@@ -126,7 +126,7 @@ def main() -> None:
         config, lecture = page_config(settings)
         style = style_for(settings)
         _link_run(config)
-        spec = BY_TITLE["Training"]
+        spec = SPEC
         slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
         slides.steer()
         parts = {part for part in ("train", "predict", "layer", "projections") if slides.shows(part)}

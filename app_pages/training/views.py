@@ -8,6 +8,8 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
+from app_pages.training.gradient_step import lecture_row, show_lesson
+from app_pages.walkthrough.spec import SPEC as WALKTHROUGH
 from attention_core import tokenize
 from attention_core.training import (
     GROUPS,
@@ -21,7 +23,6 @@ from figures.heatmap import heatmap
 from figures.style import markdown_literal
 from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
 from ui.chart import show_figure
-from ui.gradient_step import lecture_row, show_lesson
 from ui.links import check_choice
 from ui.numbers import use_weights
 from ui.screen import slide_columns
@@ -270,7 +271,7 @@ def _exports(run, checkpoint, words) -> None:
             "trained layer.",
             icon="✅",
         )
-        st.page_link("pages/walkthrough.py", label="Open the Walkthrough with them", icon=":material/arrow_forward:")
+        st.page_link(WALKTHROUGH.path, label="Open the Walkthrough with them", icon=":material/arrow_forward:")
 
 
 def _use(run, checkpoint, words) -> None:

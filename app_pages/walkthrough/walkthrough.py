@@ -3,6 +3,7 @@
 import streamlit as st
 
 from attention_core.variants import VARIANTS
+from figures.looks import look_of
 from figures.stages import BY_KEY, stages_for
 from ui.exports import trace_npz
 from ui.links import check_choice
@@ -19,7 +20,7 @@ def settings_line(trace, config) -> list[str]:
     """The settings this page shows, for its caption: sizes, variant, mask, scaling, positions, seed."""
     variant, sizes = VARIANTS[trace.variant], trace.sizes
     heads = f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}"
-    shape = variant.heads_line(heads, sizes)
+    shape = look_of(trace.variant).heads_line(heads, sizes)
     return [
         f"{trace.n_tokens} token{'s' if trace.n_tokens > 1 else ''}",
         f"{variant.label}",

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from app_pages.decoding.spec import SPEC
 from attention_core.decoding import bytes_read, cache_tokens, decode, decode_sentence, step_cost, step_flops
 from attention_core.tokens import tokenize
 from attention_core.training import POSITIONS, continue_greedily, sentence_words, sentence_x
@@ -17,7 +18,6 @@ from figures.style import markdown_literal
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
 from ui.own_weights import own_refusal, own_weights_box
-from ui.pages import BY_TITLE
 from ui.screen import reduced_motion, slide_columns, slide_pixels
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
@@ -114,7 +114,7 @@ def main() -> None:
     with friendly_errors():
         settings = current_settings()
         style = style_for(settings)
-        spec = BY_TITLE["Decoding"]
+        spec = SPEC
         if not settings.presentation:
             introduce()
             own_weights_box(settings)

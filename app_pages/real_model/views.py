@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from app_pages.real_model.loading import GENERATION, generate, probe_trace
 from attention_core.lectures import weight_text
 from attention_core.models import WORD_START
 from attention_core.models.capture import PROBE_HALF
@@ -25,7 +26,6 @@ from ui import slides as slide_state
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
 from ui.memo import remember
-from ui.real import GENERATION, generate, probe_trace
 
 TOP_HEADS = 5  # heads listed under the role grid, highest first
 

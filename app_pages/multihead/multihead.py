@@ -4,16 +4,16 @@ import math
 
 import streamlit as st
 
+from app_pages.multihead.spec import SPEC
 from attention_core.config import APP_MAX_HEADS
 from attention_core.statistics import PEAKINESS
-from attention_core.variants import VARIANTS
+from figures.looks import look_of
 from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, brought_stages, grid_stages, made
 from ui.chart import show_figure
 from ui.links import check_choice
 from ui.numbers import pattern_note
 from ui.own_weights import own_weights_box
-from ui.pages import BY_TITLE
 from ui.screen import slide_columns
 from ui.show import friendly_errors, show_stage, style_for
 from ui.sidebar import current_settings
@@ -30,7 +30,7 @@ def _set_heads() -> None:
 
 def own_weights(trace) -> str:
     """What each head has of its own, in the trace's variant."""
-    if own := VARIANTS[trace.variant].own_weights:
+    if own := look_of(trace.variant).own_weights:
         return own
     if trace.kv_heads < trace.n_heads:
         groups = "; ".join(
@@ -49,7 +49,7 @@ def main() -> None:
         h = trace.n_heads
         # Presentation mode: a slide for the heads, one for how peaked they are, one per stage after them.
         stages = ["output", *(key for key in brought_stages() if BY_KEY[key].applies(trace))]
-        spec = BY_TITLE["Multi-head"]
+        spec = SPEC
         # On a slide one row of heads at a time: more are paged, and ← → step through the pages before the next slide.
         pages_of_heads = math.ceil(h / GRID_COLUMNS) if settings.presentation else 1
         inner = {"heads": (HEADS_PAGE, pages_of_heads)} if pages_of_heads > 1 else {}

@@ -6,6 +6,18 @@ import dataclasses
 
 import streamlit as st
 
+from app_pages.real_model.head_reads import beside_weights, read_beside
+from app_pages.real_model.loading import model_for, model_trace_for
+from app_pages.real_model.mask_sweep import show_mask_sweep
+from app_pages.real_model.spec import SPEC
+from app_pages.real_model.views import (
+    fixed_by_architecture,
+    head_sharing_note,
+    show_generation,
+    show_roles,
+    show_rollout,
+    sink_note,
+)
 from attention_core import MAX_MODEL_TOKENS, resolve_device
 from attention_core.models import WORD_START, available_models
 from attention_core.reading import word_groups
@@ -21,20 +33,8 @@ from figures.reading import (
 )
 from figures.stages import stages_for
 from ui.chart import show_figure
-from ui.head_reads import beside_weights, read_beside
 from ui.links import check_choice, keep_in_address, take_keyed_choice
-from ui.mask_sweep import show_mask_sweep
 from ui.memo import remember
-from ui.model_views import (
-    fixed_by_architecture,
-    head_sharing_note,
-    show_generation,
-    show_roles,
-    show_rollout,
-    sink_note,
-)
-from ui.pages import BY_TITLE
-from ui.real import model_for, model_trace_for
 from ui.screen import slide_columns, slide_pixels
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_stage, style_for
 from ui.sidebar import current_settings
@@ -73,7 +73,7 @@ def main() -> None:
             )
         page = choose_model(settings, style)
         model_trace = page.model_trace
-        spec = BY_TITLE["Real model"]
+        spec = SPEC
         heads_stages = stages_for(model_trace.layers[0])  # every layer has the same stages
         head_reads = beside_weights(model_trace)  # the weights read more ways: slides after theirs
         titles = dict(spec.slides)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from app_pages.compare.spec import SPEC
 from attention_core import MAX_DIM
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
@@ -9,7 +10,6 @@ from figures.stages import BY_KEY, grid_stages, stage_view
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
 from ui.own_weights import own_weights_box
-from ui.pages import BY_TITLE
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
 from ui.slides import Slides
@@ -95,7 +95,7 @@ def main() -> None:
     with friendly_errors():
         settings = current_settings()
         style = style_for(settings, columns=2)
-        spec = BY_TITLE["Compare"]
+        spec = SPEC
         slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
         slides.steer()
         if slides.shows("compare"):

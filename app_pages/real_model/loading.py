@@ -10,10 +10,10 @@ import uuid
 
 import streamlit as st
 
+from app_pages.real_model.spec import MODEL_TRACE
 from attention_core.models import ModelTrace, available_models
 from attention_core.models.generation import Generation, GenerationLost
 from attention_core.models.worker import Loaded, ModelWorker, WorkerDied
-from ui.pages import MODEL_TRACE
 
 
 @st.cache_resource(show_spinner=False, on_release=ModelWorker.close)
@@ -57,7 +57,7 @@ def model_for(key: str, device: str, box: bool = True) -> Loaded:
 
 
 def model_trace_for(key: str, device: str, text: str) -> ModelTrace:
-    """The trace of the text; the session keeps its last one while it is on this page (ui.pages), so that
+    """The trace of the text; the session keeps its last one while it is on this page (PageSpec.keeps), so that
     choosing another layer or head reruns no model even when other readers' sentences have pushed it out of
     the shared cache."""
     kept = st.session_state.setdefault(MODEL_TRACE, {})

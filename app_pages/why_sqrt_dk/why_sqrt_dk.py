@@ -7,6 +7,7 @@ import dataclasses
 
 import streamlit as st
 
+from app_pages.why_sqrt_dk.spec import SPEC
 from attention_core import INIT_CHOICES, embed, tokenize
 from attention_core.scaling import SENTENCE_TOKENS_MAX, entry_variance_by_init
 from figures.scaling import (
@@ -19,7 +20,6 @@ from figures.scaling import (
 )
 from ui.chart import show_figure
 from ui.links import check_choice, check_whole
-from ui.pages import BY_TITLE
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
 from ui.slides import Slides
@@ -75,7 +75,7 @@ def main() -> None:
         settings = current_settings()
         style = style_for(settings)
         half = style_for(settings, columns=2)
-        spec = BY_TITLE["Why √d_k"]
+        spec = SPEC
         slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
         slides.steer()
         if slides.shows("idea"):

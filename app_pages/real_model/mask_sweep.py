@@ -1,4 +1,4 @@
-"""The Real model page's masks after MLA: windows, sinks and sparse top-k measured on the model (issue 43).
+"""The Real model page's masks after MLA: windows, sinks and sparse top-k measured on the model.
 
 The sweep (attention_core/models/sparse.py) runs in the model worker once per server and model; its points are
 kept for every session, so a page that shows them again runs nothing."""
@@ -9,6 +9,7 @@ import threading
 
 import streamlit as st
 
+from app_pages.real_model.loading import model_worker
 from attention_core.masks import SINKS
 from attention_core.models.sparse import BUDGETS, SWEEP_TOKENS, SWEPT, plan, sweep
 from figures.glossary import link
@@ -25,7 +26,6 @@ from figures.sweep import (
 )
 from ui.chart import show_figure
 from ui.links import check_choice
-from ui.real import model_worker
 from ui.screen import slide_columns
 from ui.show import style_for
 

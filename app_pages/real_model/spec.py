@@ -1,0 +1,43 @@
+"""The Real model page's facts: where it is, its title and icon, the sidebar controls it reads, its slides and
+its own choices in the address (ui.pages.PageSpec says what each is)."""
+
+from ui.pages import DISPLAY, SENTENCE, PageSpec
+
+MODEL_TRACE = "model_trace"  # the session's last real-model trace (loading.py)
+
+# A model trace is up to ~70 MB (SmolLM2 at the token cap): a class that has moved on does not keep 30 of them.
+SPEC = PageSpec(
+    "app_pages/real_model/real_model.py",
+    "Real model",
+    ":material/psychology:",
+    SENTENCE | DISPLAY,
+    keeps=(MODEL_TRACE,),
+    slides=(
+        ("tokens", "Its tokens and shapes"),
+        ("grid", "What every head does"),
+        ("thumbs", "Every layer and head"),
+        ("sinks", "Attention sinks"),
+        ("rollout", "Across layers: rollout"),
+        ("generate", "Writing, token by token"),
+        ("masks", "Masks after MLA, measured"),
+    ),
+    slide_key="rm_slide",
+    own=frozenset(
+        {
+            "rm_model",
+            "rm_layer",
+            "rm_head",
+            "rm_query",
+            "rm_whatif",
+            "kv_bytes",
+            "kv_context",
+            "rm_new",
+            "rm_role",
+            "rm_hide_first",
+            "rm_words",
+            "rm_upto",
+            "rm_sweep_mask",
+            "rm_sweep_budget",
+        }
+    ),
+)

@@ -1,0 +1,60 @@
+"""The address as Streamlit's bound widgets read it: the one room that reaches past Streamlit's public API.
+
+A widget bound to the address (bind="query-params") takes its first value from the address as the session began,
+and code may not write a bound value through st.query_params. Three things the app needs have no public call in
+the pinned Streamlit (1.67): forgetting a refused link value, so that its widget takes its default; holding a
+page's own choice in the address when a click's rerun arrived with the older one; and opening a deck's view with
+its own values, as a link would. Streamlit does each itself after a page change, through the calls below, and
+tests/test_app.py and the browser tests check them on the pinned version. Nothing else in the app imports
+streamlit.runtime (tests/test_house.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+
+def forget_initial_values() -> None:
+    """Make the address a bound widget reads its first value from the address as it is now."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        with ctx.session_state.query_params() as params:
+            params.set_initial_query_params_from_current()
+
+
+def hold(key: str, wanted: str | None) -> None:
+    """The address holds `wanted` at `key` (None: not there), and the page is told."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    with ctx.session_state.query_params() as params:
+        if params.to_dict().get(key) == wanted:
+            return
+        if wanted is None:
+            params.discard_param_no_forward_msg(key)
+        else:
+            params.set_with_no_forward_msg(key, wanted)
+        params._send_query_param_msg()  # the address, with it, to the page
+
+
+def clear_bound() -> bool:
+    """Clear the address (the bound values of the view before), leaving the page's embed options. False outside a
+    script run."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return False
+    with ctx.session_state.query_params() as params:
+        params.clear_with_no_forward_msg(preserve_embed=True)
+    return True
+
+
+def seed(values: Mapping[str, str]) -> None:
+    """Write `values` into the address as a link's, for the widgets drawn next to take as their first values."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        with ctx.session_state.query_params() as params:
+            for key, value in values.items():
+                params.set_with_no_forward_msg(key, value)
+            params.set_initial_query_params_from_current()

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/page_shots.py OUT_FOLDER
 
-Starts the app as the README runs it, opens each page of ui/pages.py at the default settings, waits until
+Starts the app as the README runs it, opens each page of app_pages/ at the default settings, waits until
 nothing on it changes, and saves OUT_FOLDER/<page>-<read|presented>-<scheme>-<screen>.png (read normally: its
 first screens, scrolled one after the other).
 Run it on two checkouts and compare the folders (scripts/compare_shots.py puts each pair side by side).

@@ -17,7 +17,10 @@ CONSERVATIVE := MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_I
 
 # `make run MODEL=path` adds one's own model to the Real model page: a folder (config, safetensors, tokenizer) or a
 # .gguf file of any family transformers reads (docs/user-guide.md).
+# A checkout from before the pages moved to app_pages/ may keep pages/__pycache__ (git leaves ignored files behind),
+# and a folder named pages/ starts Streamlit in its older multipage mode (app_pages/__init__.py): it goes.
 run: install
+	rm -rf pages/__pycache__ && { rmdir pages 2>/dev/null || true; }
 	$(if $(MODEL),ATTENTION_MODEL_DIRS="$(abspath $(MODEL))$${ATTENTION_MODEL_DIRS:+:$$ATTENTION_MODEL_DIRS}") \
 		$(BIN)/streamlit run app.py --server.port 8501
 

@@ -594,6 +594,8 @@ def check_view_in_both_schemes(
             screenshot(page, f"{shot}-{now}")  # before the checks: a failure is seen
         if turn == 0 or other_in_full:
             check_view(page, f"{what} ({now})", charts)
+        else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
+            settled(page)
         ratio, label, looked = worst_contrast(page)
         drawn = page.locator(".live-chart").count() > 0 if charts is None else charts
         assert looked > 0 or not drawn, f"{what} ({now}): no chart label to measure"

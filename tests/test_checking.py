@@ -76,7 +76,7 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     scores = q @ k.transpose(0, 2, 1)
     scale = {"no_scaling": 1.0, "scaled_by_d_k": 1 / d_k}.get(mistake, settings["scale"])
     scaled = scores * scale
-    shift = {"mask_hides_self": -1, "mask_sees_next": 1}.get(mistake, 0)
+    shift = -1 if mistake and mistake.startswith("mask_hides_self") else {"mask_sees_next": 1}.get(mistake, 0)
     mask = np.tril(np.ones((n, n), dtype=bool), shift) if settings["causal"] else np.ones((n, n), dtype=bool)
     if settings.get("window"):  # the last w keys, and the first `sinks` ones (a sliding window, StreamingLLM)
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
@@ -86,7 +86,7 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
         for row in range(n):
             best = sorted(np.flatnonzero(mask[row]), key=lambda key: (-index[row, key], key))[: settings["top_k"]]
             mask[row] = np.isin(np.arange(n), best)
-    masked = np.where(mask, scaled, -np.inf)
+    masked = np.where(mask, scaled, -1e9 if mistake == "mask_hides_self_1e9" else -np.inf)
     axis = -2 if mistake == "softmax_queries" else -1
     with np.errstate(invalid="ignore"):
         if mistake == "mask_after_softmax":
@@ -95,6 +95,7 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
         else:
             e = np.exp(masked - masked.max(axis=axis, keepdims=True))
             weights = e / e.sum(axis=axis, keepdims=True)
+    weights = np.nan_to_num(weights) if mistake == "mask_hides_self_nan_to_num" else weights
     context = weights @ v
     output = context.transpose(1, 0, 2).reshape(n, -1) @ np.asarray(inputs["w_o"], dtype=np.float32)
     # Named as three libraries name them: the lectures', TransformerLens's, transformers'.
@@ -104,9 +105,14 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
 
 
 def students(trace, mistake: str | None = None) -> dict[str, np.ndarray]:
-    """The student's stages on the inputs the page offers for this trace."""
+    """The student's stages on the inputs the page offers for this trace. A mask that hides the diagonal, with the
+    first row filled or cleaned otherwise, is handed in from the weights on: its masked scores alone show the
+    mask (and name it, however the row was then filled), its weights how the first row was filled."""
     inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
-    return student(inputs, inputs_settings(trace), mistake)
+    stages = student(inputs, inputs_settings(trace), mistake)
+    if mistake in ("mask_hides_self_1e9", "mask_hides_self_nan_to_num"):
+        stages = {name: value for name, value in stages.items() if name in ("pattern", "z", "attn_output")}
+    return stages
 
 
 CONFIGS = {
@@ -143,6 +149,8 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("scaled_by_d_k", "mha", "scaled_scores"),
     ("softmax_queries", "mha", "weights"),
     ("mask_hides_self", "mha", "masked_scores"),
+    ("mask_hides_self_1e9", "mha", "weights"),  # the first row, which has no key left, spread evenly
+    ("mask_hides_self_nan_to_num", "mha", "weights"),  # ... or made zeros
     ("mask_sees_next", "mha", "masked_scores"),
     ("mask_after_softmax", "mha", "weights"),
     ("weights_transposed", "mha", "q"),

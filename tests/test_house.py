@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("attention_core", "classroom", "figures", "ui")  # and app_pages/, the pages
+PACKAGES = ("attention_core", "attention_explorer", "classroom", "figures", "ui")  # and app_pages/, the pages
 MODULE_LINES_MOST = 400
 FUNCTION_LINES_MOST = 80
 PAGE_TOP_LEVEL_MOST = 80  # a page is a main() and what it calls
@@ -112,6 +112,7 @@ FORBIDDEN = {
     "attention_core": ("streamlit", "plotly", "figures", "ui", "app_pages", "classroom"),
     "classroom": ("streamlit", "plotly", "figures", "ui", "app_pages"),
     "figures": ("streamlit", "ui", "app_pages", "classroom"),
+    "attention_explorer": ("streamlit", "ui", "app_pages", "classroom"),  # the notebook's: no Streamlit
     "ui": ("app_pages",),
 }
 ALLOWED = {"ui": re.compile(r"app_pages(\.\w+\.spec)?$")}

@@ -1,7 +1,8 @@
 """Check your attention: a student's stages against the app's, in order, with the mistake named.
 
-verdict.py: the stages' names in three libraries, their layouts, the comparison, the catalogue of mistakes and the
-verdict; files.py: the inputs a student downloads, and reading what they upload (never a pickle).
+stages.py: the stages' names in three libraries and the app's values; mistakes.py: the catalogue of mistakes, each
+computed; verdict.py: the layouts, the comparison and the verdict; rounding.py: what float32 may be off by;
+files.py: the inputs a student downloads, and reading what they upload (never a pickle).
 """
 
 from attention_core.checking.files import (
@@ -11,18 +12,9 @@ from attention_core.checking.files import (
     load_snippet,
     read_outputs,
 )
-from attention_core.checking.verdict import (
-    ALIASES,
-    MISTAKES,
-    STAGES,
-    Mistake,
-    StageCheck,
-    Verdict,
-    check,
-    expected,
-    stage_of,
-    take,
-)
+from attention_core.checking.mistakes import MISTAKES, Mistake
+from attention_core.checking.stages import ALIASES, STAGES, expected, stage_of
+from attention_core.checking.verdict import StageCheck, Verdict, check, take
 
 __all__ = [
     "ALIASES",

@@ -14,58 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import torch
 
+from attention_core.checking.mistakes import MISTAKES, Mistake
 from attention_core.checking.rounding import broken_fact, explains, hidden, room, twice
-from attention_core.rotary import angles
-from attention_core.trace import AttentionTrace, concat_heads
-
-# The stages in the order attention computes them, and the names a student's code may give each. A name that two
-# libraries use for different stages (transformers' attn_output is the output; TransformerLens's z the context)
-# belongs to the one it means there.
-# MLA's own stages come first (what q, k and v are made of), with DeepSeek's and transformers' names; the absorbed
-# scores (q^C·W_UKᵀ)·c_KVᵀ after the scores, as their content part.
-STAGES = ("q_c", "q_r", "c_kv", "k_c", "k_r", "q", "k", "v", "scores", "absorbed", "scaled_scores", "masked_scores",
-          "weights", "context", "output")  # fmt: skip
-ALIASES: dict[str, tuple[str, ...]] = {
-    "q_c": ("q_c", "q_nope", "q_pass"),
-    "q_r": ("q_r", "q_pe", "q_rot"),
-    "c_kv": ("c_kv", "compressed_kv", "kv_latent", "latent"),
-    "k_c": ("k_c", "k_nope", "k_pass"),
-    "k_r": ("k_r", "k_pe", "k_rot"),
-    "absorbed": ("absorbed", "absorbed_scores", "scores_nope"),
-    "q": ("q", "Q", "queries", "query", "hook_q", "query_states"),
-    "k": ("k", "K", "keys", "key", "hook_k", "key_states"),
-    "v": ("v", "V", "values", "value", "hook_v", "value_states"),
-    "scores": ("scores", "attn_scores_raw", "qk", "QK"),
-    "scaled_scores": ("scaled_scores", "scaled"),
-    "masked_scores": ("masked_scores", "masked", "attn_scores", "hook_attn_scores"),
-    "weights": ("weights", "attention_weights", "attn_weights", "pattern", "hook_pattern", "attn", "A"),
-    "context": ("context", "z", "hook_z", "context_vectors"),
-    "output": ("output", "out", "attn_output", "attn_out", "hook_attn_out"),
-}
-BY_ALIAS = {alias: stage for stage, aliases in ALIASES.items() for alias in aliases}
-PER_HEAD = ("q_c", "q_r", "k_c", "q", "k", "v", "context")  # [heads, n, width]
-SQUARE = ("scores", "absorbed", "scaled_scores", "masked_scores", "weights")  # [heads, n, n]
-SHARED = ("c_kv", "k_r")  # [n, width]: one for every head (MLA's latent and its rotary key)
-
-
-def stage_of(name: str) -> str | None:
-    """The stage a student's array name stands for (None: not one the check knows)."""
-    return BY_ALIAS.get(name) or BY_ALIAS.get(name.split(".")[-1])
-
-
-def expected(trace: AttentionTrace) -> dict[str, torch.Tensor]:
-    """The app's stages, in the layouts the check compares in (float64): those of every trace, and the parts of a
-    variant that has them (MLA's)."""
-    stages = {name: getattr(trace, name, None) for name in STAGES}
-    parts = trace.parts
-    stages.update({name: parts[name] for name in ("q_c", "q_r", "c_kv", "k_c", "k_r") if name in parts})
-    if "q_c" in parts and "k_c" in parts:
-        stages["absorbed"] = parts["q_c"] @ parts["k_c"].transpose(-2, -1)  # = (q^C·W_UKᵀ)·c_KVᵀ
-    return {name: value.detach().double().cpu() for name, value in stages.items() if value is not None}
+from attention_core.checking.stages import SHARED, SQUARE, STAGES, expected, stage_of
+from attention_core.trace import AttentionTrace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,170 +116,6 @@ def rooms(trace: AttentionTrace, step: int | None) -> tuple[dict[str, torch.Tens
     return exact, {stage: room(single.get(stage), value) for stage, value in exact.items()}
 
 
-# ------------------------------------------------------------------------------------------------
-# The mistakes students make, each as the stages it would have produced. Every one starts from the app's own
-# earlier stages, so the first stage it changes is where it shows.
-
-
-def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False) -> dict[str, torch.Tensor]:
-    """The stages from the scaled scores on, with one step done another way."""
-    e = expected(trace)
-    scaled = e["scaled_scores"] if scaled is None else scaled
-    allowed = (None if trace.mask is None else trace.mask.cpu()) if mask is None else mask
-    masked = scaled if allowed is None else scaled.masked_fill(~allowed, -math.inf)
-    if mask_after:
-        weights = torch.softmax(scaled, dim=-1) * (1.0 if allowed is None else allowed.double())
-    else:
-        weights = torch.softmax(masked, dim=softmax_dim)  # NaN in a row with every key hidden, as a student's
-    values = e["v"]
-    context = weights @ values
-    stages = {"scaled_scores": scaled, "masked_scores": masked, "weights": weights, "context": context}
-    if trace.output is not None and "w_o" in trace.params:
-        stages["output"] = concat_heads(context) @ trace.params["w_o"].double().cpu()
-    return stages
-
-
-def _from_qk(trace, q, k) -> dict[str, torch.Tensor]:
-    scores = q @ k.transpose(-2, -1)
-    return {"q": q, "k": k, "scores": scores, **_after_scores(trace, scaled=scores * trace.scale)}
-
-
-def _no_scaling(trace):
-    return _after_scores(trace, scaled=expected(trace)["scores"]) if trace.scale != 1.0 else None
-
-
-def _scaled_by_d_k(trace):
-    d_k = trace.q.shape[-1]
-    if trace.scale == 1.0 or d_k == 1:
-        return None
-    return _after_scores(trace, scaled=expected(trace)["scores"] / d_k)
-
-
-def _softmax_over_queries(trace):
-    return _after_scores(trace, softmax_dim=-2)
-
-
-def _mask_shifted(shift: int):
-    def mistake(trace):
-        if trace.mask is None:
-            return None
-        n = trace.q.shape[1]
-        return _after_scores(trace, mask=torch.ones(n, n, dtype=torch.bool).tril(shift))
-
-    return mistake
-
-
-def _mask_after_softmax(trace):
-    return _after_scores(trace, mask_after=True) if trace.mask is not None else None
-
-
-def _heads_split_without_transpose(trace):
-    """[n, heads·d] reshaped straight to [heads, n, d]: each "head" is a run of rows, not a block of columns."""
-    h, n, d = trace.q.shape
-    if h == 1:
-        return None
-    e = expected(trace)
-    split = {name: concat_heads(e[name]).reshape(h, n, e[name].shape[-1]) for name in ("q", "k", "v")}
-    stages = _from_qk(trace, split["q"], split["k"])
-    stages["v"] = split["v"]
-    return stages
-
-
-def _weights_transposed(trace):
-    """W used as nn.Linear stores it ([out, in]): X·Wᵀ, where the shapes allow it (W square)."""
-    w = trace.params
-    if trace.x is None or set(w) != {"w_q", "w_k", "w_v", "w_o"} or "q_rotated" in trace.parts:
-        return None  # a variant of its own weights (MLA's), or RoPE after the projection
-    h, d_model, d_k = w["w_q"].shape
-    if d_model != h * d_k or w["w_k"].shape != w["w_q"].shape:
-        return None
-    x = trace.x.double().cpu()
-
-    def wrong(name: str) -> torch.Tensor:
-        full = w[name].double().cpu().permute(1, 0, 2).reshape(d_model, h * d_k)  # [in, out]
-        return (x @ full.T).reshape(-1, h, d_k).transpose(0, 1)
-
-    return _from_qk(trace, wrong("w_q"), wrong("w_k"))
-
-
-def _groups_repeated(trace):
-    """Key/value heads copied as a whole block per group (repeat) instead of each in place (repeat_interleave)."""
-    h = trace.q.shape[0]
-    groups = len(set(trace.kv_head_of))
-    if groups in (1, h):
-        return None
-    e = expected(trace)
-    first = [trace.kv_head_of.index(g) for g in range(groups)]
-    k, v = e["k"][first].repeat(h // groups, 1, 1), e["v"][first].repeat(h // groups, 1, 1)
-    stages = _from_qk(trace, e["q"], k)
-    context = stages["weights"] @ v
-    stages.update(v=v, context=context)
-    if "output" in stages:
-        stages["output"] = concat_heads(context) @ trace.params["w_o"].double().cpu()
-    return stages
-
-
-def _rope_as_neighbours(trace):
-    """RoPE's pairs taken as neighbours (0, 1), (2, 3), … where the app pairs halves (i, i + w/2)."""
-    if trace.rope_base is None or "q_unrotated" not in trace.parts:
-        return None
-
-    def turn(t: torch.Tensor) -> torch.Tensor:
-        n, width = t.shape[-2:]
-        theta = angles(n, width, trace.rope_base)  # [n, w/2]
-        even, odd = t[..., 0::2], t[..., 1::2]
-        out = torch.empty_like(t)
-        out[..., 0::2] = even * theta.cos() - odd * theta.sin()
-        out[..., 1::2] = even * theta.sin() + odd * theta.cos()
-        return out
-
-    q, k = (turn(trace.parts[f"{name}_unrotated"].double().cpu()) for name in ("q", "k"))
-    return _from_qk(trace, q, k)
-
-
-@dataclasses.dataclass(frozen=True)
-class Mistake:
-    key: str
-    name: str  # what the page calls it
-    explanation: str  # why it gives these numbers, and the fix
-    stages: Callable[[AttentionTrace], dict[str, torch.Tensor] | None]  # what it produces (None: cannot happen here)
-
-
-MISTAKES = (
-    Mistake("no_scaling", "no scaling by √d_k",
-            "The scores went to the softmax without dividing by √d_k, so the rows are more peaked than they "
-            "should be. Divide Q·Kᵀ by √d_k (the query's width) before the mask and the softmax.", _no_scaling),
-    Mistake("scaled_by_d_k", "scaled by d_k instead of √d_k",
-            "The scores were divided by d_k, not by its square root, so the rows are flatter than they should be.",
-            _scaled_by_d_k),
-    Mistake("softmax_queries", "softmax over the wrong axis",
-            "The softmax ran down each column (over the queries, dim=-2): each key's weights sum to 1, not each "
-            "query's. A row is one query: take the softmax over the keys, the last axis (dim=-1).",
-            _softmax_over_queries),
-    Mistake("mask_hides_self", "causal mask shifted by one: a token cannot see itself",
-            "The mask hides the diagonal too (tril(-1) or triu(0)): a token may look at itself and every token "
-            "before it, so keep the diagonal (tril(0), hide triu(1)).", _mask_shifted(-1)),
-    Mistake("mask_sees_next", "causal mask shifted by one: a token sees the next",
-            "The mask leaves one token after each query visible (tril(1)): hide every key after the query, "
-            "triu(1).", _mask_shifted(1)),
-    Mistake("mask_after_softmax", "the mask applied after the softmax",
-            "Future keys were zeroed after the softmax, so each row no longer sums to 1 and the visible keys kept "
-            "the share the hidden ones took. Set hidden scores to −∞ before the softmax.", _mask_after_softmax),
-    Mistake("weights_transposed", "the weights used transposed",
-            "X was multiplied by Wᵀ: nn.Linear stores its weight as [out, in] and computes X·Wᵀ, but these "
-            "weights are [in, out] (d_model × d_k), used as X·W.", _weights_transposed),
-    Mistake("split_without_transpose", "heads split by a reshape without the transpose",
-            "[n, h·d] was reshaped straight to [h, n, d], which cuts the rows, not the columns, into heads. "
-            "Reshape to [n, h, d], then transpose to [h, n, d].", _heads_split_without_transpose),
-    Mistake("groups_repeated", "grouped heads repeated instead of interleaved",
-            "The key/value heads were tiled (repeat: 1 2 1 2) where each is read by the query heads next to each "
-            "other (repeat_interleave: 1 1 2 2), as transformers' repeat_kv does.", _groups_repeated),
-    Mistake("rope_neighbours", "RoPE's pairs taken as neighbours",
-            "The rotation paired dimensions (0, 1), (2, 3), … where the weights pair i with i + d/2 (the "
-            "rotate-half layout of Llama and transformers). Pair the halves.", _rope_as_neighbours),
-)  # fmt: skip
-
-
 @dataclasses.dataclass(frozen=True)
 class StageCheck:
     stage: str
@@ -394,5 +186,6 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
         found = tuple(
             m for m, mine in made.items() if explains(difference(mine, got)[0], mine, want[first], allowed[first])
         )
+        found = tuple(m for i, m in enumerate(found) if m.name not in {o.name for o in found[:i]})  # said once
     received = {stage: taken[stage].value for stage in taken}
     return Verdict(tuple(checked), first, found, tuple(ignored), want, received)

@@ -46,6 +46,7 @@ from attention_core.models.sources import (
     available_models,
     load_model,
     model_cache_dir,
+    model_info,
 )
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "capture_attention",
     "load_model",
     "model_cache_dir",
+    "model_info",
     "readable_token",
     "trace_text",
 ]

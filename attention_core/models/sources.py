@@ -171,10 +171,7 @@ def _positions(config) -> str:
 
 
 def load_model(key: str, device: str = "auto", progress: Progress = _no_progress) -> LoadedModel:
-    """Load one of available_models() for capture: safetensors only, no remote code, our attention.
-
-    A 3-token probe checks that every layer is captured and finds out whether the model is causal.
-    """
+    """Load one of available_models() for capture: safetensors only, no remote code, our attention (model_info)."""
     sources = available_models()
     if key not in sources:
         raise ValueError(f"model must be one of {', '.join(sources)}; got {key!r}")
@@ -187,26 +184,30 @@ def load_model(key: str, device: str = "auto", progress: Progress = _no_progress
     model = transformers.AutoModel.from_pretrained(location, **options)
     torch_device = resolve_device(device)
     model = model.to(torch_device).eval()
+    info = model_info(model, tokenizer, key, source.title)
+    lm = None
+    if info.causal:  # loaded again with its head, which writes the next token; the capture runs the decoder under it
+        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **options).to(torch_device).eval()
+        model = lm.base_model  # one copy of the weights
+    return LoadedModel(info, model, tokenizer, str(torch_device), time.perf_counter() - started, lm)
+
+
+def model_info(model: torch.nn.Module, tokenizer, key: str, title: str) -> ModelInfo:
+    """What a model (under attn_implementation=CAPTURE) fixes: a 3-token probe checks that every layer is captured
+    and finds out whether the model is causal."""
     config = model.config
     probe_ids = torch.tensor([tokenizer("a b c")["input_ids"][:3] or [0, 1, 2]])
     probe, kv_head_of = capture(model, probe_ids, tuple(str(i) for i in range(probe_ids.shape[1])))
-    causal = probe[0].mask is not None and not bool(probe[0].mask.triu(1).any())
-    lm = None
-    if causal:  # loaded again with its head, which writes the next token; the capture runs the decoder under it
-        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **options).to(torch_device).eval()
-        model = lm.base_model  # one copy of the weights
-    n_heads = config.num_attention_heads
-    info = ModelInfo(
+    return ModelInfo(
         key=key,
-        title=source.title,
+        title=title,
         family=config.model_type,
-        causal=causal,
+        causal=probe[0].mask is not None and not bool(probe[0].mask.triu(1).any()),
         n_layers=config.num_hidden_layers,
-        n_heads=n_heads,
+        n_heads=config.num_attention_heads,
         n_kv_heads=max(kv_head_of) + 1,
         d_k=probe[0].d_k,
         d_model=config.hidden_size,
         max_positions=int(getattr(config, "max_position_embeddings", MAX_MODEL_TOKENS)),
         positions=_positions(config),
     )
-    return LoadedModel(info, model, tokenizer, str(torch_device), time.perf_counter() - started, lm)

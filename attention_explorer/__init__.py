@@ -1,0 +1,33 @@
+"""Attention where students write it: in a notebook.
+
+    import attention_explorer as ax
+
+    trace = ax.trace("The next day is bright", heads=2, causal=True)
+    ax.show(trace)                      # the Walkthrough's figures and sentences, inline
+    result = ax.check(my_attention)     # your attention, stage by stage against the app's, the mistake named
+    assert result.all_right, result
+    ax.link(trace)                      # the app's address of the same view
+    ax.show_model(model, tokenizer, "a sentence")   # a transformers model in memory: its heads, one head's stages
+
+The settings are the sidebar's, by the sidebar's names (d_model, d_k, d_v, heads, kv_heads, variant, causal,
+scaled, seed, positional, window, sinks, top_k, init; MLA's d_c, d_cq, d_rope), with the sidebar's defaults, so
+that the same settings give the same numbers here and in the app. Nothing here imports Streamlit.
+"""
+
+from attention_explorer.checking import CaseResult, CheckResult, check
+from attention_explorer.models import ShownModel, show_model
+from attention_explorer.settings import DEFAULTS, link, trace
+from attention_explorer.showing import Shown, show
+
+__all__ = [
+    "DEFAULTS",
+    "CaseResult",
+    "CheckResult",
+    "Shown",
+    "ShownModel",
+    "check",
+    "link",
+    "show",
+    "show_model",
+    "trace",
+]

@@ -1,0 +1,69 @@
+"""show_model(): a transformers model held in memory (one just fine-tuned, say), read as the Real model page reads
+the bundled ones: its attention captured in every layer, the heads' grid, and one head stage by stage."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import plotly.graph_objects as go
+import torch
+
+from attention_core.models import CAPTURE, LoadedModel, ModelTrace, model_info, trace_text
+from attention_explorer.showing import Shown, as_plotly, display_stages
+from figures.overview import thumbnails_figure
+from figures.stages import stage_view, stages_for
+
+
+@dataclasses.dataclass(frozen=True)
+class ShownModel:
+    trace: ModelTrace  # every layer's AttentionTrace (trace.layers), the tokens as the model read them
+    grid: go.Figure  # every layer and head, small
+    stages: list[Shown]  # the chosen head's stages
+
+
+def model_trace(model: torch.nn.Module, tokenizer, text: str) -> ModelTrace:
+    """Every layer's attention on `text`, captured by transformers' own attention path under this app's
+    implementation (attention_core/models/capture.py). The model's attention implementation is set back as it was
+    afterwards; a causal model's decoder (its base model) is what is read."""
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise ValueError(f"model must be a transformers model; got {type(model).__name__}")
+    before = model.config._attn_implementation
+    model.set_attn_implementation(CAPTURE)
+    try:
+        base = getattr(model, "base_model", model)
+        title = str(getattr(model.config, "name_or_path", "") or model.config.model_type)
+        with torch.inference_mode():
+            info = model_info(base, tokenizer, "notebook", title)
+        device = str(next(model.parameters()).device)
+        return trace_text(LoadedModel(info, base, tokenizer, device, 0.0), text)
+    finally:
+        model.set_attn_implementation(before)
+
+
+def show_model(
+    model, tokenizer, text: str, layer: int | None = None, head: int | None = None, display: bool = True
+) -> ShownModel:
+    """The heads' grid of every layer, and one head's stages (layer and head counted from 1, as the app counts;
+    default: the last layer's first head), displayed inline in Jupyter and returned."""
+    traced = model_trace(model, tokenizer, text)
+    n_layers, n_heads = len(traced.layers), traced.layers[0].n_heads
+    layer = n_layers if layer is None else layer
+    head = 1 if head is None else head
+    if not 1 <= layer <= n_layers:
+        raise ValueError(f"layer must be between 1 and {n_layers}; got {layer}")
+    if not 1 <= head <= n_heads:
+        raise ValueError(f"head must be between 1 and {n_heads}; got {head}")
+    chosen = traced.layers[layer - 1]
+    stages = []
+    for stage in stages_for(chosen):
+        view = stage_view(chosen, stage.key, head - 1)
+        stages.append(Shown(stage.key, view.heading, view.latex, view.explanation, as_plotly(view)))
+    shown = ShownModel(traced, thumbnails_figure(traced).plotly, stages)
+    if display:
+        try:
+            from IPython.display import display as show_it
+        except ImportError:
+            return shown
+        show_it(shown.grid)
+        display_stages(stages)
+    return shown

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
@@ -224,15 +225,27 @@ def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should():
 
 
 @pytest.mark.slow
-def test_the_library_installs_from_the_checkout_and_imports_without_it(tmp_path):
-    """`pip install .` (here into a folder, with this environment's dependencies): the package, its data, and an
-    import from elsewhere that traces, shows and checks without Streamlit."""
-    source, target = tmp_path / "checkout", tmp_path / "site"  # a copy: a build writes build/ and egg-info beside it
+def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_checkout(tmp_path):
+    """The checkout's wheel installed into a fresh virtual environment (its dependencies, torch and the rest, lent by
+    this one's site-packages through a .pth file, so that nothing is downloaded): the package and its data are
+    there, and a script run elsewhere traces, shows and checks from the installed copy without Streamlit."""
+    import sysconfig
+    import venv
+
+    source, fresh = tmp_path / "checkout", tmp_path / "fresh"  # a copy: a build writes build/ and egg-info beside it
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "node_modules", "test-artifacts", "__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
-                    str(target), str(source)], check=True, cwd=tmp_path)  # fmt: skip
-    assert (target / "attention_core" / "data" / "lecture-002.safetensors").is_file()
-    assert not (target / "ui").exists() and not (target / "app_pages").exists()
+    venv.EnvBuilder(with_pip=True).create(fresh)
+    python = fresh / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    (site / "lent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # after its own: the dependencies
+    # The wheel, built here (this environment has the build tools), then installed there as a student's pip would.
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                    str(tmp_path / "dist"), str(source)], check=True, cwd=tmp_path)  # fmt: skip
+    [wheel] = (tmp_path / "dist").glob("attention_explorer-*.whl")
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, cwd=tmp_path)
+    assert (site / "attention_core" / "data" / "lecture-002.safetensors").is_file()
+    assert (site / "attention_explorer").is_dir() and not (site / "ui").exists() and not (site / "app_pages").exists()
     script = (
         "import sys, attention_explorer as ax\n"
         "t = ax.trace('a b c', heads=2)\n"
@@ -240,10 +253,10 @@ def test_the_library_installs_from_the_checkout_and_imports_without_it(tmp_path)
         "assert 'streamlit' not in sys.modules, 'imported streamlit'\n"
         "print(ax.__file__)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().startswith(str(target)), done.stdout  # from the installed copy, not the checkout
+    assert done.stdout.strip().startswith(str(site)), done.stdout  # the installed copy, not the checkout
 
 
 @pytest.mark.models

@@ -287,3 +287,18 @@ def test_show_model_reads_a_model_in_memory_whose_weights_are_its_own_eager_atte
     assert shown.grid.data and shown.grid.data[0].type == "heatmap"
     with pytest.raises(ValueError, match="layer must be between 1 and"):
         ax.show_model(model, bundled.tokenizer, text, layer=99, display=False)
+
+
+def test_the_results_html_view_says_what_its_text_says():
+    """Jupyter shows a result by its HTML: the same lines as str(), escaped, each case once."""
+    cases = [Case("a <b>tiny</b> one", "a b c", {"d_model": 4, "d_k": 2, "d_v": 2, "heads": 2, "causal": True})]
+    right, wrong = (
+        ax.check(student, cases=cases),
+        ax.check(lambda *a: student(*a, scale=None, stages=True), cases=cases),
+    )
+    assert "<b>All right</b>" in right._repr_html_() and "✓ a &lt;b&gt;tiny&lt;/b&gt; one" in right._repr_html_()
+    html_view = wrong._repr_html_()
+    assert "<b>Not right yet</b>" in html_view and html_view.count("<li>") == 1
+    assert "no scaling by √d_k" in html_view and "<b>tiny</b>" not in html_view  # the case's name escaped
+    first = next(c for c in wrong.cases[0].verdict.checked if not c.ok)
+    assert f"by up to {first.difference:.3g}" in str(wrong)  # the number said is the difference measured

@@ -16,7 +16,7 @@ from attention_core.checking import check as judge
 from attention_explorer.settings import trace
 
 SENTENCE = "The next day is bright"
-CAPS_TEXT = " ".join(["the cat saw the dog and the dog saw the cat"] * 12)  # 132 words: cut to 128 tokens below
+CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))  # 128 tokens, /check's cap
 # The variants whose weights are fn's four matrices: W_K and W_V are [d_model, kv_heads·d_k], so fn may read the
 # key/value heads from their width (GQA: each read by heads / kv_heads query heads in a row; MQA: one).
 KV_HEADS = {"mha": lambda heads: heads, "gqa": lambda heads: max(1, heads // 2), "mqa": lambda heads: 1}
@@ -32,13 +32,12 @@ class Case:
 def default_cases(variant: str) -> tuple[Case, ...]:
     """A small layer with and without the causal mask, one token, d_k = 1, and the sizes of /check's caps (128
     tokens, 768 wide, 12 heads), each for `variant`."""
-    caps = " ".join(CAPS_TEXT.split()[:128])
     cases = (
         Case("small", SENTENCE, {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 4}),
         Case("small, causal", SENTENCE, {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 4, "causal": True}),
         Case("one token", "Hello", {"d_model": 8, "d_k": 4, "d_v": 4, "heads": 4, "causal": True}),
         Case("d_k = 1", SENTENCE, {"d_model": 8, "d_k": 1, "d_v": 1, "heads": 4, "causal": True}),
-        Case("the caps", caps, {"d_model": 768, "d_k": 64, "d_v": 64, "heads": 12, "causal": True}),
+        Case("the caps", CAPS_TEXT, {"d_model": 768, "d_k": 64, "d_v": 64, "heads": 12, "causal": True}),
     )
     return tuple(
         dataclasses.replace(

@@ -9,9 +9,9 @@ import plotly.graph_objects as go
 import torch
 
 from attention_core.models import CAPTURE, LoadedModel, ModelTrace, model_info, trace_text
-from attention_explorer.showing import Shown, as_plotly, display_stages
+from attention_explorer.showing import Shown, display_stages, shown_stages
 from figures.overview import thumbnails_figure
-from figures.stages import stage_view, stages_for
+from figures.stages import stages_for
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,8 +32,7 @@ def model_trace(model: torch.nn.Module, tokenizer, text: str) -> ModelTrace:
     try:
         base = getattr(model, "base_model", model)
         title = str(getattr(model.config, "name_or_path", "") or model.config.model_type)
-        with torch.inference_mode():
-            info = model_info(base, tokenizer, "notebook", title)
+        info = model_info(base, tokenizer, "notebook", title)
         device = str(next(model.parameters()).device)
         return trace_text(LoadedModel(info, base, tokenizer, device, 0.0), text)
     finally:
@@ -54,16 +53,9 @@ def show_model(
     if not 1 <= head <= n_heads:
         raise ValueError(f"head must be between 1 and {n_heads}; got {head}")
     chosen = traced.layers[layer - 1]
-    stages = []
-    for stage in stages_for(chosen):
-        view = stage_view(chosen, stage.key, head - 1)
-        stages.append(Shown(stage.key, view.heading, view.latex, view.explanation, as_plotly(view)))
-    shown = ShownModel(traced, thumbnails_figure(traced).plotly, stages)
+    shown = ShownModel(
+        traced, thumbnails_figure(traced).plotly, shown_stages(chosen, [s.key for s in stages_for(chosen)], head)
+    )
     if display:
-        try:
-            from IPython.display import display as show_it
-        except ImportError:
-            return shown
-        show_it(shown.grid)
-        display_stages(stages)
+        display_stages(shown.stages, first=(shown.grid,))
     return shown

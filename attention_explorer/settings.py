@@ -6,7 +6,7 @@ import weakref
 from collections.abc import Mapping
 from urllib.parse import urlencode
 
-from attention_core import AttentionConfig, AttentionTrace, check_request, check_text, tokenize, trace_sentence
+from attention_core import AttentionConfig, AttentionTrace, check_text, trace_sentence
 from attention_core.lectures import EXAMPLES
 from attention_core.variants import DEFAULT
 
@@ -58,9 +58,7 @@ def trace(text: str | None = None, **settings) -> AttentionTrace:
     dot-product attention, one named tensor each (trace.q, trace.scores, trace.weights, trace.output, ...), with
     the same numbers the app shows for the same settings."""
     text = check_text(DEFAULTS["text"] if text is None else text, "text")
-    config = config_of(settings)
-    check_request(len(tokenize(text)), config)
-    made = trace_sentence(text, config)
+    made = trace_sentence(text, config_of(settings))  # which refuses too many tokens, as the app does
     MADE[made] = settings_of({**settings, "text": text})
     return made
 

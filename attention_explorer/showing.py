@@ -8,6 +8,7 @@ import html
 import plotly.graph_objects as go
 
 from attention_core import AttentionTrace
+from attention_explorer.settings import trace as make_trace
 from figures.stages import stage_view, stages_for
 from figures.stages.records import StageView
 
@@ -38,8 +39,6 @@ def show(
     sentences and figures, displayed inline in Jupyter (display=False: only returned, for saving or editing).
     `stages`: the stage keys to show (default: every stage that applies, in order); `head`: counted from 1, as the
     app counts them."""
-    from attention_explorer.settings import trace as make_trace
-
     made = text_or_trace if isinstance(text_or_trace, AttentionTrace) else make_trace(text_or_trace, **settings)
     if isinstance(text_or_trace, AttentionTrace) and settings:
         raise ValueError("show() takes settings with a text, not with a trace (the trace has its own)")
@@ -50,20 +49,26 @@ def show(
             raise ValueError(f"stage {key!r} is not shown for this trace; the stages are {', '.join(keys)}")
     if not 1 <= head <= made.n_heads:
         raise ValueError(f"head must be between 1 and {made.n_heads}; got {head}")
-    shown = []
-    for key in wanted:
-        view = stage_view(made, key, head - 1)
-        shown.append(Shown(key, view.heading, view.latex, view.explanation, as_plotly(view)))
+    shown = shown_stages(made, wanted, head)
     if display:
         display_stages(shown)
     return shown
 
 
-def display_stages(shown: list[Shown]) -> None:
+def shown_stages(trace: AttentionTrace, keys: list[str], head: int) -> list[Shown]:
+    """Each stage's view for one head (counted from 1), as the Walkthrough lays it out."""
+    views = [stage_view(trace, key, head - 1) for key in keys]
+    return [Shown(view.key, view.heading, view.latex, view.explanation, as_plotly(view)) for view in views]
+
+
+def display_stages(shown: list[Shown], first: tuple = ()) -> None:
+    """Draw `first` (figures), then each stage's words and figures, where IPython runs (elsewhere: nothing)."""
     try:
         from IPython.display import Markdown, display
     except ImportError:  # not in IPython: the figures are returned, not drawn
         return
+    for figure in first:
+        display(figure)
     for stage in shown:
         display(Markdown(f"#### {stage.heading}\n\n$${stage.formula}$$\n\n{stage.sentences}"))
         for figure in stage.figures:

@@ -27,7 +27,7 @@ The memory of a trace is dominated by its n x n maps. With b bytes per number
   + b * (the variant's weights)                          W_Q, W_K, W_V, W_O for MHA: h * d_model * (2 d_k + 2 d_v)
   + n^2                                                  the boolean mask
 
-where maps = 2 (scores, weights) + 1 if scaled (scaled scores) + 1 if causal (masked scores).
+where maps = 2 (scores, weights) + 1 if scaled (scaled scores) + 1 if masked (masked scores) + 1 if bent.
 For n = 4096, 12 heads, float32, causal and scaled that is about 4.8 GB, so the default
 budget refuses it with the estimate in the message; a GPU benchmark raises the budget.
 """
@@ -40,7 +40,9 @@ import os
 
 import torch
 
+from attention_core.bends import parse_bend
 from attention_core.checks import check_bool, check_choice, check_int
+from attention_core.composed import parse_mask
 from attention_core.device import DEVICE_CHOICES
 from attention_core.variants import DEFAULT, VARIANTS, Sizes, sizes_only_some_use
 
@@ -118,6 +120,9 @@ class AttentionConfig:
     without a window there are no sinks (set off).  top_k: with the causal mask, each query keeps only the k keys
     (of those the mask leaves it) that DeepSeek-V3.2's indexer scores highest, one choice for all heads; here the
     indexer is an oracle, the layer's own scaled q·k through a ReLU summed over heads (masks.py); 0: off.
+    mask: a composition of FlexAttention's pieces ("causal & (window 8 | sinks 4)": composed.py), taken with the
+    causal mask where `causal` is on; "": none (the window and top-k are then the masks). bend: a score_mod on
+    the scaled scores before the mask ("alibi", "softcap 5", "relative": bends.py); "": none.
     scaled: divide the scores
     by the square root of the width of q and k (False shows what goes wrong without it).  seed: draws the
     weights.  init: how they are drawn (INITS above).  dtype: "float32", or "float64" for exact hand examples.
@@ -133,6 +138,8 @@ class AttentionConfig:
     window: int = 0
     sinks: bool = False
     top_k: int = 0
+    mask: str = ""
+    bend: str = ""
     scaled: bool = True
     seed: int = 0
     init: str = "normal"
@@ -164,6 +171,7 @@ class AttentionConfig:
                 f"a sliding window and DSA top-k are two masks; choose one: window = {self.window}, top_k = "
                 f"{self.top_k} (set the other to 0)"
             )
+        self._check_mask_and_bend()
         check_bool("scaled", self.scaled)
         set_(self, "seed", check_int("seed", self.seed, 0, MAX_SEED))
         check_choice("init", self.init, INIT_CHOICES)
@@ -189,6 +197,26 @@ class AttentionConfig:
                 f"{getattr(self, variant.rope_width)}"
             )
 
+    def _check_mask_and_bend(self) -> None:
+        """A composition and a bend read and written one way (equal masks, equal configs); refused with the
+        sidebar's other masks, and a bend that adds positions with rotary positions, which turn them already."""
+        set_ = object.__setattr__
+        composed = parse_mask(self.mask) if self.mask else None
+        set_(self, "mask", composed.written() if composed else "")
+        if composed and (self.window or self.top_k):
+            other = f"window = {self.window}" if self.window else f"top_k = {self.top_k}"
+            raise ValueError(
+                f"a composed mask and the sidebar's {'sliding window' if self.window else 'DSA top-k'} are two "
+                f"masks; write the window into the composition (window w), or set {other} to 0"
+            )
+        bent = parse_bend(self.bend)
+        set_(self, "bend", bent.written() if bent else "")
+        if bent and bent.key in ("alibi", "relative") and self.positional == "rotary":
+            raise ValueError(
+                f"score bend {bent.key!r} adds each pair's distance to its score, and rotary positions turn q and k "
+                "by it already: positions twice. Choose positional encoding none or sinusoidal, or another bend"
+            )
+
     @property
     def torch_dtype(self) -> torch.dtype:
         return DTYPE_CHOICES[self.dtype]
@@ -212,7 +240,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     variant, sizes = VARIANTS[config.variant], config.sizes
     h, d, dv = config.n_heads, config.d_model, config.d_v
     d_qk = variant.qk(sizes)[0]  # MLA: q = [q^C, q^R]
-    maps = 2 + int(config.scaled) + int(config.causal)
+    maps = 2 + int(config.scaled) + int(config.causal or bool(config.mask)) + int(bool(config.bend))
     square = b * h * n * n * (maps + 2)
     rows = b * n * (2 * d + h * (2 * d_qk + 2 * dv) + sum(variant.parts(sizes).values()))
     params = b * sum(math.prod(shape) for shape in variant.weight_shapes(sizes).values())

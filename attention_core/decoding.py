@@ -16,7 +16,9 @@ checks this, and that the cache after t steps holds the first t rows of the full
 
 Under a sliding window (config.window, with config.sinks: the masks of attention_core/masks.py) query t reads
 only the last w tokens, and the sinks: a token no later query will read is dropped from the cache, which then
-stops growing at w (sinks + w). Each step's row is then row t of compute_attention with that window's mask.
+stops growing at w (sinks + w). Each step's row is then row t of compute_attention with that window's mask. A
+composed mask (config.mask: composed.py) is kept to as the other pages take it, and refused where it would let a
+query see a later token; a bend (config.bend) bends each step's row at its query's and keys' positions.
 
 What a step costs (`step_cost`) is counted here term by term, with the formulas the page shows, and checked
 against torch's own count of the floating-point operations of the matrix products that run (FlopCounterMode).
@@ -32,6 +34,9 @@ from collections.abc import Mapping
 
 import torch
 
+from attention_core.bends import parse_bend
+from attention_core.composed import Mask as Composed
+from attention_core.composed import later_key, parse_mask
 from attention_core.config import AttentionConfig, check_text
 from attention_core.engine import attend, config_mask, prepared, sliding
 from attention_core.tokens import embed, tokenize
@@ -94,18 +99,36 @@ def decode(x, config: AttentionConfig, *, weights: Mapping | None = None, tokens
     n = x.shape[0]
     if n > MAX_DECODE_TOKENS:
         raise ValueError(f"decoding shows every step's rows: at most {MAX_DECODE_TOKENS} tokens; got {n}")
-    window = config_mask(n, config.replace(causal=True)) if config.window else None  # a decoder is causal
+    window = decoded_mask(config, tokens)
     made: dict[str, torch.Tensor] = {}  # every token's cached rows, as made (the page draws the dropped ones too)
     steps = []
     for t in range(n):
         read = [j for j in range(t) if window is None or bool(window[t, j])]  # what the cache still holds
         cache = {name: part[..., read, :] for name, part in made.items()}
-        step, cache = decode_step(x[t : t + 1], t, tokens[t], cache, params, config)
+        step, cache = decode_step(x[t : t + 1], t, tokens[t], cache, params, config, (*read, t))
         made = {name: torch.cat([made[name], part[..., -1:, :]], dim=-2) if name in made else part
                 for name, part in cache.items()}  # fmt: skip
         steps.append(dataclasses.replace(step, keys=(*read, t)))
     scale = 1.0 / math.sqrt(steps[0].q.shape[-1]) if config.scaled else 1.0
     return Decoding(tuple(tokens), x, config, params, tuple(steps), made, scale)
+
+
+def decoded_mask(config: AttentionConfig, tokens) -> torch.Tensor | None:
+    """The mask a decoder keeps to (None: every earlier key): a sliding window's, causal whatever config.causal
+    says; a composition as the other pages take it, refused where it lets a query see a later key."""
+    n = len(tokens)
+    if config.mask:
+        mask = config_mask(n, config, tokens=tokens)
+        later = later_key(mask)
+        if later is not None:
+            query, key = later
+            fix = Composed("and", parts=(Composed("piece", "causal"), parse_mask(config.mask))).written()
+            raise ValueError(
+                f"mask {config.mask!r}{' with the causal mask' if config.causal else ''} lets token {query + 1} see "
+                f"token {key + 1}, a later one, and a decoder has not made it yet: write {fix!r}"
+            )
+        return mask
+    return config_mask(n, config.replace(causal=True)) if config.window else None  # a decoder is causal
 
 
 def decode_step(
@@ -115,9 +138,11 @@ def decode_step(
     cache: Mapping[str, torch.Tensor],
     params: Mapping[str, torch.Tensor],
     config: AttentionConfig,
+    keys: tuple[int, ...] | None = None,
 ) -> tuple[Step, dict[str, torch.Tensor]]:
     """One step: the new token's row x_new [1, d_model] at `position`, against the cache of the tokens before it.
-    Returns the step and the cache with the new token's row added (the cache passed in is not changed)."""
+    Returns the step and the cache with the new token's row added (the cache passed in is not changed).
+    keys: the positions of the cached rows and the new one (default 0 … position), for a bend that reads them."""
     variant = VARIANTS[config.variant]
     new = variant.project(x_new, params, config, position)  # the new token's own parts, at its position
     cache = {
@@ -127,7 +152,16 @@ def decode_step(
     }
     projected = variant.unpack({"q": new["q"], **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None)  # one row: nothing to mask
+    bent, bend = parse_bend(config.bend), None
+    if bent is not None:  # the score_mod at this query's position and at its keys' positions
+        device, heads = projected.q.device, torch.arange(projected.q.shape[0], device=projected.q.device)
+        mod = bent.mod(len(heads), config.seed, projected.q.dtype, device)
+        at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
+
+        def bend(scaled: torch.Tensor) -> torch.Tensor:
+            return mod(scaled, 0, heads[:, None, None], torch.tensor(position, device=device), at[None, None, :])
+
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend)  # one row: no mask
     output = (concat_heads(stages["context"]) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
     step = Step(position, token, projected.q[:, 0], projected.k, projected.v, *rows, output, projected.kv_head_of)
@@ -169,6 +203,8 @@ def _copies_name(copies: str) -> str:
 
 def cache_tokens(config: AttentionConfig, t: int) -> int:
     """The tokens a decoder's cache holds after t tokens: all t, or under a sliding window w (sinks + w) at most."""
+    if config.mask:
+        return parse_mask(config.mask).cached(t)
     if not config.window:
         return t
     return sliding(config).cached(t, config.window)

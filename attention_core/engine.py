@@ -4,7 +4,8 @@
                                                         MHA, GQA, MQA, MLA, or Q = K = V = X)
     scores = Q·Kᵀ                                       how well each query matches each key
     scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k (d_k: q's width)
-    masked_scores = scaled_scores, -inf where masked    a causal mask hides the future
+    bent_scores = score_mod(scaled_scores)              with a bend only: ALiBi, a soft cap (bends.py)
+    masked_scores = bent_scores, -inf where masked      a causal mask hides the future; pieces compose (composed.py)
     weights = softmax(masked_scores) along each row     rows sum to 1
     context = weights·V                                 each row a weighted sum of value rows
     output = concat(context of every head)·W_O          back to d_model
@@ -21,6 +22,10 @@ from collections.abc import Mapping
 
 import torch
 
+from attention_core.bends import bend as bend_scores
+from attention_core.bends import parse_bend
+from attention_core.composed import Mask as Composed
+from attention_core.composed import empty_row, parse_mask
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
 from attention_core.masks import MASKS, Mask, oracle_indexer
@@ -30,14 +35,51 @@ from attention_core.variants import VARIANTS, grouped_key
 from attention_core.weights import check_given_weights, init_weights
 
 
-def config_mask(n: int, config: AttentionConfig, device: torch.device | str = "cpu") -> torch.Tensor | None:
+def config_mask(
+    n: int, config: AttentionConfig, device: torch.device | str = "cpu", tokens=None
+) -> torch.Tensor | None:
     """The mask the config asks for, True where query i may see key j: None (no mask), causal, or causal with a
-    sliding window and perhaps sinks (attention_core/masks.py)."""
+    sliding window and perhaps sinks (attention_core/masks.py); or a composition (composed.py; its document piece
+    reads the tokens' sentences), with the causal mask where config.causal is on. A composition that leaves a
+    query no key is refused, by the query."""
+    if config.mask:
+        tokens = [f"#{i}" for i in range(n)] if tokens is None else tokens
+        mask = parse_mask(config.mask).kept(tokens, device)
+        if config.causal:
+            mask &= causal_mask(n, device)
+        row = empty_row(mask)
+        if row is not None:
+            raise ValueError(
+                f"mask {config.mask!r}{' with the causal mask' if config.causal else ''} leaves token {row + 1} "
+                f"({str(tokens[row])[:20]!r}) no key to see: every query needs at least one (add '| causal', or "
+                "widen a piece)"
+            )
+        return mask
     if not config.causal:
         return None
     if config.window:
         return sliding(config).kept(n, config.window).to(device)
     return causal_mask(n, device)
+
+
+def composed_mask(config: AttentionConfig) -> str:
+    """The composition the trace keeps to, as written: the config's, with the causal mask where config.causal adds
+    it ("causal & (window 8 | sinks 4)"); "" without one."""
+    if not config.mask:
+        return ""
+    composed = parse_mask(config.mask)
+    if config.causal and not composed.causal:
+        composed = Composed("and", parts=(Composed("piece", "causal"), composed))
+    return composed.written()
+
+
+def bend_of(config: AttentionConfig, n_heads: int, dtype: torch.dtype, device):
+    """The config's score bend as a function of the scaled scores [h, n, n] (None without one)."""
+    bent = parse_bend(config.bend)
+    if bent is None:
+        return None
+    mod = bent.mod(n_heads, config.seed, dtype, device)
+    return lambda scaled: bend_scores(scaled, mod)
 
 
 def sliding(config: AttentionConfig) -> Mask:
@@ -81,23 +123,27 @@ def attend(
     scale: float,
     mask: torch.Tensor | None,
     softcap: float | None = None,
+    bend=None,
 ) -> dict[str, torch.Tensor]:
     """The stages after the projections, for q, k [h, n, d_k] and v [h, n, d_v].
 
     Returns scores, scaled_scores, masked_scores, weights [h, n, n] and context [h, n, d_v].
     softcap: c where a model soft-caps its scaled scores to c·tanh(s/c), each within ±c (Gemma 2); the scaled
-    scores are then the capped ones.
+    scores are then the capped ones (a real model's, as transformers computes them).
+    bend: a function of the scaled scores (bend_of: a score_mod) whose result, bent_scores, is masked instead.
     Used by compute_attention and by views that re-run one head (e.g. a causal what-if).
     """
     scores = q @ k.transpose(-2, -1)  # [h, n, n]
     scaled_scores = scores if scale == 1.0 else scores * scale
     if softcap:
         scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
-    masked_scores, weights = masked_softmax(scaled_scores, mask)
+    bent = {"bent_scores": bend(scaled_scores)} if bend else {}
+    masked_scores, weights = masked_softmax(bent.get("bent_scores", scaled_scores), mask)
     context = weights.to(v.dtype) @ v  # [h, n, d_v]
     return {
         "scores": scores,
         "scaled_scores": scaled_scores,
+        **bent,
         "masked_scores": masked_scores,
         "weights": weights,
         "context": context,
@@ -223,10 +269,11 @@ def compute_attention(
     n, device = x.shape[0], x.device
     projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
-    mask = config_mask(n, config, device)
+    mask = config_mask(n, config, device, tokens)
     if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
         mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask)
+    bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device)
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend)
     output = concat_heads(stages["context"]) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 
     return AttentionTrace(
@@ -239,6 +286,9 @@ def compute_attention(
         mask=mask,
         output=output,
         top_k=config.top_k if config.causal else 0,
+        composed=composed_mask(config),
+        bend=config.bend,
+        bend_seed=config.seed,
         device=str(device),
         given=tuple(name for name in params if name in (weights or {})),
         drawn=f"{config.init} init, seed {config.seed}" if params else "",

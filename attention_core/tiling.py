@@ -20,6 +20,11 @@ For each block j of keys K_j and values V_j:
 
 After the last block O / l is softmax(S)·V exactly (but for rounding): no step held more than n × block scores.
 `tiled_steps` returns every step, for the page to show, and `tiled_output` the result.
+
+With a mask the queries come in blocks too, of the same size: a tile of block × block scores whose keys the mask
+hides from every one of its queries is empty, and the kernel skips it (FlexAttention's block mask); `computed`
+counts the scores a step did compute. A score_mod (`bend`: ALiBi, a soft cap) bends each tile's scores, from
+their positions, before the mask.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class TileStep:
     m: torch.Tensor  # [n] the running max
     l: torch.Tensor  # [n] the running sum  # noqa: E741  (the papers' name)
     out: torch.Tensor  # [n, d_v] the running output, not yet divided by l
+    computed: int = 0  # the scores computed: the rows of the tiles the mask leaves a key (a kernel skips the rest)
 
     @property
     def normalised(self) -> torch.Tensor:
@@ -48,11 +54,27 @@ class TileStep:
         return torch.where(seen[:, None], self.out / torch.where(seen, self.l, 1)[:, None], 0)
 
 
+def rows_in_tiles(hidden: torch.Tensor, block: int) -> torch.Tensor:
+    """[n] bool: the query rows whose tile (queries in blocks of `block`) sees some key of these columns; `hidden`
+    [n, b] True where a key is hidden. A kernel computes whole tiles: every row of a tile that is not empty."""
+    n = hidden.shape[0]
+    sees = torch.zeros(-(-n // block) * block, dtype=torch.bool, device=hidden.device)
+    sees[:n] = (~hidden).any(dim=1)
+    return sees.reshape(-1, block).any(dim=1).repeat_interleave(block)[:n]
+
+
 def tiled_steps(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, scale: float, mask: torch.Tensor | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block: int,
+    scale: float,
+    mask: torch.Tensor | None = None,
+    bend=None,
 ) -> list[TileStep]:
     """One head's attention a block of `block` keys at a time. q [n, d_k], k [n_k, d_k], v [n_k, d_v]; `mask`
-    [n, n_k] True where a key is hidden (the pages' causal mask). A block larger than n_k is one step."""
+    [n, n_k] True where a key is hidden (the pages' causal mask). A block larger than n_k is one step.
+    bend: (scores [r, b], their query positions [r], their key positions [b]) -> the bent scores."""
     if block < 1:
         raise ValueError(f"block must be at least 1 key; got {block}")
     n, n_k = q.shape[0], k.shape[0]
@@ -62,9 +84,16 @@ def tiled_steps(
     steps = []
     for start in range(0, n_k, block):
         keys = range(start, min(start + block, n_k))
-        scores = scale * (q @ k[keys.start : keys.stop].T)
+        rows = torch.ones(n, dtype=torch.bool, device=q.device)
+        if mask is not None:  # the tiles the mask empties are never computed: their scores stay −∞
+            rows = rows_in_tiles(mask[:, keys.start : keys.stop], block)
+        scores = torch.full((n, len(keys)), -math.inf, dtype=q.dtype, device=q.device)
+        computed = scale * (q[rows] @ k[keys.start : keys.stop].T)
+        if bend is not None:
+            computed = bend(computed, rows.nonzero()[:, 0], torch.arange(keys.start, keys.stop, device=q.device))
         if mask is not None:
-            scores = scores.masked_fill(mask[:, keys.start : keys.stop], -math.inf)
+            computed = computed.masked_fill(mask[rows, keys.start : keys.stop], -math.inf)
+        scores[rows] = computed
         m_new = torch.maximum(m, scores.max(dim=-1).values)
         # A row that has seen only hidden keys keeps m = −∞: its exp terms are 0, and nothing is rescaled.
         finite = torch.isfinite(m_new)
@@ -73,15 +102,21 @@ def tiled_steps(
         l = rescale * l + p.sum(dim=-1)  # noqa: E741
         out = rescale[:, None] * out + p @ v[keys.start : keys.stop]
         m = m_new
-        steps.append(TileStep(keys, scores, rescale, m, l, out))
+        steps.append(TileStep(keys, scores, rescale, m, l, out, int(rows.sum()) * len(keys)))
     return steps
 
 
 def tiled_output(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, scale: float, mask: torch.Tensor | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    block: int,
+    scale: float,
+    mask: torch.Tensor | None = None,
+    bend=None,
 ) -> torch.Tensor:
-    """softmax(scale · q kᵀ, masked)·v, computed a block of keys at a time (tiled_steps)."""
-    return tiled_steps(q, k, v, block, scale, mask)[-1].normalised
+    """softmax(scale · q kᵀ, bent, masked)·v, computed a block of keys at a time (tiled_steps)."""
+    return tiled_steps(q, k, v, block, scale, mask, bend)[-1].normalised
 
 
 @dataclasses.dataclass(frozen=True)

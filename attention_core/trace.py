@@ -86,6 +86,10 @@ class AttentionTrace:
     kv_head_of: tuple[int, ...] = ()  # query head -> the key/value head it reads (default: its own)
     rope_base: float | None = None  # RoPE's base where q and k were turned (parts q_rotated, k_rotated)
     softcap: float | None = None  # c where the scaled scores are soft-capped, c·tanh(s/c) (Gemma 2)
+    composed: str = ""  # the composed mask as written ("causal & (window 8 | sinks 4)"; composed.py), or ""
+    bend: str = ""  # the score bend as written ("alibi", "softcap 5", "relative": bends.py), or ""
+    bent_scores: torch.Tensor | None = None  # [h, n, n] the scaled scores bent, before the mask (with a bend)
+    bend_seed: int = 0  # the seed a relative bias's table was drawn from (bends.py)
     top_k: int = 0  # DSA top-k: each query kept the k keys the oracle indexer scored highest (masks.py); 0: none
     concat: torch.Tensor = dataclasses.field(init=False, repr=False)  # derived from context
     entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
@@ -105,6 +109,7 @@ class AttentionTrace:
         for name in SQUARE_STAGES:
             _shape(name, getattr(self, name), (h, n, n))
         _shape("mask", self.mask, (n, n))
+        _shape("bent_scores", self.bent_scores, (h, n, n))
         if self.mask is not None and self.mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor (True = may attend); got {self.mask.dtype}")
         _shape("context", self.context, (h, n, d_v))

@@ -27,6 +27,8 @@ DEFAULTS: dict[str, object] = {
     "window": 0,
     "sinks": False,
     "top_k": 0,
+    "mask": "",
+    "bend": "none",
     "scaled": True,
     "positional": "sinusoidal",
     "seed": 0,

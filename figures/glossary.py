@@ -125,6 +125,26 @@ TERMS: dict[str, str] = {
         "way. Adding a position code to X (here the sinusoids of “Attention Is All You Need”; rotary positions "
         "in SmolLM2) makes the same word at another place a different row."
     ),
+    "composed mask": (
+        "A mask written as PyTorch's FlexAttention writes one: small functions (**mask_mod**s) of a query's "
+        "position q and a key's position kv, True where q may see kv, joined with **and** (both keep the key) "
+        "and **or** (either does). causal is kv ≤ q; window w keeps |q − kv| < w; sinks s the first s keys; "
+        "prefix p lets the first p tokens see each other (a prefix-LM is causal or prefix p); document keeps a "
+        "token's own sentence (packed documents); dilated s every s-th key. A kernel cuts the matrix into blocks "
+        "and never computes a block the mask empties: its **block mask** says which are empty, full or partial."
+    ),
+    "ALiBi": (
+        "Attention with Linear Biases (Press et al. 2022; BLOOM, MPT): no position code at all; instead each "
+        "score loses m_h·|i − j|, its head's slope times the distance. Slopes fall geometrically, m_h = 2^(−8h/H), "
+        "so some heads look near and some far, and a model trained on short texts still reads longer ones. A "
+        "**score_mod** in FlexAttention's words: a function that bends a score before the softmax."
+    ),
+    "soft cap": (
+        "Gemma 2 bends every attention score s into c·tanh(s/c) with c = 50 (and its final logits with 30): "
+        "small scores pass almost unchanged, and none leaves ±c, so no single score can make a softmax one-hot "
+        "and training stays stable. A **score_mod**, as ALiBi and a relative position bias (T5: a learned "
+        "number per head and distance, added) are."
+    ),
 }
 
 

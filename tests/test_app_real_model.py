@@ -386,3 +386,24 @@ def test_the_masks_slide_offers_a_measurement_on_a_decoder_and_refuses_an_encode
     at = present_slide("minilm", "Masks after MLA, measured")
     assert any("is an encoder: it predicts no next token" in i.value for i in at.info)
     assert not [b.label for b in at.button if b.label.startswith("Measure every mask")]
+
+
+def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs(models):
+    """Read normally, the masks' section takes one's own composition: a click measures it (one pass, and full causal
+    attention once), and the sentence says the model's loss, the keys its rows keep and the blocks a kernel skips,
+    each the measurement's own (sparse.measure_composed, run here in this process)."""
+    from attention_core.models.sparse import SKIP_BLOCK, SWEEP_TOKENS, measure_composed
+
+    at = open_page(rm_model="SmolLM2-135M-Instruct (Llama-style decoder)")
+    at.text_input(key="rm_compose").input("causal & (dilated 3 | window 4)").run()
+    no_problems(at)
+    at.button(key="rm_compose_go").click().run()
+    no_problems(at)
+    said = " ".join(m.value for m in at.markdown if "Measure" not in m.value)
+    point, full = (measure_composed(models["smollm2"], w) for w in ("causal & (dilated 3 | window 4)", "causal"))
+    assert "With **causal and (every 3rd key or window 4)** in every layer, SmolLM2" in said, said
+    assert f"loses **{point.loss:.2f} nats** a token, {point.loss - full.loss:+.3f} over full causal" in said
+    assert f"Each row keeps at most {point.kept_most} of the {SWEEP_TOKENS} keys ({point.kept_mean:.1f}" in said
+    assert f"blocks of {SKIP_BLOCK}×{SKIP_BLOCK}, a kernel skips {point.skipped:.0%} of them" in said
+    at.text_input(key="rm_compose").input("causal & windw 3").run()
+    assert any("'windw' is not a piece" in e.value for e in at.error)

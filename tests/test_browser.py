@@ -829,25 +829,25 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
         context.close()
 
 
-# Every lecture at both projector sizes; 000, 002 and 004 (issue 25's lectures) and the deck after MLA (issue 43)
-# in both colour schemes at each. The deck after MLA measures the masks on SmolLM2 (its 9th view) unless they are
-# measured: it shares a worker with tests/test_browser_sweep.py ("sweep"), so that the server's one sweep is waited
-# for by one test, not by two at once.
-BOTH_SCHEMES = ("000", "002", "004", "after-mla")
+# Every lecture at both projector sizes; 000, 002 and 004 (issue 25's lectures), the deck after MLA (issue 43) and
+# the masks and scores (FlexAttention's pieces) in both colour schemes at each. The deck after MLA measures the
+# masks on SmolLM2 (its 9th view) unless they are measured: it shares a worker with tests/test_browser_sweep.py
+# ("sweep"), so that the server's one sweep is waited for by one test, not by two at once.
+BOTH_SCHEMES = ("000", "002", "004", "after-mla", "masks-and-scores")
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
 @pytest.mark.parametrize(
     "lecture",
     ["000", "001", "002", pytest.param("003", marks=pytest.mark.models), "004",
-     pytest.param("after-mla", marks=[pytest.mark.models, pytest.mark.xdist_group("sweep")])],
+     pytest.param("after-mla", marks=[pytest.mark.models, pytest.mark.xdist_group("sweep")]), "masks-and-scores"],
 )  # fmt: skip
 def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):
     """Every lecture from its shipped deck, at both projector sizes (000, 002 and 004 in both colour schemes at
     each, switched live on every view): opened on the Decks page, then → alone, view after view. Every view says
     where it is in the deck, shows its slide, fits the screen at the screen's scale, passes axe-core, and nothing
     leaves the machine."""
-    name = lecture if lecture == "after-mla" else f"lecture-{lecture}"
+    name = lecture if not lecture[0].isdigit() else f"lecture-{lecture}"
     deck = decks.shipped()[name]
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()

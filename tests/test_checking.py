@@ -76,17 +76,30 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     scores = q @ k.transpose(0, 2, 1)
     scale = {"no_scaling": 1.0, "scaled_by_d_k": 1 / d_k}.get(mistake, settings["scale"])
     scaled = scores * scale
+    bent = scaled  # a score_mod, from the page's arrays: ALiBi's slopes, the relative bias, the cap
+    if settings["bend"] and mistake != "bend_left_out":
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        if settings["bend"] == "alibi":
+            bent = scaled - np.asarray(inputs["alibi_slopes"])[:, None, None] * np.abs(i - j)
+        elif settings["bend"] == "relative":
+            reach = settings["relative_reach"]
+            bent = scaled + np.asarray(inputs["relative_bias"])[:, np.clip(i - j, -reach, reach) + reach]
+        else:
+            cap = float(settings["bend"].split()[1])
+            bent = cap * np.tanh(scaled / cap)
     shift = -1 if mistake and mistake.startswith("mask_hides_self") else {"mask_sees_next": 1}.get(mistake, 0)
     mask = np.tril(np.ones((n, n), dtype=bool), shift) if settings["causal"] else np.ones((n, n), dtype=bool)
     if settings.get("window"):  # the last w keys, and the first `sinks` ones (a sliding window, StreamingLLM)
         i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         mask &= (j > i - settings["window"]) | (j < settings["sinks"])
+    if settings["mask"]:  # a composed mask, as the page hands it over
+        mask = np.asarray(inputs["mask"]) > 0
     if settings.get("top_k"):  # DSA: the k keys of the oracle indexer Σ_h ReLU(scaled), for every head
         index = np.where(mask, np.maximum(scaled, 0).sum(axis=0), -np.inf)
         for row in range(n):
             best = sorted(np.flatnonzero(mask[row]), key=lambda key: (-index[row, key], key))[: settings["top_k"]]
             mask[row] = np.isin(np.arange(n), best)
-    masked = np.where(mask, scaled, -1e9 if mistake == "mask_hides_self_1e9" else -np.inf)
+    masked = np.where(mask, bent, -1e9 if mistake == "mask_hides_self_1e9" else -np.inf)
     axis = -2 if mistake == "softmax_queries" else -1
     with np.errstate(invalid="ignore"):
         if mistake == "mask_after_softmax":
@@ -101,6 +114,7 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     # Named as three libraries name them: the lectures', TransformerLens's, transformers'.
     z = context.transpose(1, 0, 2)  # TransformerLens's layout: [n, heads, d]
     return {"hook_q": q, "key_states": k, "v": v, "scores": scores, "scaled_scores": scaled,
+            **({"bent_scores": bent} if settings["bend"] else {}),
             "attn_scores": masked, "pattern": weights, "z": z, "attn_output": output}  # fmt: skip
 
 
@@ -119,6 +133,7 @@ CONFIGS = {
     "mha": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True),
     "gqa": AttentionConfig(d_model=8, d_k=2, n_heads=4, kv_heads=2, variant="gqa", causal=True),
     "rope": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, positional="rotary"),
+    "bent": AttentionConfig(d_model=8, d_k=4, n_heads=2, mask="causal & (window 3 | sinks 1)", bend="alibi"),
 }
 
 
@@ -128,6 +143,7 @@ CAPS = {
     "mha": AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True),
     "gqa": AttentionConfig(d_model=768, d_k=64, n_heads=12, kv_heads=4, variant="gqa", causal=True),
     "rope": AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True, positional="rotary"),
+    "bent": AttentionConfig(d_model=768, d_k=64, n_heads=12, mask="causal & dilated 3", bend="relative"),
 }
 CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))
 SIZES = {"small": (TEXT, CONFIGS), "caps": (CAPS_TEXT, CAPS)}
@@ -140,7 +156,7 @@ def test_a_right_implementation_matches_at_every_stage(name, size):
     trace = trace_sentence(text, configs[name])
     verdict = check(trace, students(trace))
     assert [c.stage for c in verdict.checked] == [s for s in STAGES if s in expected(trace)]  # every stage, found
-    assert len(verdict.checked) == 9  # under some library's name
+    assert len(verdict.checked) == 9 + (trace.bent_scores is not None)  # under some library's name
     assert verdict.all_right and verdict.mistakes == (), [(c.stage, c.difference) for c in verdict.checked]
 
 
@@ -157,6 +173,7 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("split_without_transpose", "mha", "q"),
     ("groups_repeated", "gqa", "k"),
     ("rope_neighbours", "rope", "q"),
+    ("bend_left_out", "bent", "bent_scores"),
 ]
 
 

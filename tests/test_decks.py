@@ -30,14 +30,20 @@ def _walkthrough_stages(view: decks.View) -> list[str]:
     return [stage.key for stage in stages_for(trace_sentence(settings.text, settings.config))]
 
 
-def test_one_deck_ships_per_lecture_in_its_own_order_and_one_after_mla():
-    assert sorted(SHIPPED) == ["after-mla", *(f"lecture-{number}" for number in LECTURES)]
+AFTER = {"after-mla": "After MLA", "masks-and-scores": "Masks and scores"}  # the decks after the lectures
+
+
+def test_one_deck_ships_per_lecture_in_its_own_order_and_the_ones_after_mla():
+    assert sorted(SHIPPED) == ["after-mla", *(f"lecture-{number}" for number in LECTURES), "masks-and-scores"]
     for name, deck in SHIPPED.items():
-        assert deck.title.startswith(name.removeprefix("lecture-") if name != "after-mla" else "After MLA")
+        assert deck.title.startswith(AFTER.get(name, name.removeprefix("lecture-")))
         assert all(view.note for view in deck.views), name  # every view says what it is for
     after = SHIPPED["after-mla"].views  # the roadmap's end, then what came after it
     assert (after[0].params["variant"], after[0].stage) == ("mla", "cache")
     assert {view.stage for view in after} >= {"mask", "cache", "sinks", "masks", "tiles"}
+    flex = SHIPPED["masks-and-scores"].views  # a slide per idea: pieces, blocks, tiles, each bend, decoding
+    assert {view.params.get("bend") for view in flex} >= {"alibi", "softcap 2", "relative"}
+    assert {view.stage for view in flex} >= {"mask", "tiles", "bend", "heads", "step"}
     first = SHIPPED["lecture-003"].views[0]
     assert first.params["variant"] == "identity"  # 003 starts at its first attempt, Q = K = V = X
     assert SHIPPED["lecture-004"].views[-1].page.title == "Training"  # 004 ends on √d_k in training

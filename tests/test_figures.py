@@ -79,10 +79,13 @@ def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal
 
 def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
     keys = [stage.key for stage in STAGES]
-    assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "mask", "weights",
-                    "context", "output", "absorb", "cache", "tiles"]  # fmt: skip
+    assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "bend", "mask",
+                    "weights", "context", "output", "absorb", "cache", "tiles"]  # fmt: skip
     assert heading("scaled_scores", causal_trace) == "5 · Scale by √d_k"  # numbered among the stages MHA shows
     assert [stage.key for stage in grid_stages()] == ["scores", "scaled_scores", "mask", "weights"]
+    assert [stage.key for stage in grid_stages(causal_trace)] == ["scores", "scaled_scores", "mask", "weights"]
+    bent = trace_sentence("a b c", AttentionConfig(d_model=4, d_k=2, bend="alibi"))
+    assert [stage.key for stage in grid_stages(bent)] == ["scores", "scaled_scores", "bend", "mask", "weights"]
     plain = ["x", "projections", "qkv", "scores", "scaled_scores", "mask", "weights", "context", "output", "cache",
              "tiles"]  # fmt: skip
     assert [stage.key for stage in stages_for(causal_trace)] == plain
@@ -570,13 +573,16 @@ def _every_figure():
         "MLA, query latent, rotary": trace_sentence("<i>a</i> cat", AttentionConfig(
             n_heads=2, variant="mla", d_cq=3, positional="rotary", causal=True)),
         "MLA, one token": trace_sentence("cat", AttentionConfig(variant="mla", d_rope=0)),
+        "composed, ALiBi": trace_sentence("The cat sat. It ran!", AttentionConfig(
+            n_heads=2, mask="causal & (window 2 | sinks 1)", bend="alibi")),
+        "one token, document, soft cap": trace_sentence("cat", AttentionConfig(mask="document", bend="softcap 2")),
     }  # fmt: skip
     styles = (Style(), Style(font_size=22, show_numbers=False, theme="dark", index_base=1, width=1340))
     for (name, trace), style in ((t, s) for t in traces.items() for s in styles):
         for stage in stages_for(trace):
             for k, fig in enumerate(stage_view(trace, stage.key, trace.n_heads - 1, style).figures):
                 yield f"{stage.key} {k}, {name}", fig
-        for stage in grid_stages():
+        for stage in grid_stages(trace):
             for shared in (True, False):
                 yield f"grid {stage.key}, {name}", multihead_grid(trace, stage.key, shared_scale=shared, style=style)
         yield f"head summary, {name}", head_summary_figure(trace, style)

@@ -304,3 +304,16 @@ def test_a_title_is_its_parts_never_its_spaces():
     assert Panel([[0.0]], "weights").title == Title("weights")
     with pytest.raises(ValueError, match="Title"):
         Panel([[0.0]], "scores  [4x4]")
+
+
+def test_the_apps_settings_offer_no_way_off_the_machine():
+    """Nothing leaves the machine: no usage statistics, and a bug's error box without Streamlit's "Ask Google" and
+    "Ask ChatGPT" links (shown on localhost by default: a lecturer's own laptop). The option is one this Streamlit
+    knows (a renamed one would be ignored without a word)."""
+    import tomllib
+
+    from streamlit import config
+
+    settings = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert settings["client"]["showErrorLinks"] is False and settings["browser"]["gatherUsageStats"] is False
+    assert {"showErrorLinks", "showErrorDetails"} <= set(config.get_options_for_section("client"))

@@ -12,7 +12,17 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.masks import SINKS
 from attention_core.models import trace_text
-from attention_core.models.sparse import BUDGETS, SWEEP_TOKENS, SWEPT, keys_kept, measure, plan, sweep_ids, sweep_text
+from attention_core.models.sparse import (
+    BUDGETS,
+    SWEEP_TOKENS,
+    SWEPT,
+    keys_kept,
+    measure,
+    measure_composed,
+    plan,
+    sweep_ids,
+    sweep_text,
+)
 from tests.numerics import F32, gamma
 
 pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
@@ -178,3 +188,42 @@ def test_a_mask_the_sweep_does_not_know_and_an_encoder_are_refused_by_name(smoll
     short = dataclasses.replace(smollm2, info=dataclasses.replace(smollm2.info, max_positions=128))
     with pytest.raises(ValueError, match="reads at most 128 positions; the sweep runs 512 tokens"):
         measure(short, "window", 8)
+
+
+def test_a_composed_window_is_mistrals_window_and_the_sweeps_own(smollm2, rounding):
+    """A composition measured on the model: "causal & window 8" is the sweep's window of 8 (masks.py's, another
+    path) and Mistral's sliding window on the same weights; with "| sinks 4" the sweep's sinks + window."""
+    ids = sweep_ids(smollm2.tokenizer, TOKENS)
+    window = measure_composed(smollm2, "causal & window 8", TOKENS)
+    assert abs(window.loss - measure(smollm2, "window", 8, TOKENS).loss) <= rounding
+    sinks = measure_composed(smollm2, "window 8 | sinks 4", TOKENS)  # the model's own mask makes it causal
+    assert abs(sinks.loss - measure(smollm2, "sinks", 8, TOKENS).loss) <= rounding
+    assert (window.kept_most, sinks.kept_most) == (8, 12)
+    assert window.kept_mean == pytest.approx(sum(min(i + 1, 8) for i in range(TOKENS)) / TOKENS)
+    assert ids and window.written == "causal & window 8"
+
+
+def test_a_document_mask_is_each_sentence_run_alone_at_its_own_positions(smollm2, rounding):
+    """Each token sees only its own sentence: the stock model (transformers' own attention) run on each sentence
+    alone, at the positions it has in the text, predicts every next token as the composed mask does."""
+    tokens = 256  # a few sentences of the user guide
+    ids = sweep_ids(smollm2.tokenizer, tokens)
+    pieces = smollm2.tokenizer.convert_ids_to_tokens(ids)
+    starts = [0] + [i + 1 for i, piece in enumerate(pieces[:-1]) if piece.endswith((".", "!", "?"))]
+    assert len(starts) >= 3, starts  # the text has sentences to keep apart
+    stock = transformers.AutoModelForCausalLM.from_pretrained(smollm2.model.name_or_path, dtype=torch.float32)
+    logits = []
+    with torch.inference_mode():
+        for start, end in zip(starts, [*starts[1:], tokens], strict=True):
+            where = torch.arange(start, end)[None]
+            logits.append(stock(input_ids=torch.tensor([ids[start:end]]), position_ids=where).logits[0])
+    reference = torch.nn.functional.cross_entropy(torch.cat(logits)[:-1], torch.tensor(ids[1:])).item()
+    ours = measure_composed(smollm2, "document", tokens)
+    full = measure(smollm2, "causal", 0, tokens).loss
+    assert abs(ours.loss - reference) <= rounding and ours.loss - full > 0.05  # the mask did something
+    assert ours.kept_most == max(b - a for a, b in zip(starts, [*starts[1:], tokens], strict=True))
+
+
+def test_a_composition_that_leaves_a_row_no_key_is_refused_by_name(smollm2):
+    with pytest.raises(ValueError, match="'sinks 1 & window 1' with the model's causal mask leaves token 2"):
+        measure_composed(smollm2, "sinks 1 & window 1", TOKENS)

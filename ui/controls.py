@@ -21,6 +21,8 @@ from attention_core import (
     MAX_TEXT_CHARS,
     AttentionConfig,
 )
+from attention_core.bends import BEND_CHOICES
+from attention_core.composed import MAX_CHARS
 from attention_core.config import (
     APP_MAX_D_MODEL,
     APP_MAX_HEADS,
@@ -55,7 +57,7 @@ class Control:
 
     key: str
     label: str
-    kind: str  # "slider" | "number" | "toggle" | "select" | "text"
+    kind: str  # "slider" | "number" | "toggle" | "select" | "text" | "line" (one line of text)
     default: object
     low: int = 0
     high: int = 0
@@ -225,6 +227,25 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         APP_MAX_WINDOW,
         help="With the causal mask: each token keeps only the k keys DeepSeek-V3.2's indexer scores highest, the "
         "same for every head (here an oracle indexer: the layer's own q·k). 0: every key the mask leaves.",
+    ),
+    Control(
+        "mask",
+        "compose a mask (FlexAttention's pieces)",
+        "line",
+        "",
+        high=MAX_CHARS,
+        help="Pieces: causal, window w, sinks s, prefix p, document (its own sentence), dilated s; joined by & "
+        "(and), | (or) and parentheses, e.g. causal & (window 8 | sinks 4). With the causal mask on, taken with it. "
+        "Empty: the causal mask, the window and top-k above.",
+    ),
+    Control(
+        "bend",
+        "bend the scores (score_mod)",
+        "select",
+        "none",
+        options=BEND_CHOICES,
+        help="Before the mask: ALiBi (BLOOM's slopes per head; not with rotary positions), a soft cap c·tanh(s/c) "
+        "(Gemma 2 caps at 50), or a relative position bias (a number per head and distance, drawn from the seed).",
     ),
     Control(
         "scaled",

@@ -19,7 +19,7 @@ from figures.stages import STAGES, stage_choices
 # The sidebar's controls (ui.controls.CONTROLS) by what they set.
 SENTENCE = frozenset({"text", "example"})
 SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
-SETTINGS = frozenset({"causal", "window", "sinks", "top_k", "scaled", "positional", "seed", "init"})
+SETTINGS = frozenset({"causal", "window", "sinks", "top_k", "mask", "bend", "scaled", "positional", "seed", "init"})
 TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
 DISPLAY = frozenset({"numbers", "count_from_1", "palette", "device", "present"})
 EVERYTHING = SENTENCE | SIZES | SETTINGS | TYPED | DISPLAY

@@ -58,6 +58,8 @@ def _widget(control: Control, active: bool, note: str = " Not used on this page.
         st.toggle(control.label, value=control.default, **common)
     elif control.kind == "select":  # the options as they are (a format_func's label would be what the URL holds)
         st.selectbox(control.label, control.choices, index=control.choices.index(control.default), **common)
+    elif control.kind == "line":
+        st.text_input(control.label, value=control.default, max_chars=control.high, placeholder="none", **common)
     elif control.key == "text":
         st.text_area(control.label, value=control.default, max_chars=control.high, height=90, **common)
     else:
@@ -178,6 +180,8 @@ def settings_from(values) -> Settings:
         window=state["window"],
         sinks=state["sinks"],
         top_k=state["top_k"],
+        mask=check_text(state["mask"], "compose a mask"),
+        bend=check_text(state["bend"], "bend the scores"),
         scaled=state["scaled"],
         seed=state["seed"],
         init=state["init"],

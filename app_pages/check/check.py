@@ -39,6 +39,7 @@ NAMES = {
     "v": "V",
     "scores": "scores QKᵀ",
     "scaled_scores": "scaled scores",
+    "bent_scores": "bent scores (the score_mod)",
     "masked_scores": "masked scores",
     "weights": "attention weights",
     "context": "context",
@@ -93,11 +94,12 @@ def inputs(trace) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, settings=np.array(settings), **{name: value.numpy() for name, value in arrays.items()})
     variant = VARIANTS[trace.variant]
+    weights = [name for name in arrays if name in trace.params]
     st.markdown(
         f"**Inputs**: X [{trace.n_tokens} × {trace.x.shape[1]}] and {variant.label}'s weights "
-        f"({', '.join(name for name in arrays if name != 'x')}), with the sidebar's settings: "
-        f"{'causal mask' if trace.mask is not None else 'no mask'}, scale {trace.scale:.4g}, {trace.n_heads} "
-        f"head{'s' if trace.n_heads > 1 else ''}{', RoPE' if trace.rope_base else ''}."
+        f"({', '.join(weights)}), with the sidebar's settings: {mask_words(trace)}, scale {trace.scale:.4g}, "
+        f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}{', RoPE' if trace.rope_base else ''}"
+        f"{bend_words(trace)}."
     )
     left, right = st.columns(2)
     left.download_button("⬇ inputs (.npz)", buffer.getvalue(), "attention_inputs.npz", on_click="ignore",
@@ -106,6 +108,24 @@ def inputs(trace) -> None:
                           "attention_inputs.safetensors", on_click="ignore", key="chk_safetensors")  # fmt: skip
     # No highlighting: its colours are under 4.5:1 on the code's grey.
     st.code(load_snippet(list(arrays)), language=None, wrap_lines=True)  # a scrolling block is not reachable by keys
+
+
+def mask_words(trace) -> str:
+    """The mask a student must apply, and where a composed one is among the inputs."""
+    if trace.composed:
+        return f"the composed mask {markdown_literal(trace.composed)} (the array mask: 1 where a query sees a key)"
+    return "causal mask" if trace.mask is not None else "no mask"
+
+
+def bend_words(trace) -> str:
+    """The bend a student must apply after the scaling, and its numbers among the inputs ("" without one)."""
+    if not trace.bend:
+        return ""
+    numbers = {
+        "alibi": " (the array alibi_slopes: score − m_h·|i − j|)",
+        "relative": " (the array relative_bias: score + r[h, clip(i − j) + reach])",
+    }
+    return f", scores bent by {trace.bend}{numbers.get(trace.bend, '')} before the mask"
 
 
 def decoding_step(trace) -> int | None:

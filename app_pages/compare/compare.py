@@ -104,7 +104,8 @@ def main() -> None:
                 own_weights_box(settings)
             what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
             check_choice("cmp_what", "compare", COMPARISONS)
-            check_choice("cmp_stage", "stage", [s.title for s in grid_stages()])
+            offered = grid_stages(trace_for(settings))  # the bent scores too, where the settings bend them
+            check_choice("cmp_stage", "stage", [s.title for s in offered])
             what = (
                 what_place.segmented_control(
                     "compare",
@@ -118,7 +119,7 @@ def main() -> None:
             )
             stage = stage_place.segmented_control(
                 "stage",
-                [s.key for s in grid_stages()],
+                [s.key for s in offered],
                 format_func=lambda k: BY_KEY[k].title,
                 label_visibility="collapsed" if settings.presentation else "visible",
                 default="weights",

@@ -239,7 +239,7 @@ def step_slide(shown: Shown, settings, style) -> None:
     read = len(step.keys)  # t + 1, or what a sliding window has left in the cache
     keys = f"{read} key{'s' if read > 1 else ''}"
     if read < t + 1:
-        keys += f" (the window has dropped {t + 1 - read})"
+        keys += f" (the {'mask' if config.mask else 'window'} has dropped {t + 1 - read})"
     if settings.presentation:  # a slide keeps to one line (the source is on the slide, in its choice)
         line = f"“{markdown_literal(step.token)}”, its query meets {keys}" + ("; grey: not recomputed" if t else "")
     else:

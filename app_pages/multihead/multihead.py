@@ -108,7 +108,7 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
     pattern_note(trace, shown_heads, settings.presentation)
     if h == 1 and not settings.presentation:
         st.info("One head: raise **heads** in the sidebar to see several side by side.")
-    choices = [stage.key for stage in grid_stages()]
+    choices = [stage.key for stage in grid_stages(trace)]
     check_choice("mh_stage", "map", [BY_KEY[k].label for k in choices])
     check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
     left, middle, right = st.columns([3, 1, 2], vertical_alignment="bottom")  # the toggle's words whole

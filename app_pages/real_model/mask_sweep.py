@@ -10,8 +10,9 @@ import threading
 import streamlit as st
 
 from app_pages.real_model.loading import model_worker
+from attention_core.composed import parse_mask
 from attention_core.masks import SINKS
-from attention_core.models.sparse import BUDGETS, SWEEP_TOKENS, SWEPT, plan, sweep
+from attention_core.models.sparse import BUDGETS, SKIP_BLOCK, SWEEP_TOKENS, SWEPT, plan, sweep
 from figures.glossary import link
 from figures.sweep import (
     LABELS,
@@ -77,6 +78,8 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
             place.empty()
     if points is None:
         st.caption("Not measured yet on this server. Once measured, every reader sees it at once.")
+        if not presentation:
+            show_composed(key, device, info)
         return
     words_place, figure_place = slide_columns() if presentation else (st.container(), st.container())
     style = style_for(settings, side_by_side=presentation, slide=presentation)
@@ -96,6 +99,7 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
         chosen = choose_point(points, presentation)
         st.markdown(f"Losing most weight under {mask_name(chosen)}: {heads_losing_most(chosen)}.")
     if not presentation:
+        show_composed(key, device, info)
         show_figure(lost_figure(chosen, style_for(settings)), "rm-sweep-lost")
         show_figure(rows_lost_figure(chosen, style_for(settings)), "rm-sweep-rows")
         st.dataframe(
@@ -112,6 +116,55 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
             ],
             hide_index=True,
         )
+
+
+COMPOSE_DEFAULT = "causal & (window 16 | sinks 4)"
+
+
+def composed_point(key: str, device: str, written: str, start: bool):
+    """A composed mask's point, measured now (one pass) if `start` and not yet kept for this server; else None."""
+    store, _ = kept_points()
+    done = store.setdefault((key, device, "composed"), {})
+    if written not in done and start:
+        with st.spinner("Measuring: one pass…"):
+            done[written] = model_worker().composed_point(key, device, written)
+    return done.get(written)
+
+
+def show_composed(key: str, device: str, info) -> None:
+    """Your own mask on the model: a composition of FlexAttention's pieces, its loss against full causal attention,
+    the keys its rows keep and the blocks a kernel skips."""
+    st.subheader("Your own mask, measured")
+    written = st.text_input(
+        "a composed mask (FlexAttention's pieces)",
+        value=COMPOSE_DEFAULT,
+        key="rm_compose",
+        bind="query-params",
+        max_chars=200,
+        help="causal, window w, sinks s, prefix p, document (each sentence of the text), dilated s; & (and), "
+        "| (or), parentheses. Taken with the model's own causal mask.",
+    )
+    try:
+        written = parse_mask(written or COMPOSE_DEFAULT).written()
+    except ValueError as error:
+        st.error(str(error))
+        return
+    point, full = (composed_point(key, device, w, start=False) for w in (written, "causal"))
+    if point is None or full is None:
+        start = st.button(
+            "Measure this mask (two passes: it and full causal attention, about 3 s)", key="rm_compose_go"
+        )
+        point, full = (composed_point(key, device, w, start) for w in (written, "causal"))
+    if point is None:
+        return
+    words = parse_mask(written).words()
+    st.markdown(
+        f"With **{words}** in every layer, {info.title} loses **{point.loss:.2f} nats** a token, "
+        f"{point.loss - full.loss:+.3f} over full causal attention. Each row keeps at most {point.kept_most} of the "
+        f"{SWEEP_TOKENS} keys ({point.kept_mean:.1f} on average); cut into FlexAttention's blocks of "
+        f"{SKIP_BLOCK}×{SKIP_BLOCK}, a kernel skips {point.skipped:.0%} of them (full causal attention alone skips "
+        f"the blocks above the diagonal)."
+    )
 
 
 def choose_point(points, presentation: bool):

@@ -38,6 +38,7 @@ SPEC = PageSpec(
             "rm_upto",
             "rm_sweep_mask",
             "rm_sweep_budget",
+            "rm_compose",
         }
     ),
 )

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from attention_core.composed import parse_mask
 from attention_core.variants import VARIANTS
 from figures.looks import look_of
 from figures.stages import BY_KEY, stages_for
@@ -26,7 +27,8 @@ def settings_line(trace, config) -> list[str]:
         f"{variant.label}",
         f"d_model {config.d_model} · d_k {trace.d_k} · d_v {trace.d_v}",
         shape,
-        "causal" if config.causal else "no mask",
+        f"mask: {parse_mask(trace.composed).words()}" if trace.composed else "causal" if config.causal else "no mask",
+        *([f"bent: {config.bend}"] if config.bend else []),
         "scaled" if config.scaled else "NOT scaled",
         f"positions: {config.positional}",
         f"seed {config.seed}",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import torch
 
+from attention_core.bends import RELATIVE_REACH, alibi_slopes, parse_bend, relative_table
 from attention_core.masks import window_of
 from attention_core.trace import AttentionTrace
 from attention_core.variants import NORM_EPS
@@ -20,12 +21,19 @@ def inputs_arrays(trace: AttentionTrace) -> dict[str, torch.Tensor]:
     for name, w in trace.params.items():
         w = w.detach().cpu().float()
         arrays[name] = (w.permute(1, 0, 2).reshape(w.shape[1], -1) if w.dim() == 3 else w).contiguous()
+    if trace.composed:  # the composed mask as numbers, 1 where a query may see a key
+        arrays["mask"] = trace.mask.detach().cpu().float().contiguous()
+    bend = parse_bend(trace.bend)
+    if bend is not None and bend.key == "alibi":
+        arrays["alibi_slopes"] = alibi_slopes(trace.n_heads).float()
+    if bend is not None and bend.key == "relative":  # column RELATIVE_REACH + d: distance i − j = d, clipped
+        arrays["relative_bias"] = relative_table(trace.n_heads, trace.bend_seed).float()
     return arrays
 
 
 def inputs_settings(trace: AttentionTrace) -> dict:
     """What a student's implementation must do as the app did: the tokens, the heads and which key/value head each
-    query head reads, the widths, the mask, the scale and RoPE's base (None: no RoPE)."""
+    query head reads, the widths, the mask, the scale, the bend and RoPE's base (None: no RoPE)."""
     return {
         "variant": trace.variant,
         "tokens": list(trace.tokens),
@@ -36,6 +44,9 @@ def inputs_settings(trace: AttentionTrace) -> dict:
         "causal": trace.mask is not None,
         **window_settings(trace),
         "scale": trace.scale,
+        "mask": trace.composed,  # a composition of FlexAttention's pieces ("": none; the array "mask" holds it)
+        "bend": trace.bend,  # a score_mod before the mask ("": none): alibi, softcap c, relative
+        "relative_reach": RELATIVE_REACH,
         "rope_base": trace.rope_base,
         "norm_eps": NORM_EPS,  # RMSNorm's ε, where the variant normalizes (MLA's latent)
     }
@@ -44,7 +55,7 @@ def inputs_settings(trace: AttentionTrace) -> dict:
 def window_settings(trace: AttentionTrace) -> dict:
     """The sliding window a student's mask must keep too: w (0: none) and the sinks every query keeps; DSA's top-k
     (0: none; with the oracle indexer, masks.oracle_indexer)."""
-    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())
+    window = None if trace.mask is None or trace.top_k or trace.composed else window_of(trace.mask.cpu())
     return {"window": window[1] if window else 0, "sinks": window[0] if window else 0, "top_k": trace.top_k}
 
 

@@ -66,6 +66,14 @@ def _mask_shifted(shift: int, fill: str = "-inf"):
     return mistake
 
 
+def _bend_left_out(trace):
+    """A score_mod (ALiBi, a soft cap, a relative bias) not applied: the scaled scores masked as they are."""
+    if trace.bent_scores is None:
+        return None
+    stages = _after_scores(trace)
+    return {"bent_scores": stages["scaled_scores"], **stages}
+
+
 def _mask_after_softmax(trace):
     return _after_scores(trace, mask_after=True) if trace.mask is not None else None
 
@@ -168,6 +176,10 @@ MISTAKES = (
     Mistake("mask_sees_next", "causal mask shifted by one: a token sees the next",
             "The mask leaves one token after each query visible (tril(1)): hide every key after the query, "
             "triu(1).", _mask_shifted(1)),
+    Mistake("bend_left_out", "the bend left out",
+            "The scores went to the mask as they were scaled: the score_mod (ALiBi's −m_h·|i − j|, the soft cap "
+            "c·tanh(s/c), the relative bias) was not applied. Bend the scaled scores before the mask.",
+            _bend_left_out),
     Mistake("mask_after_softmax", "the mask applied after the softmax",
             "Future keys were zeroed after the softmax, so each row no longer sums to 1 and the visible keys kept "
             "the share the hidden ones took. Set hidden scores to −∞ before the softmax.", _mask_after_softmax),

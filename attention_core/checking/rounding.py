@@ -45,8 +45,9 @@ def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:
     mask = window_settings(trace)  # the sliding window, its sinks, DSA's top-k
     return AttentionConfig(
         d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, n_heads=s.n_heads, kv_heads=s.kv_heads, variant=trace.variant,
-        d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None,
-        window=mask["window"], sinks=bool(mask["sinks"]), top_k=mask["top_k"],
+        d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None and not trace.composed,
+        window=mask["window"], sinks=bool(mask["sinks"]), top_k=mask["top_k"], mask=trace.composed,
+        bend=trace.bend, seed=trace.bend_seed,
         scaled=trace.scale != 1.0, positional="rotary" if trace.rope_base else "none",
         rope_base=trace.rope_base or 10_000.0, dtype=dtype, device="cpu",
     )  # fmt: skip
@@ -61,7 +62,8 @@ def twice(trace: AttentionTrace) -> tuple[AttentionTrace, AttentionTrace] | None
     runs = []
     for dtype in ("float32", "float64"):
         config = config_of(trace, dtype)
-        runs.append(compute_attention(trace.x.detach().cpu().to(config.torch_dtype), config, weights=weights))
+        x = trace.x.detach().cpu().to(config.torch_dtype)
+        runs.append(compute_attention(x, config, weights=weights, tokens=list(trace.tokens)))  # a document's sentences
     return runs[0], runs[1]
 
 

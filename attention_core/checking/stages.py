@@ -12,8 +12,8 @@ from attention_core.trace import AttentionTrace
 # belongs to the one it means there.
 # MLA's own stages come first (what q, k and v are made of), with DeepSeek's and transformers' names; the absorbed
 # scores (q^C·W_UKᵀ)·c_KVᵀ after the scores, as their content part.
-STAGES = ("q_c", "q_r", "c_kv", "k_c", "k_r", "q", "k", "v", "scores", "absorbed", "scaled_scores", "masked_scores",
-          "weights", "context", "output")  # fmt: skip
+STAGES = ("q_c", "q_r", "c_kv", "k_c", "k_r", "q", "k", "v", "scores", "absorbed", "scaled_scores", "bent_scores",
+          "masked_scores", "weights", "context", "output")  # fmt: skip
 ALIASES: dict[str, tuple[str, ...]] = {
     "q_c": ("q_c", "q_nope", "q_pass"),
     "q_r": ("q_r", "q_pe", "q_rot"),
@@ -26,6 +26,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "v": ("v", "V", "values", "value", "hook_v", "value_states"),
     "scores": ("scores", "attn_scores_raw", "qk", "QK"),
     "scaled_scores": ("scaled_scores", "scaled"),
+    "bent_scores": ("bent_scores", "bent", "score_mod", "modded_scores"),
     "masked_scores": ("masked_scores", "masked", "attn_scores", "hook_attn_scores"),
     "weights": ("weights", "attention_weights", "attn_weights", "pattern", "hook_pattern", "attn", "A"),
     "context": ("context", "z", "hook_z", "context_vectors"),
@@ -33,7 +34,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 BY_ALIAS = {alias: stage for stage, aliases in ALIASES.items() for alias in aliases}
 PER_HEAD = ("q_c", "q_r", "k_c", "q", "k", "v", "context")  # [heads, n, width]
-SQUARE = ("scores", "absorbed", "scaled_scores", "masked_scores", "weights")  # [heads, n, n]
+SQUARE = ("scores", "absorbed", "scaled_scores", "bent_scores", "masked_scores", "weights")  # [heads, n, n]
 SHARED = ("c_kv", "k_r")  # [n, width]: one for every head (MLA's latent and its rotary key)
 
 

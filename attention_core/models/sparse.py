@@ -18,6 +18,11 @@ the softmax, so the row's weights are spread over the keys it keeps. Per point:
     keys_kept       the most keys a row keeps: w, 4 + w, or k, what a decoder's cache must hold at most (window
                     and sinks) or what each query reads (top-k, DSA)
 
+A composed mask (attention_core/composed.py: "causal & (window 16 | sinks 4)") is measured the same way, one
+pass (`measure_composed`), on the model's own pieces (its document piece ends a sentence at a piece that ends with
+. ! or ?), taken with the model's causal mask; with it, the most and the mean keys a row keeps and the share of
+FlexAttention's blocks of SKIP_BLOCK × SKIP_BLOCK a kernel would skip.
+
 Each point runs in the model worker on one thread (models/worker.py), so its numbers do not depend on the
 machine's cores, and several points run at once.
 """
@@ -31,11 +36,13 @@ from pathlib import Path
 
 import torch
 
+from attention_core.composed import EMPTY, block_kinds, empty_row, parse_mask
 from attention_core.masks import MASKS, SINKS, oracle_indexer
 
 SWEEP_TOKENS = 512
 BUDGETS = (8, 16, 32, 64, 128)  # w or k
 SWEPT = ("window", "sinks", "top_k", "dsa")  # the masks measured against full causal attention
+SKIP_BLOCK = 128  # FlexAttention's default block size: 512 tokens are 4 × 4 blocks
 TEXT_FILE = Path(__file__).resolve().parents[1] / "data" / "sweep-text.txt"  # scripts/sweep_text.py writes it
 
 
@@ -59,12 +66,16 @@ class Dropping:
     mask: str
     budget: int
     lost: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    keep: torch.Tensor | None = None  # a composed mask's [n, n] (mask "composed"), True where a key is kept
 
     def apply(self, masked_scores: torch.Tensor) -> torch.Tensor:
         """masked_scores [b, h, n, n]: the scaled scores plus the model's own additive mask. Returns them with
         every key the mask drops at −∞, and notes each row's weight on those keys, per head (its full softmax)."""
-        mask, n = MASKS[self.mask], masked_scores.shape[-1]
-        if mask.chooses == "scores":
+        n = masked_scores.shape[-1]
+        mask = MASKS.get(self.mask)
+        if self.keep is not None:
+            keep = self.keep.to(masked_scores.device)  # the same for every head
+        elif mask.chooses == "scores":
             keep = mask.kept(n, self.budget, masked_scores)  # [b, h, n, n]: each head its own keys
         elif mask.chooses == "indexer":
             chosen = torch.stack([oracle_indexer(scores) for scores in masked_scores])  # [b, n, n]
@@ -85,10 +96,14 @@ class Point:
     loss: float  # nats per predicted token
     lost: torch.Tensor  # [layers, heads] float64: mean weight each head's rows lose (0 for causal)
     lost_rows: torch.Tensor  # [n] float64: the weight each row loses, the mean over layers and heads
+    written: str = ""  # a composed mask's composition (mask "composed")
+    kept_most: int = 0  # ... the most keys one of its rows keeps, and the mean
+    kept_mean: float = 0.0
+    skipped: float = 0.0  # ... the share of SKIP_BLOCK × SKIP_BLOCK blocks it empties (a kernel skips them)
 
     @property
     def keys_kept(self) -> int:
-        return keys_kept(self.mask, self.budget)
+        return self.kept_most if self.written else keys_kept(self.mask, self.budget)
 
 
 def sweep_ids(tokenizer, tokens: int = SWEEP_TOKENS) -> list[int]:
@@ -117,6 +132,31 @@ def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point
     shape = (loaded.info.n_layers, loaded.info.n_heads, ids.shape[1])
     lost = torch.stack(dropping.lost) if dropping else torch.zeros(shape, dtype=torch.float64)  # [layers, h, n]
     return Point(mask, budget, loss, lost.mean(dim=-1), lost.mean(dim=(0, 1)))
+
+
+def measure_composed(loaded, written: str, tokens: int = SWEEP_TOKENS) -> Point:
+    """A composed mask's point: the loss on the sweep's text with it (and the model's causal mask) in every layer,
+    the keys its rows keep and the blocks it empties. ValueError naming it where it leaves a row no key."""
+    if loaded.lm is None:
+        raise ValueError(f"{loaded.info.title} is not a causal decoder: it predicts no next token to measure")
+    ids = sweep_ids(loaded.tokenizer, tokens)
+    keep = (
+        parse_mask(written).kept(loaded.tokenizer.convert_ids_to_tokens(ids)) & torch.ones(tokens, tokens).bool().tril()
+    )
+    row = empty_row(keep)
+    if row is not None:
+        raise ValueError(f"mask {written!r} with the model's causal mask leaves token {row + 1} of the text no key")
+    dropping = Dropping("composed", 0, keep=keep)
+    with torch.inference_mode():
+        logits = loaded.lm(input_ids=torch.tensor([ids], device=loaded.device), dropping=dropping, use_cache=False)
+    labels = torch.tensor(ids[1:], device=loaded.device)
+    loss = torch.nn.functional.cross_entropy(logits.logits[0, :-1].float(), labels).item()
+    lost, kept = torch.stack(dropping.lost), keep.sum(dim=1)
+    kinds = block_kinds(keep, SKIP_BLOCK)
+    written = parse_mask(written).written()
+    skipped = float((kinds == EMPTY).double().mean())
+    point = Point("composed", 0, loss, lost.mean(dim=-1), lost.mean(dim=(0, 1)), written, int(kept.max()))
+    return dataclasses.replace(point, kept_mean=float(kept.double().mean()), skipped=skipped)
 
 
 def plan() -> list[tuple[str, int]]:

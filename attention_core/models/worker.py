@@ -95,6 +95,10 @@ class ModelWorker:
         """One point of the masks' sweep (sparse.measure): the model's loss on the sweep's text with the mask."""
         return self._ask("sweep_point", key, device, mask, budget)
 
+    def composed_point(self, key: str, device: str, written: str):
+        """A composed mask measured on the sweep's text (sparse.measure_composed)."""
+        return self._ask("composed_point", key, device, written)
+
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -220,6 +224,12 @@ def _sweep_point(key: str, device: str, mask: str, budget: int):
     return measure(_model(key, device), mask, budget)
 
 
+def _composed_point(key: str, device: str, written: str):
+    from attention_core.models.sparse import measure_composed
+
+    return measure_composed(_model(key, device), written)
+
+
 class _TensorsAsArrays(pickle.Pickler):
     """Pickles each tensor as the numpy array over its memory: a 30-layer trace (7 MB) pickles in 14 ms and
     unpickles in 7 ms, where torch's own reduction took 45 and 77 ms (the server pays the unpickling)."""
@@ -272,6 +282,7 @@ def serve() -> None:
         "gen_step": _generation_step,
         "gen_end": _generation_end,
         "sweep_point": _sweep_point,
+        "composed_point": _composed_point,
     }
     writing = threading.Lock()  # one answer at a time on the pipe
 

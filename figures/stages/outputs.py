@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_core.composed import parse_mask
 from attention_core.masks import window_of
 from attention_core.rotary import BASE as ROPE_BASE
 from attention_core.rotary import angles
@@ -282,7 +283,8 @@ def build_cache(
         f"DeepSeek-V2's MLA keeps {deepseek.per_token:,} per token in 60 layers; MHA would keep "
         f"{as_mha.per_token:,}: {as_mha.per_token / deepseek.per_token:.1f}× more.",
     ]
-    window = None if trace.mask is None or trace.top_k else window_of(trace.mask.cpu())
+    window = None if trace.mask is None or trace.top_k or trace.composed else window_of(trace.mask.cpu())
+    notes += composed_cache(trace, current.per_token, per, kv_context)
     if trace.top_k:
         notes.append(
             f"Top-k reads {trace.top_k} keys a query, but the cache keeps every one: a later query may pick any."
@@ -296,3 +298,26 @@ def build_cache(
             f"{bounded} a layer at any length, not {whole}."
         )
     return Built(figures, matrices, notes, stacked=True)
+
+
+def composed_cache(trace, per_token: int, per: int, kv_context: int) -> list[str]:
+    """What a composed mask lets a decoder's cache drop (its pieces' bound, composed.Mask.cached), and that a bend
+    drops nothing: it is computed from the positions at each step."""
+    notes = []
+    if trace.composed and not parse_mask(trace.composed).causal:
+        notes.append("This composed mask lets a token see later ones: a decoder could not keep to it.")
+    elif trace.composed:
+        most = parse_mask(trace.composed).cached(kv_context)
+        if most < kv_context:
+            notes.append(
+                f"With {parse_mask(trace.composed).words()} the cache need hold at most {most} tokens: "
+                f"{amount(per_token * most, per)} a layer at any length, not {amount(per_token * kv_context, per)}."
+            )
+        else:
+            notes.append(
+                f"With {parse_mask(trace.composed).words()} no piece bounds how many keys a later token reads, so "
+                "the cache has no fixed size."
+            )
+    if trace.bend:
+        notes.append(f"The bend ({trace.bend}) changes no key the cache keeps: a step bends its row at its positions.")
+    return notes

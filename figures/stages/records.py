@@ -79,6 +79,8 @@ class Stage:
     per_query: bool = False  # the view can show one chosen query token in detail
     options: tuple[Option, ...] = ()
     brought: bool = False  # brought by the roadmap's variants (MLA, RoPE, the KV cache): offered beside the output
+    own_title: Callable[[object], str] | None = None  # a title read off the trace, where it says one ("" where not)
+    own_formula: Callable[[object], str] | None = None  # a formula read off the trace, as own_title
 
     def _for(self, trace, field: str) -> str:
         """A variant's own title, formula or idea for this stage (Look.stage_text), where it has one."""
@@ -87,10 +89,12 @@ class Stage:
         return getattr(own or self, field)
 
     def title_for(self, trace=None) -> str:
-        return self._for(trace, "title")
+        own = self.own_title(trace) if self.own_title and trace is not None else ""
+        return own or self._for(trace, "title")
 
     def formula_for(self, trace=None) -> str:
-        return self._for(trace, "formula")
+        own = self.own_formula(trace) if self.own_formula and trace is not None else ""
+        return own or self._for(trace, "formula")
 
     def idea_for(self, trace=None) -> str:
         return self._for(trace, "idea")

@@ -8,6 +8,7 @@ from attention_core.variants import (
 )
 from figures.cache import BYTES, CONTEXTS
 from figures.glossary import link
+from figures.stages.bent import bend_formula, build_bend, composed_formula, has_bend
 from figures.stages.inputs import build_projections, build_qkv, build_x
 from figures.stages.outputs import (
     build_absorb,
@@ -104,6 +105,18 @@ STAGES: list[Stage] = [
         grid="scaled_scores",
     ),
     Stage(
+        "bend",
+        "bend",
+        "Bend the scores",
+        r"S'' = \operatorname{score\_mod}(S', h, i, j)",
+        "A score_mod (PyTorch's FlexAttention) changes each scaled score before the mask and the softmax, from the "
+        f"score, the head and the two positions: {link('ALiBi')}, a {link('soft cap')}, a relative position bias.",
+        has_bend,
+        build_bend,
+        grid="bent_scores",
+        own_formula=bend_formula,
+    ),
+    Stage(
         "mask",
         "mask",
         "Causal mask",
@@ -114,6 +127,9 @@ STAGES: list[Stage] = [
         any_trace,
         build_mask,
         grid="masked_scores",
+        options=(Option("mask_block", "block size (queries × keys)", BLOCKS, "2"),),
+        own_title=lambda trace: "Composed mask" if getattr(trace, "composed", "") else "",
+        own_formula=composed_formula,
     ),
     Stage(
         "weights",
@@ -207,9 +223,14 @@ def brought_stages() -> tuple[str, ...]:
     return tuple(stage.key for stage in STAGES if stage.brought)
 
 
-def grid_stages() -> tuple[Stage, ...]:
-    """The stages with a map per head: the maps the Multi-head and Compare pages offer."""
-    return tuple(stage for stage in STAGES if stage.grid)
+def grid_stages(trace=None) -> tuple[Stage, ...]:
+    """The stages with a map per head: the maps the Multi-head page offers for this trace (the bent scores only
+    where it bends them); without a trace, those every trace has (the Compare page's, for two traces)."""
+    return tuple(
+        stage
+        for stage in STAGES
+        if stage.grid and (stage.applies(trace) if trace is not None else stage.applies is any_trace)
+    )
 
 
 def stage_choices() -> frozenset[str]:

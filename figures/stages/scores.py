@@ -8,11 +8,14 @@ import math
 
 import numpy as np
 
+from attention_core.composed import parse_mask
 from attention_core.lectures import weight_text
 from attention_core.masks import window_of
 from attention_core.scaling import score_variances
+from figures.glossary import link
 from figures.heatmap import Panel, heatmaps
 from figures.peakiness import peakiness_figure
+from figures.stages.bent import block_note, block_panel
 from figures.stages.panels import allowed_cells, head_title, laid_out, square_panel, tokens_of
 from figures.stages.records import Built
 from figures.style import (
@@ -130,7 +133,7 @@ def build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
     return Built(*laid_out([part], style), notes)
 
 
-def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
+def build_mask(trace, head: int, style: Style, query: int | None, mask_block: str = "2") -> Built:
     if trace.mask is None:
         if trace.x is None:
             note = "This model is an encoder: every token sees every other token, before and after it."
@@ -156,7 +159,8 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
         allowed=allowed,
         zrange=(0.0, 1.0),
     )
-    masked = np.where(allowed, as_numpy(trace.scaled_scores[head]), np.nan)
+    before = trace.scaled_scores if trace.bent_scores is None else trace.bent_scores  # bent first, where bent
+    masked = np.where(allowed, as_numpy(before[head]), np.nan)
     masked_part = square_panel(
         # two spaces: where the title is too wide, what follows them moves to the subtitle line, not cut
         trace,
@@ -167,14 +171,45 @@ def build_mask(trace, head: int, style: Style, query: int | None) -> Built:
         masked=True,
         subtitle=head_title(trace, head),
     )
-    figures, matrices = laid_out(
-        [(mask_panel, Matrix("mask", values, tokens_of(trace), tokens_of(trace))), masked_part], style
+    asked = int(mask_block)
+    block = max(asked, -(-n // BLOCKS_MOST))  # a long sentence's blocks: at most BLOCKS_MOST a side
+    mask_part = (mask_panel, Matrix("mask", values, tokens_of(trace), tokens_of(trace)))
+    # A slide has room for two maps: a composed mask's blocks (what its pieces save), else the masked scores.
+    parts = [mask_part, masked_part, block_panel(trace, block, style)]
+    if style.band:
+        parts = [mask_part, parts[2]] if trace.composed else [mask_part, masked_part]
+    figures, matrices = laid_out(parts, style)
+    said = composed_note(trace) if trace.composed else mask_note(trace.mask, trace.top_k)
+    raised = (
+        f" (Blocks of {asked} would be {-(-n // asked)} a side: drawn at {block}, at most {BLOCKS_MOST} a side.)"
+        if block > asked
+        else ""
     )
-    return Built(figures, matrices, [mask_note(trace.mask, trace.top_k)])
+    blocks = [block_note(trace, block) + raised] if len(parts) == 3 or trace.composed else []
+    return Built(figures, matrices, [said, *blocks], idea=COMPOSED_IDEA if trace.composed else None)
+
+
+BLOCKS_MOST = 16  # the block map's blocks a side at most: a larger block for a long sentence (a real model's 128)
+COMPOSED_IDEA = (
+    f"A {link('composed mask')}: pieces, each a mask_mod (True where query i may see key j), joined by & (a key both "
+    "keep) and | (one either keeps); −∞ before the softmax for the rest."
+)
+
+
+def composed_note(trace) -> str:
+    """A composed mask in words, what it hides and the keys each query keeps (read off the mask)."""
+    kept = trace.mask.sum(dim=1)
+    n, hidden = trace.n_tokens, int((~trace.mask).sum())
+    least, most = int(kept.min()), int(kept.max())
+    keeps = f"{least} {'key' if least == 1 else 'keys'}" if least == most else f"from {least} to {most} keys"
+    words = parse_mask(trace.composed).words()
+    return f"Here: {words}. {hidden} of the {n * n} cells are hidden; each query keeps {keeps}."
 
 
 def mask_title(trace) -> str:
-    """ "causal mask", "window mask" or "top-k mask": what hides the keys."""
+    """ "causal mask", "window mask", "top-k mask" or "composed mask": what hides the keys."""
+    if trace.composed:
+        return "composed mask"
     if trace.top_k:
         return "top-k mask"
     return "causal mask" if window_of(trace.mask) is None else "window mask"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attention_core.bends import parse_bend
 from attention_core.tiling import TileStep, tiled_steps, traffic
 from figures.cache import amount
 from figures.heatmap import Panel
@@ -40,8 +41,10 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
     block = max(asked, -(-trace.n_tokens // STEPS_MOST))
     q, k, v = trace.q[head], trace.k[head], trace.v[head]
     hidden = None if trace.mask is None else ~trace.mask
-    steps = tiled_steps(q, k, v, block, trace.scale, hidden)
+    steps = tiled_steps(q, k, v, block, trace.scale, hidden, tile_bend(trace, head))
     scores = (trace.scale * q.double() @ k.double().T).numpy()
+    if trace.bent_scores is not None:
+        scores = trace.bent_scores[head].double().cpu().numpy()
     allowed = np.ones(scores.shape, bool) if trace.mask is None else trace.mask.cpu().numpy()
     tokens, n = tokens_of(trace), len(trace.tokens)
     parts, drawn = [], shown(steps, SLIDE_SHOWN_MOST if style.band else SHOWN_MOST)  # style.band: on a slide
@@ -91,11 +94,29 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
         if block > asked
         else []
     )
-    return Built(figures, matrices, raised + notes(trace, head, steps, block))
+    # On a slide the words have one column: what the tiles skipped is said there for a composed mask, whose deck is
+    # about it (a causal mask's slides, in the lectures' decks, keep to their words).
+    skips = not style.band or bool(trace.composed)
+    return Built(figures, matrices, raised + notes(trace, head, steps, block, skips))
 
 
-def notes(trace, head: int, steps: list[TileStep], block: int) -> list[str]:
-    """What the steps show, the result against the ·V stage, and the traffic at this length and a long one."""
+def tile_bend(trace, head: int):
+    """The trace's score_mod for one head, as a tile calls it: (scores, query positions, key positions)."""
+    if not trace.bend:
+        return None
+    mod = parse_bend(trace.bend).mod(trace.n_heads, trace.bend_seed, trace.q.dtype, trace.q.device)
+    return lambda scores, rows, keys: mod(scores, 0, head, rows[:, None], keys[None, :])
+
+
+def skipped(steps: list[TileStep], n: int) -> str:
+    """What skipping the tiles a mask empties saved: the scores computed of the n² ("" where none is empty)."""
+    computed = sum(step.computed for step in steps)
+    return f"; empty tiles skipped: {computed} of {n * n} scores computed" if computed < n * n else ""
+
+
+def notes(trace, head: int, steps: list[TileStep], block: int, skips: bool = True) -> list[str]:
+    """What the steps show (with `skips`, what the empty tiles saved), the result against the ·V stage, and the
+    traffic at this length and a long one."""
     n, d = len(trace.tokens), trace.d_k
     result = steps[-1].normalised.double()
     off = float((result - trace.context[head].double()).abs().max())
@@ -109,7 +130,7 @@ def notes(trace, head: int, steps: list[TileStep], block: int) -> list[str]:
             f"One block of all {n} key{'s' if n > 1 else ''}: the whole {n}×{n} matrix at once (take smaller blocks)."
         )
     return [
-        f"{holds} Grey: not seen yet, or masked.",
+        f"{holds} Grey: not seen yet, or masked{skipped(steps, n) if skips else ''}.",
         f"At the end O ÷ ℓ {compared} the ·V stage.",
         f"Per head (float32, {QUERY_ROWS}-query tiles), S and P written vs tiled: {amount(here.naive, 1)} vs "
         f"{amount(here.tiled, 1)} here; {amount(long.naive, 1)} vs {amount(long.tiled, 1)} at {LONG:,} tokens "

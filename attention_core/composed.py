@@ -1,0 +1,240 @@
+"""Masks you compose, as PyTorch's FlexAttention writes them (torch.nn.attention.flex_attention).
+
+A piece of a mask is a `mask_mod`: a function of a query's position q and a key's position kv (and the batch b and
+head h, which these pieces do not read) that is True where the query may see the key:
+
+    causal       kv ≤ q                  a decoder: nothing after the query
+    window w     |q − kv| < w            keys within w of the query; with causal, its last w (Mistral's window)
+    sinks s      kv < s                  the first s keys (StreamingLLM's attention sinks)
+    prefix p     q < p and kv < p        the first p tokens see each other (a prefix-LM is "causal | prefix p")
+    document     doc(q) = doc(kv)        each token sees only its own sentence (packed documents)
+    dilated s    (q − kv) mod s = 0      every s-th key from the query (Longformer's dilation)
+
+Pieces compose with & (FlexAttention's and_masks: both keep the key) and | (or_masks: either does), & binding
+tighter than |, and parentheses: "causal & (window 8 | sinks 4)" reads "causal and (window 8 or the first 4)".
+`kept(n)` calls the composed mask_mod once on every (q, kv) pair at once, as FlexAttention's create_mask does.
+
+A kernel cuts the n × n matrix into blocks of B queries × B keys. `block_kinds` sorts them as FlexAttention's
+create_block_mask does: empty (no key kept: the kernel skips it), full (every key kept: no mask to apply) and
+partial; positions past n count as hidden, so a block that reaches past n is never full."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+
+import torch
+
+from attention_core.checks import check_int
+
+MAX_CHARS = 200  # a composition is a line, not a program
+MAX_PIECES = 8
+SENTENCE_ENDS = (".", "!", "?")
+
+MaskMod = Callable[..., torch.Tensor]  # (b, h, q_idx, kv_idx) -> bool, broadcast over the index tensors
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    """One kind of piece: its name in a composition, the number it takes (""), its words, and its mask_mod."""
+
+    key: str
+    number: str  # what its number is called ("" where it takes none)
+    words: Callable[[int], str]  # its reading, given its number
+    mod: Callable[[int, torch.Tensor], MaskMod]  # (its number, each token's sentence) -> mask_mod
+    causal: bool = False  # hides every later key by itself
+
+
+PIECES: dict[str, Piece] = {
+    piece.key: piece
+    for piece in (
+        Piece("causal", "", lambda _: "causal", lambda _, doc: lambda b, h, q, kv: kv <= q, causal=True),
+        Piece("window", "w", lambda w: f"window {w}", lambda w, doc: lambda b, h, q, kv: (q - kv).abs() < w),
+        Piece("sinks", "s", lambda s: f"the first {s}", lambda s, doc: lambda b, h, q, kv: kv < s),
+        Piece("prefix", "p", lambda p: f"prefix {p}", lambda p, doc: lambda b, h, q, kv: (q < p) & (kv < p)),
+        Piece("document", "", lambda _: "its own sentence", lambda _, doc: lambda b, h, q, kv: doc[q] == doc[kv]),
+        Piece(
+            "dilated", "s", lambda s: f"every {ordinal(s)} key", lambda s, doc: lambda b, h, q, kv: (q - kv) % s == 0
+        ),
+    )
+}
+SYNTAX = (
+    "the pieces are causal, window w, sinks s, prefix p, document and dilated s, joined by & (and), | (or) and "
+    "parentheses, e.g. causal & (window 8 | sinks 4)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mask:
+    """A composition: a piece with its number (op "piece"), or the pieces `parts` joined by "and" or "or"."""
+
+    op: str
+    key: str = ""
+    number: int = 0
+    parts: tuple[Mask, ...] = ()
+
+    @property
+    def causal(self) -> bool:
+        """Hides every later key whatever n: a causal piece, an "and" with a causal part, an "or" of causal parts."""
+        if self.op == "piece":
+            return PIECES[self.key].causal
+        return (any if self.op == "and" else all)(part.causal for part in self.parts)
+
+    def cached(self, t: int) -> int:
+        """Keys a decoder's cache must hold after t tokens, at most, for this mask to be exact: a window's w, the
+        sinks' s, a prefix's p (any other piece: all t); an "and" the least of its parts', an "or" their sum."""
+        if self.op == "piece":
+            return min(t, self.number) if self.key in ("window", "sinks", "prefix") else t
+        held = [part.cached(t) for part in self.parts]
+        return min(held) if self.op == "and" else min(t, sum(held))
+
+    def pieces(self) -> list[Mask]:
+        return [self] if self.op == "piece" else [piece for part in self.parts for piece in part.pieces()]
+
+    def words(self, inner: bool = False) -> str:
+        """Plain words: "causal and (window 8 or the first 4)"; a part that joins parts in parentheses."""
+        if self.op == "piece":
+            return PIECES[self.key].words(self.number)
+        said = f" {self.op} ".join(part.words(inner=True) for part in self.parts)
+        return f"({said})" if inner else said
+
+    def written(self) -> str:
+        """As the address and the sidebar hold it: "causal & (window 8 | sinks 4)"."""
+        if self.op == "piece":
+            return f"{self.key} {self.number}" if PIECES[self.key].number else self.key
+        said = (" & " if self.op == "and" else " | ").join(part.written_in(self.op) for part in self.parts)
+        return said
+
+    def written_in(self, outer: str) -> str:
+        return f"({self.written()})" if outer == "and" and self.op == "or" else self.written()
+
+    def mod(self, doc: torch.Tensor) -> MaskMod:
+        """The composed mask_mod, as and_masks and or_masks build it; doc: each token's sentence [n]."""
+        if self.op == "piece":
+            return PIECES[self.key].mod(self.number, doc)
+        mods = [part.mod(doc) for part in self.parts]
+        join = torch.logical_and if self.op == "and" else torch.logical_or
+
+        def joined(b, h, q, kv):
+            result = mods[0](b, h, q, kv)
+            for mod in mods[1:]:
+                result = join(result, mod(b, h, q, kv))
+            return result
+
+        return joined
+
+    def kept(self, tokens, device: torch.device | str = "cpu") -> torch.Tensor:
+        """[n, n] bool for these tokens, True where query q may see key kv."""
+        n = len(tokens)
+        q, kv = torch.arange(n, device=device)[:, None], torch.arange(n, device=device)[None, :]
+        return self.mod(sentences(tokens).to(device))(0, 0, q, kv).expand(n, n).clone()
+
+
+def ordinal(number: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    last = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{last}"
+
+
+def sentences(tokens) -> torch.Tensor:
+    """Each token's sentence, counted from 0: a new one starts after a token that ends with . ! or ?"""
+    ends = [str(token).endswith(SENTENCE_ENDS) for token in tokens]
+    return torch.tensor([sum(ends[:i]) for i in range(len(tokens))], dtype=torch.long)
+
+
+def parse_mask(text: str) -> Mask:
+    """Read a composition ("causal & (window 8 | sinks 4)"; "and", "or" as words too). Raises ValueError naming
+    the field, what it could not read, and the syntax."""
+    if not isinstance(text, str):
+        raise ValueError(f"mask must be text; got {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"mask has {len(text)} characters; at most {MAX_CHARS} are allowed")
+    words = [word.lower() for word in re.findall(r"[A-Za-z_]+|\d+|\S", text)]
+    words = ["&" if word == "and" else "|" if word == "or" else word for word in words]
+    reader = _Reader(text, words)
+    mask = reader.either()
+    if reader.at < len(words):
+        reader.refuse(f"did not expect {words[reader.at]!r} there")
+    if len(mask.pieces()) > MAX_PIECES:
+        raise ValueError(f"mask {text!r} has {len(mask.pieces())} pieces; at most {MAX_PIECES} are allowed")
+    return mask
+
+
+class _Reader:
+    """Recursive descent: either := both ("|" both)*; both := one ("&" one)*; one := "(" either ")" | piece."""
+
+    def __init__(self, text: str, words: list[str]):
+        self.text, self.words, self.at = text, words, 0
+
+    def refuse(self, why: str):
+        raise ValueError(f"mask {self.text!r}: {why}; {SYNTAX}")
+
+    def peek(self) -> str:
+        return self.words[self.at] if self.at < len(self.words) else ""
+
+    def take(self) -> str:
+        word = self.peek()
+        if not word:
+            self.refuse("it ends too soon")
+        self.at += 1
+        return word
+
+    def joined(self, op: str, sign: str, part: Callable[[], Mask]) -> Mask:
+        parts = [part()]
+        while self.peek() == sign:
+            self.take()
+            parts.append(part())
+        return parts[0] if len(parts) == 1 else Mask(op, parts=tuple(parts))
+
+    def either(self) -> Mask:
+        return self.joined("or", "|", self.both)
+
+    def both(self) -> Mask:
+        return self.joined("and", "&", self.one)
+
+    def one(self) -> Mask:
+        word = self.take()
+        if word == "(":
+            inner = self.either()
+            if self.peek() != ")":
+                self.refuse("a parenthesis is not closed")
+            self.take()
+            return inner
+        if word not in PIECES:
+            self.refuse(f"{word!r} is not a piece")
+        piece = PIECES[word]
+        if not piece.number:
+            return Mask("piece", word)
+        number = self.take()
+        if not number.isdigit():
+            self.refuse(f"{word} takes a number ({piece.number}); got {number!r}")
+        return Mask("piece", word, check_int(f"mask: {word}'s {piece.number}", int(number), 1, 4096))
+
+
+def empty_row(mask: torch.Tensor) -> int | None:
+    """The first query that keeps no key (None: every one keeps one)."""
+    empty = ~mask.any(dim=-1)
+    return int(empty.nonzero()[0, 0]) if bool(empty.any()) else None
+
+
+def later_key(mask: torch.Tensor) -> tuple[int, int] | None:
+    """The first (query, key) where a query sees a later key (None: the mask is causal at this length)."""
+    later = (mask & ~torch.ones_like(mask).tril()).nonzero()
+    return (int(later[0, 0]), int(later[0, 1])) if len(later) else None
+
+
+EMPTY, PARTIAL, FULL = 0, 1, 2  # a block's kind, as create_block_mask sorts them
+
+
+def block_kinds(mask: torch.Tensor, block: int) -> torch.Tensor:
+    """[⌈n/B⌉, ⌈n/B⌉] of EMPTY, PARTIAL, FULL for a mask [n, n] cut into blocks of B × B (past n: hidden)."""
+    if block < 1:
+        raise ValueError(f"block must be at least 1; got {block}")
+    n = mask.shape[-1]
+    count = -(-n // block)
+    padded = torch.zeros(count * block, count * block, dtype=torch.bool, device=mask.device)
+    padded[:n, :n] = mask
+    tiles = padded.reshape(count, block, count, block).transpose(1, 2)  # [query block, key block, B, B]
+    kept = tiles.sum(dim=(-1, -2))
+    return torch.where(kept == 0, EMPTY, torch.where(kept == block * block, FULL, PARTIAL))

@@ -174,6 +174,8 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("groups_repeated", "gqa", "k"),
     ("rope_neighbours", "rope", "q"),
     ("bend_left_out", "bent", "bent_scores"),
+    ("softmax_queries", "bent", "weights"),  # a mistake after the bend, named under it
+    ("no_scaling", "bent", "scaled_scores"),
 ]
 
 

@@ -9,28 +9,37 @@ from collections.abc import Callable
 
 import torch
 
+from attention_core.bends import bend as bend_scores
+from attention_core.bends import parse_bend
 from attention_core.checking.stages import expected
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
 
 
-def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf"):
+def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf", bent=True):
     """The stages from the scaled scores on, with one step done another way. `fill`: how the hidden scores were
     written, which decides a row whose every key is hidden: "-inf" (its weights NaN), "-1e9" (spread evenly over
-    every key) or "nan_to_num" (-inf, then the NaN weights made zeros)."""
+    every key) or "nan_to_num" (-inf, then the NaN weights made zeros). A trace's bend (ALiBi, a soft cap) is applied
+    to the scaled scores before the mask, as the student applied it, unless `bent` is False (the bend left out)."""
     e = expected(trace)
     scaled = e["scaled_scores"] if scaled is None else scaled
+    bend = parse_bend(trace.bend) if bent else None
+    before = scaled
+    if bend is not None:  # the bend on these scaled scores, in float64 as the check's own stages are
+        before = bend_scores(scaled, bend.mod(scaled.shape[0], trace.bend_seed, scaled.dtype, scaled.device))
     allowed = (None if trace.mask is None else trace.mask.cpu()) if mask is None else mask
     hidden = -1e9 if fill == "-1e9" else -math.inf
-    masked = scaled if allowed is None else scaled.masked_fill(~allowed, hidden)
+    masked = before if allowed is None else before.masked_fill(~allowed, hidden)
     if mask_after:
-        weights = torch.softmax(scaled, dim=-1) * (1.0 if allowed is None else allowed.double())
+        weights = torch.softmax(before, dim=-1) * (1.0 if allowed is None else allowed.double())
     else:
         weights = torch.softmax(masked, dim=softmax_dim)  # NaN in a row with every key hidden, as a student's
         weights = torch.nan_to_num(weights) if fill == "nan_to_num" else weights
     values = e["v"]
     context = weights @ values
     stages = {"scaled_scores": scaled, "masked_scores": masked, "weights": weights, "context": context}
+    if bend is not None:
+        stages["bent_scores"] = before
     if trace.output is not None and "w_o" in trace.params:
         stages["output"] = concat_heads(context) @ trace.params["w_o"].double().cpu()
     return stages
@@ -70,7 +79,7 @@ def _bend_left_out(trace):
     """A score_mod (ALiBi, a soft cap, a relative bias) not applied: the scaled scores masked as they are."""
     if trace.bent_scores is None:
         return None
-    stages = _after_scores(trace)
+    stages = _after_scores(trace, bent=False)
     return {"bent_scores": stages["scaled_scores"], **stages}
 
 

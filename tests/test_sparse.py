@@ -121,22 +121,26 @@ def test_top_k_and_dsa_inside_smollm2_are_transformers_running_a_reference_atten
         assert abs(ours - reference) <= rounding, (mode, k, ours, reference)
 
 
+def mistral(smollm2, window: int) -> torch.nn.Module:
+    """SmolLM2's weights under MistralForCausalLM: transformers' own sliding window, in its own eager attention."""
+    config = smollm2.lm.config.to_dict()
+    for name in ("model_type", "architectures", "_attn_implementation", "transformers_version"):
+        config.pop(name, None)
+    model = transformers.MistralForCausalLM(
+        transformers.MistralConfig(**config, sliding_window=window, attn_implementation="eager")
+    )
+    missing, unexpected = model.load_state_dict(smollm2.lm.state_dict(), strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}  # tied to the embedding, as in SmolLM2
+    model.tie_weights()
+    return model.eval()
+
+
 @pytest.mark.parametrize("window", [4, 16])
 def test_a_window_applied_inside_smollm2_is_mistrals_sliding_window_on_the_same_weights(smollm2, window, rounding):
     """Mistral is Llama with a sliding window: SmolLM2's weights under MistralForCausalLM, transformers' own
     window in its own eager attention, give the loss the sweep measures for that window."""
-    config = smollm2.lm.config.to_dict()
-    for name in ("model_type", "architectures", "_attn_implementation", "transformers_version"):
-        config.pop(name, None)
-    mistral = transformers.MistralForCausalLM(
-        transformers.MistralConfig(**config, sliding_window=window, attn_implementation="eager")
-    )
-    missing, unexpected = mistral.load_state_dict(smollm2.lm.state_dict(), strict=False)
-    assert not unexpected and set(missing) <= {"lm_head.weight"}  # tied to the embedding, as in SmolLM2
-    mistral.tie_weights()
-    mistral.eval()
     ids = sweep_ids(smollm2.tokenizer, TOKENS)
-    assert abs(measure(smollm2, "window", window, TOKENS).loss - stock_loss(mistral, ids)) <= rounding
+    assert abs(measure(smollm2, "window", window, TOKENS).loss - stock_loss(mistral(smollm2, window), ids)) <= rounding
 
 
 def test_the_weight_a_window_drops_in_layer_1_is_the_models_own_weight_outside_it(smollm2):
@@ -195,6 +199,7 @@ def test_a_composed_window_is_mistrals_window_and_the_sweeps_own(smollm2, roundi
     path) and Mistral's sliding window on the same weights; with "| sinks 4" the sweep's sinks + window."""
     ids = sweep_ids(smollm2.tokenizer, TOKENS)
     window = measure_composed(smollm2, "causal & window 8", TOKENS)
+    assert abs(window.loss - stock_loss(mistral(smollm2, 8), ids)) <= rounding  # transformers' own window
     assert abs(window.loss - measure(smollm2, "window", 8, TOKENS).loss) <= rounding
     sinks = measure_composed(smollm2, "window 8 | sinks 4", TOKENS)  # the model's own mask makes it causal
     assert abs(sinks.loss - measure(smollm2, "sinks", 8, TOKENS).loss) <= rounding

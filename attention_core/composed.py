@@ -139,8 +139,8 @@ def ordinal(number: int) -> str:
 
 def sentences(tokens) -> torch.Tensor:
     """Each token's sentence, counted from 0: a new one starts after a token that ends with . ! or ?"""
-    ends = [str(token).endswith(SENTENCE_ENDS) for token in tokens]
-    return torch.tensor([sum(ends[:i]) for i in range(len(tokens))], dtype=torch.long)
+    ends = torch.tensor([str(token).endswith(SENTENCE_ENDS) for token in tokens], dtype=torch.long)
+    return torch.cumsum(ends, 0) - ends  # the sentences ended before each token: its mark is its own sentence's
 
 
 def parse_mask(text: str) -> Mask:

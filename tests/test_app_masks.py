@@ -7,12 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.composed import parse_mask
 from figures.stages import heading, stages_for
-from tests.plotly_spec import decode
+from tests.plotly_spec import decode, panels
 from tests.test_app import DEFAULT_TEXT, TIMEOUT, charts, no_problems, panel, shown, stage_headings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,3 +116,14 @@ def test_compare_offers_the_bent_scores_where_the_settings_bend_them():
     at = opened("app_pages/compare/compare.py", cmp_stage="Bend the scores")  # no bend: named, not used
     assert not at.exception
     assert any("stage = 'Bend the scores', which is not used" in shown(w) for w in at.warning)
+
+
+def test_compare_causal_or_not_sets_no_mask_against_the_composition_and_names_each():
+    at = opened("app_pages/compare/compare.py", mask="document", text="The cat sat. It ran!")
+    no_problems(at)
+    said = " ".join(m.value for m in at.markdown)
+    assert "no mask, scaled" in said and "mask: causal and its own sentence, scaled" in said, said
+    right = trace_sentence("The cat sat. It ran!", config(mask="document", causal=True))
+    assert not torch.equal(right.mask, torch.ones_like(right.mask).tril())  # its sentences kept apart
+    drawn = [np.array(p.z, dtype=float) for spec in charts(at) for p in panels(spec) if p.name.startswith("attention")]
+    assert any(np.array_equal(~np.isnan(z), right.mask.numpy()) for z in drawn)  # the right side keeps to it

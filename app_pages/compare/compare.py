@@ -4,6 +4,8 @@ import streamlit as st
 
 from app_pages.compare.spec import SPEC
 from attention_core import MAX_DIM
+from attention_core.composed import parse_mask
+from attention_core.engine import composed_mask
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
 from figures.stages import BY_KEY, grid_stages, stage_view
@@ -71,8 +73,8 @@ def _two_variants(config):
 
 def _pair(name, config):
     """The two sides' config changes and what is held fixed between them."""
-    if name == "causal vs not":
-        return {"causal": False}, {"causal": True}, "Held fixed: everything but the mask (same X, same W)."
+    if name == "causal vs not":  # no mask at all against the sidebar's mask, with the causal mask
+        return {"causal": False, "mask": ""}, {"causal": True}, "Held fixed: everything but the mask (same X, same W)."
     if name == "scaled vs not":
         return {"scaled": True}, {"scaled": False}, "Held fixed: everything but the ÷√d_k (same X, same W)."
     if name == "two seeds":
@@ -83,10 +85,17 @@ def _pair(name, config):
     return _two_d_ks(config)
 
 
+def _mask_words(config) -> str:
+    """The side's mask in a word or a few: a composition read back, else causal or none."""
+    if config.mask:
+        return f"mask: {parse_mask(composed_mask(config)).words()}"
+    return "causal" if config.causal else "no mask"
+
+
 def _label(changes, config):
     merged = config.replace(**changes)
     return (
-        f"{VARIANTS[merged.variant].label}, {'causal' if merged.causal else 'no mask'}, "
+        f"{VARIANTS[merged.variant].label}, {_mask_words(merged)}, "
         f"{'scaled' if merged.scaled else 'not scaled'}, seed {merged.seed}, d_k {merged.d_k}"
     )
 

@@ -97,10 +97,17 @@ def parse_bend(text: str) -> Bend | None:
     return Bend("softcap", cap)
 
 
-def bend(scaled_scores: torch.Tensor, mod: ScoreMod) -> torch.Tensor:
-    """mod applied to every score of [h, n_q, n_k] at once: h, q and kv as broadcast index tensors, b = 0."""
+def bend(
+    scaled_scores: torch.Tensor,
+    mod: ScoreMod,
+    queries: torch.Tensor | None = None,
+    keys: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """mod applied to every score of [h, n_q, n_k] at once: h, q and kv as broadcast index tensors, b = 0.
+    queries [n_q], keys [n_k]: their positions (default 0 … n − 1; a decoding step: its own, and its cache's)."""
     h, n_q, n_k = scaled_scores.shape
     device = scaled_scores.device
+    queries = torch.arange(n_q, device=device) if queries is None else queries
+    keys = torch.arange(n_k, device=device) if keys is None else keys
     heads = torch.arange(h, device=device)[:, None, None]
-    q, kv = torch.arange(n_q, device=device)[None, :, None], torch.arange(n_k, device=device)[None, None, :]
-    return mod(scaled_scores, 0, heads, q, kv)
+    return mod(scaled_scores, 0, heads, queries[None, :, None], keys[None, None, :])

@@ -227,14 +227,19 @@ def later_key(mask: torch.Tensor) -> tuple[int, int] | None:
 EMPTY, PARTIAL, FULL = 0, 1, 2  # a block's kind, as create_block_mask sorts them
 
 
-def block_kinds(mask: torch.Tensor, block: int) -> torch.Tensor:
-    """[⌈n/B⌉, ⌈n/B⌉] of EMPTY, PARTIAL, FULL for a mask [n, n] cut into blocks of B × B (past n: hidden)."""
+def block_shares(mask: torch.Tensor, block: int) -> torch.Tensor:
+    """[⌈n/B⌉, ⌈n/B⌉] float64: each block's share of kept cells, for a mask [n, n] cut into blocks of B × B (the
+    cells past n count as hidden, as FlexAttention pads them)."""
     if block < 1:
         raise ValueError(f"block must be at least 1; got {block}")
     n = mask.shape[-1]
     count = -(-n // block)
-    padded = torch.zeros(count * block, count * block, dtype=torch.bool, device=mask.device)
+    padded = torch.zeros(count * block, count * block, dtype=torch.float64, device=mask.device)
     padded[:n, :n] = mask
-    tiles = padded.reshape(count, block, count, block).transpose(1, 2)  # [query block, key block, B, B]
-    kept = tiles.sum(dim=(-1, -2))
-    return torch.where(kept == 0, EMPTY, torch.where(kept == block * block, FULL, PARTIAL))
+    return padded.reshape(count, block, count, block).mean(dim=(1, 3))  # [query block, key block]
+
+
+def block_kinds(mask: torch.Tensor, block: int) -> torch.Tensor:
+    """[⌈n/B⌉, ⌈n/B⌉] of EMPTY, PARTIAL, FULL for a mask [n, n] cut into blocks of B × B (past n: hidden)."""
+    shares = block_shares(mask, block)  # a mean of 0s and 1s: exactly 0 or 1 where every cell agrees
+    return torch.where(shares == 0, EMPTY, torch.where(shares == 1, FULL, PARTIAL))

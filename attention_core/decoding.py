@@ -34,11 +34,10 @@ from collections.abc import Mapping
 
 import torch
 
-from attention_core.bends import parse_bend
 from attention_core.composed import Mask as Composed
 from attention_core.composed import later_key, parse_mask
 from attention_core.config import AttentionConfig, check_text
-from attention_core.engine import attend, config_mask, prepared, sliding
+from attention_core.engine import attend, bend_of, config_mask, prepared, sliding
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import concat_heads
 from attention_core.variants import VARIANTS, Sizes
@@ -152,15 +151,9 @@ def decode_step(
     }
     projected = variant.unpack({"q": new["q"], **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
     scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
-    bent, bend = parse_bend(config.bend), None
-    if bent is not None:  # the score_mod at this query's position and at its keys' positions
-        device, heads = projected.q.device, torch.arange(projected.q.shape[0], device=projected.q.device)
-        mod = bent.mod(len(heads), config.seed, projected.q.dtype, device)
-        at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
-
-        def bend(scaled: torch.Tensor) -> torch.Tensor:
-            return mod(scaled, 0, heads[:, None, None], torch.tensor(position, device=device), at[None, None, :])
-
+    device = projected.q.device  # the score_mod at this query's position and at its keys' positions
+    at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
+    bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device, torch.tensor([position], device=device), at)
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend)  # one row: no mask
     output = (concat_heads(stages["context"]) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))

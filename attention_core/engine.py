@@ -73,13 +73,14 @@ def composed_mask(config: AttentionConfig) -> str:
     return composed.written()
 
 
-def bend_of(config: AttentionConfig, n_heads: int, dtype: torch.dtype, device):
-    """The config's score bend as a function of the scaled scores [h, n, n] (None without one)."""
+def bend_of(config: AttentionConfig, n_heads: int, dtype: torch.dtype, device, queries=None, keys=None):
+    """The config's score bend as a function of the scaled scores [h, n_q, n_k] (None without one); queries and
+    keys: their positions where they are not 0 … n − 1 (a decoding step's row and its cache)."""
     bent = parse_bend(config.bend)
     if bent is None:
         return None
     mod = bent.mod(n_heads, config.seed, dtype, device)
-    return lambda scaled: bend_scores(scaled, mod)
+    return lambda scaled: bend_scores(scaled, mod, queries, keys)
 
 
 def sliding(config: AttentionConfig) -> Mask:

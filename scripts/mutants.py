@@ -187,8 +187,8 @@ MUTANTS = (
     Mutant("a sentence that starts at its own mark", "attention_core/composed.py",
            "return torch.cumsum(ends, 0) - ends", "return torch.cumsum(ends, 0)", "mask shifted"),
     Mutant("the cells past n counted as kept in a block", "attention_core/composed.py",
-           "padded = torch.zeros(count * block, count * block, dtype=torch.bool, device=mask.device)",
-           "padded = torch.ones(count * block, count * block, dtype=torch.bool, device=mask.device)", "blocks"),
+           "padded = torch.zeros(count * block, count * block, dtype=torch.float64, device=mask.device)",
+           "padded = torch.ones(count * block, count * block, dtype=torch.float64, device=mask.device)", "blocks"),
     Mutant("a tile computed only where every query sees a key", "attention_core/tiling.py",
            "return sees.reshape(-1, block).any(dim=1).repeat_interleave(block)[:n]",
            "return sees.reshape(-1, block).all(dim=1).repeat_interleave(block)[:n]", "blocks"),
@@ -206,8 +206,7 @@ MUTANTS = (
            'masked_softmax(bent.get("bent_scores", scaled_scores), mask)', "masked_softmax(scaled_scores, mask)",
            "step left out"),
     Mutant("a decoding step bent as if at position 0", "attention_core/decoding.py",
-           "torch.tensor(position, device=device), at[None, None, :]",
-           "torch.tensor(0, device=device), at[None, None, :]", "wrong position"),
+           "torch.tensor([position], device=device), at)", "torch.tensor([0], device=device), at)", "wrong position"),
 )  # fmt: skip
 
 

@@ -114,6 +114,15 @@ def sweep_ids(tokenizer, tokens: int = SWEEP_TOKENS) -> list[int]:
     return ids[:tokens]
 
 
+def next_token_loss(loaded, ids: list[int], dropping: Dropping | None) -> float:
+    """The model's mean next-token cross-entropy over the ids, in nats, with `dropping` in every layer (None: as
+    trained)."""
+    x = torch.tensor([ids], device=loaded.device)
+    with torch.inference_mode():
+        logits = loaded.lm(input_ids=x, dropping=dropping, use_cache=False).logits[0].float()
+    return torch.nn.functional.cross_entropy(logits[:-1], x[0, 1:]).item()
+
+
 def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point:
     """One point: the model's loss on the text with `mask` at `budget` in every layer ("causal", 0: as trained)."""
     if loaded.lm is None:
@@ -124,12 +133,10 @@ def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point
         raise ValueError(
             f"{loaded.info.title} reads at most {loaded.info.max_positions} positions; the sweep runs {tokens} tokens"
         )
-    ids = torch.tensor([sweep_ids(loaded.tokenizer, tokens)], device=loaded.device)
+    ids = sweep_ids(loaded.tokenizer, tokens)
     dropping = Dropping(mask, budget) if mask != "causal" else None
-    with torch.inference_mode():
-        logits = loaded.lm(input_ids=ids, dropping=dropping, use_cache=False).logits[0].float()
-    loss = torch.nn.functional.cross_entropy(logits[:-1], ids[0, 1:]).item()
-    shape = (loaded.info.n_layers, loaded.info.n_heads, ids.shape[1])
+    loss = next_token_loss(loaded, ids, dropping)
+    shape = (loaded.info.n_layers, loaded.info.n_heads, len(ids))
     lost = torch.stack(dropping.lost) if dropping else torch.zeros(shape, dtype=torch.float64)  # [layers, h, n]
     return Point(mask, budget, loss, lost.mean(dim=-1), lost.mean(dim=(0, 1)))
 
@@ -147,10 +154,7 @@ def measure_composed(loaded, written: str, tokens: int = SWEEP_TOKENS) -> Point:
     if row is not None:
         raise ValueError(f"mask {written!r} with the model's causal mask leaves token {row + 1} of the text no key")
     dropping = Dropping("composed", 0, keep=keep)
-    with torch.inference_mode():
-        logits = loaded.lm(input_ids=torch.tensor([ids], device=loaded.device), dropping=dropping, use_cache=False)
-    labels = torch.tensor(ids[1:], device=loaded.device)
-    loss = torch.nn.functional.cross_entropy(logits.logits[0, :-1].float(), labels).item()
+    loss = next_token_loss(loaded, ids, dropping)
     lost, kept = torch.stack(dropping.lost), keep.sum(dim=1)
     kinds = block_kinds(keep, SKIP_BLOCK)
     written = parse_mask(written).written()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_core.bends import RELATIVE_REACH, alibi_slopes, parse_bend
-from attention_core.composed import EMPTY, FULL, block_kinds
+from attention_core.composed import EMPTY, FULL, block_kinds, block_shares
 from figures.heatmap import Panel
 from figures.stages.panels import head_title, laid_out, square_panel
 from figures.stages.records import Built
@@ -89,11 +89,8 @@ def bend_notes(trace, head: int) -> list[str]:
 def block_panel(trace, block: int, style: Style) -> tuple[Panel, Matrix]:
     """The mask cut into blocks of B queries × B keys: each block's share of kept cells (FlexAttention counts the
     cells past n as hidden): 0 empty, 1 full."""
-    mask = trace.mask.cpu()
-    count, n = -(-trace.n_tokens // block), trace.n_tokens
-    padded = np.zeros((count * block, count * block))
-    padded[:n, :n] = mask.numpy()
-    share = padded.reshape(count, block, count, block).mean(axis=(1, 3))
+    share = block_shares(trace.mask.cpu(), block).numpy()
+    count, n = share.shape[0], trace.n_tokens
     ends = [(style.index(i * block), style.index(min((i + 1) * block, n) - 1)) for i in range(count)]
     names = [f"{first}–{last}" if last > first else f"{first}" for first, last in ends]
     panel = Panel(

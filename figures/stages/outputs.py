@@ -304,18 +304,19 @@ def composed_cache(trace, per_token: int, per: int, kv_context: int) -> list[str
     """What a composed mask lets a decoder's cache drop (its pieces' bound, composed.Mask.cached), and that a bend
     drops nothing: it is computed from the positions at each step."""
     notes = []
-    if trace.composed and not parse_mask(trace.composed).causal:
+    composed = parse_mask(trace.composed) if trace.composed else None
+    if composed and not composed.causal:
         notes.append("This composed mask lets a token see later ones: a decoder could not keep to it.")
-    elif trace.composed:
-        most = parse_mask(trace.composed).cached(kv_context)
+    elif composed:
+        most = composed.cached(kv_context)
         if most < kv_context:
             notes.append(
-                f"With {parse_mask(trace.composed).words()} the cache need hold at most {most} tokens: "
+                f"With {composed.words()} the cache need hold at most {most} tokens: "
                 f"{amount(per_token * most, per)} a layer at any length, not {amount(per_token * kv_context, per)}."
             )
         else:
             notes.append(
-                f"With {parse_mask(trace.composed).words()} no piece bounds how many keys a later token reads, so "
+                f"With {composed.words()} no piece bounds how many keys a later token reads, so "
                 "the cache has no fixed size."
             )
     if trace.bend:

@@ -16,7 +16,13 @@ from ui import chart
 FAVICON = (
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><text y=".9em" font-size="90">&#x1F441;</text></svg>'
 )
-st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layout="wide")
+# Once per session: the browser keeps the title, icon and layout across reruns and pages. Sent on every rerun, the
+# same icon was decoded again and the title remade on every step of every knob (~8 ms of the browser's main thread:
+# docs/design-notes.md, "The loop").
+CONFIGURED = "page_configured"
+if not st.session_state.get(CONFIGURED):
+    st.session_state[CONFIGURED] = True
+    st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layout="wide")
 # The browser fetches and compiles plotly.js while the server imports torch (below): a second less to the first
 # heatmap on a fresh server (bench/bench_open.py).
 chart.preload()

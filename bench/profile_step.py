@@ -82,14 +82,20 @@ def self_times(events: list[dict], start: float = 0, end: float = float("inf")) 
 PAINTED_US = 30_000  # after a chart's measure ends, the frame painted with it (the pump's next draw starts sooner)
 
 
+def mark_id(event: dict) -> str:
+    """A user-timing mark's id: Chromium writes it as `id`, or as `id2` (a dict, {"local": ...}, in newer builds)."""
+    return json.dumps(event.get("id2", event.get("id")), sort_keys=True)
+
+
 def chart_windows(trace: dict) -> list[tuple[str, float, float]]:
     """(chart, start, end) of each chart's drawing: from its measure's start to the next chart's start, or to its
     measure's end and the frame after it, whichever comes first (µs)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     marks = [e for e in events if e.get("cat") == "blink.user_timing" and e.get("name", "").startswith("live-chart ")]
-    ends = {(e["name"], e.get("id2", e.get("id"))): e["ts"] for e in marks if e.get("ph") == "e"}
-    starts = sorted((e["ts"], e["name"], ends.get((e["name"], e.get("id2", e.get("id"))), e["ts"]))
-                    for e in marks if e.get("ph") == "b")  # fmt: skip
+    ends = {(e["name"], mark_id(e)): e["ts"] for e in marks if e.get("ph") == "e"}
+    starts = sorted(
+        (e["ts"], e["name"], ends.get((e["name"], mark_id(e)), e["ts"])) for e in marks if e.get("ph") == "b"
+    )
     windows = []
     for i, (start, name, end) in enumerate(starts):
         following = starts[i + 1][0] if i + 1 < len(starts) else float("inf")

@@ -4,7 +4,7 @@ for a d_k step, a heads step, the causal mask and a new sentence, and presented,
 ratio to the yardstick (`../shared/yardstick/trivial_app.py`, one slider and one small heatmap) measured in the
 same run, interleaved (machines differ by 2x or more; the ratio travels).
 
-    .venv/bin/python bench/bench_loop.py [--steps 5] [--pages walkthrough multihead decoding compare]
+    .venv/bin/python bench/bench_loop.py [--steps 8] [--pages walkthrough multihead decoding compare]
 
 Keeps its result in bench/results/loop.json (bench/record.py), which bench/perf_table.py writes into the README.
 
@@ -211,7 +211,7 @@ def line(row: dict, yard: float | None = None) -> str:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--pages", nargs="+", default=list(SLUG), choices=list(SLUG))
     args = parser.parse_args()
     result = run(args.steps, args.pages)

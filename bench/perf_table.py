@@ -2,9 +2,9 @@
 
     .venv/bin/python bench/perf_table.py        (make bench runs it last)
 
-Each row says what was measured, the figure, its target, and the machine, commit and date it was measured on; a
-benchmark not run yet is said to be missing. The table sits in README.md between the two markers below, which this
-script replaces; nothing else in the README is touched.
+Each row says what was measured, the figure, its target, and the machine, commit and date it was measured on (said
+once, above the table, where every row shares them); a benchmark not run yet is said to be missing. The table sits
+in README.md between the two markers below, which this script replaces; nothing else in the README is touched.
 """
 
 from __future__ import annotations
@@ -75,13 +75,19 @@ def open_rows(opened: dict) -> list[str]:
 
 
 def table() -> str:
-    lines = ["| what | measured | target | machine, commit, date |", "|---|---|---|---|"]
+    """The rows; where every benchmark was measured on one machine, commit and date, that is said once, above."""
+    rows, stamps = [], set()
     for name, rows_of, bench in (("loop", loop_rows, "bench/bench_loop.py"), ("open", open_rows, "bench/bench_open.py"),
                                  ("load", load_rows, "bench/load.py --record"),
                                  ("class", class_rows, "bench/bench_class.py --record")):  # fmt: skip
         result = read(name)
-        lines += rows_of(result) if result else [f"| {bench} | not measured yet | | |"]
-    return "\n".join(lines)
+        rows += rows_of(result) if result else [f"| {bench} | not measured yet | | |"]
+        stamps.add(stamp(result) if result else None)
+    if len(stamps) == 1 and None not in stamps:
+        (once,) = stamps
+        rows = [row.removesuffix(f" {once} |") for row in rows]
+        return "\n".join([f"Measured on {once}.", "", "| what | measured | target |", "|---|---|---|", *rows])
+    return "\n".join(["| what | measured | target | machine, commit, date |", "|---|---|---|---|", *rows])
 
 
 def write_readme() -> None:

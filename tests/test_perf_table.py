@@ -1,0 +1,79 @@
+"""The README's performance table (bench/perf_table.py) and the stamp each benchmark's result carries
+(bench/record.py): what a reader of the README is told about where and on what each figure was measured."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+import perf_table  # noqa: E402
+import record  # noqa: E402
+
+NAMES = ("loop", "open", "load", "class")
+
+
+def results(stamps: dict[str, tuple[str, str, str]]) -> dict[str, dict]:
+    """Each benchmark's kept result (bench/results/*.json, as make bench left them), stamped as given."""
+    return {name: {**record.read(name), **dict(zip(("machine", "commit", "date"), stamps[name], strict=True))}
+            for name in NAMES}  # fmt: skip
+
+
+@pytest.fixture
+def kept(monkeypatch):
+    def use(stamps):
+        found = results(stamps)
+        monkeypatch.setattr(perf_table, "read", lambda name: found.get(name))
+
+    return use
+
+
+def test_one_machine_commit_and_date_are_said_once_above_the_table(kept):
+    one = ("AMD EPYC, 2 cores", "3eba3d2", "2026-11-27")
+    kept(dict.fromkeys(NAMES, one))
+    text = perf_table.table()
+    assert text.startswith("Measured on AMD EPYC, 2 cores, 3eba3d2, 2026-11-27.\n")
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert rows[0] == "| what | measured | target |"
+    assert all(row.count("|") == 4 and "3eba3d2" not in row for row in rows), rows
+
+
+def test_a_result_from_another_commit_keeps_every_rows_own_stamp(kept):
+    one, other = ("AMD EPYC, 2 cores", "3eba3d2", "2026-11-27"), ("AMD EPYC, 2 cores", "a01fafa", "2026-11-26")
+    kept({"loop": one, "open": other, "load": one, "class": one})
+    text = perf_table.table()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert not text.startswith("Measured on") and rows[0] == "| what | measured | target | machine, commit, date |"
+    assert any(row.endswith("a01fafa, 2026-11-26 |") for row in rows) and all(row.count("|") == 5 for row in rows)
+
+
+def test_the_stamp_says_changes_for_the_apps_code_and_not_for_kept_results(tmp_path):
+    """A checkout whose app code differs from its commit is measured "+ changes"; one whose kept results alone differ
+    (the run before left them) is its commit."""
+    repo = tmp_path / "repo"
+    (repo / "bench" / "results").mkdir(parents=True)
+    (repo / "ui").mkdir()
+    (repo / "ui" / "screen.py").write_text("A = 1\n")
+    (repo / "bench" / "results" / "loop.json").write_text("{}\n")
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
+                              capture_output=True, text=True).stdout  # fmt: skip
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "start")
+    head = git("rev-parse", "--short", "HEAD").strip()
+    original = record.ROOT
+    try:
+        record.ROOT = repo
+        (repo / "bench" / "results" / "loop.json").write_text('{"rows": []}\n')
+        assert record.commit() == head
+        (repo / "ui" / "screen.py").write_text("A = 2\n")
+        assert record.commit() == f"{head} + changes"
+    finally:
+        record.ROOT = original

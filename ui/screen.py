@@ -49,9 +49,9 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 # - A chart off screen is skipped by the browser's style, layout and paint (its height is fixed: nothing moves).
 # - So is a stage off screen (its heading, formula and sentences: most of the page's nodes are KaTeX's), which the
 #   browser otherwise styled, laid out and painted again on every step of a knob: a d_k step's first changed chart
-#   came 0-25 ms sooner in four runs (docs/design-notes.md, "The loop"). Its last drawn height is kept while it is skipped (a
-#   stage never drawn counts as 640 px, about a stage's height); its paint is clipped to its box and 8 px around
-#   it, room for a focused chart's ring (3 px, 2 px away).
+#   came 0-25 ms sooner in four runs (docs/design-notes.md, "The loop"). Its last drawn height is kept while it is
+#   skipped (a stage never drawn counts as 640 px, about a stage's height); its paint is clipped to its box and 8 px
+#   around it, room for a focused chart's ring (3 px, 2 px away).
 # - A stage read normally is a keyed container that carries its slide's mark (ui/show.py); the mark was an element of
 #   its own, one gap above the stage: that gap is kept as the container's margin, and above it when "Leave" scrolls
 #   to it.

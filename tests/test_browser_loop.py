@@ -7,8 +7,7 @@ checked here are the behaviours that speed rests on, each of which a slower desi
   screen away is not drawn until it comes near, and is drawn then;
 - a step that adds or removes a part above the stages (a head picker, the mask's stage) keeps every chart and
   formula below it, updated in place rather than made anew;
-- a stage off screen is skipped by the browser's rendering (and drawn when scrolled to), its clip leaving room
-  for a focused chart's ring; a step sends no page settings (title, icon, layout), which stay as the first run set.
+- a step sends no page settings (title, icon, layout), which stay as the first run set them.
 """
 
 import pytest
@@ -113,58 +112,6 @@ def test_a_part_that_comes_or_goes_above_keeps_every_chart_and_formula_below(ser
     kept = page.evaluate(KEPT)
     for kind, (same, now) in kept.items():
         assert same > 0 and same >= now - 1, f"{change}: of {now} {kind} on the page only {same} were kept"
-    no_traceback(page)
-
-
-# Every stage on the page read normally: its key, its top, and whether the browser renders its content now (its
-# heading is visible; the stage itself always is: what content-visibility skips is what is inside).
-STAGES = """() => [...document.querySelectorAll('[data-testid=stVerticalBlock]')]
-  .filter(e => /st-key-(stage|slide)-/.test(e.className))
-  .map(e => ({key: e.className.match(/st-key-([\\w-]+)/)[1], top: e.getBoundingClientRect().top,
-              rendered: e.querySelector('h2').checkVisibility({contentVisibilityAuto: true})}))"""
-# How far a focused chart's ring reaches outside its box, and how far its stage lets paint reach outside its own.
-RING = """() => {
-  const chart = document.querySelector('[data-testid=stMain] .live-chart');
-  chart.focus({focusVisible: true});
-  const ring = getComputedStyle(chart);
-  const stage = chart.closest('[data-testid=stVerticalBlock][class*="st-key-slide-"]');
-  return {focusVisible: chart.matches(':focus-visible'), width: parseFloat(ring.outlineWidth),
-          offset: parseFloat(ring.outlineOffset), margin: parseFloat(getComputedStyle(stage).overflowClipMargin),
-          contentVisibility: getComputedStyle(stage).contentVisibility};
-}"""
-
-
-def test_a_stage_off_screen_is_skipped_until_scrolled_to_and_a_focused_ring_fits_its_clip(server, page):
-    """At the top of the Walkthrough the stages on screen are rendered and those a few screens down are not (the
-    browser skips their style, layout and paint: ui/screen.py); scrolled to, the last one is rendered and its chart
-    drawn. A stage's paint is clipped near its box: a focused chart's ring must fit in what the clip leaves."""
-    page.goto(server + "/?d_k=4&heads=1")
-    wait_for_chart(page, "X", timeout=60)  # the first chart, on screen: the page stays at its top
-    idle(page)
-    stages = page.evaluate(STAGES)
-    height = page.evaluate("innerHeight")
-    assert len(stages) >= 8, stages
-    assert stages[0]["rendered"] and stages[0]["top"] < height, stages[0]
-    skipped = [s for s in stages if not s["rendered"]]
-    assert skipped and all(s["top"] > height for s in skipped), stages
-    last = skipped[-1]
-    page.evaluate(
-        """key => document.querySelector(`.st-key-${key}`).scrollIntoView()""",
-        last["key"],
-    )
-    page.wait_for_function(
-        """key => { const stage = document.querySelector(`.st-key-${key}`);
-                    const chart = stage.querySelector('.live-chart');
-                    return stage.querySelector('h2').checkVisibility({contentVisibilityAuto: true})
-                           && (!chart || chart.__spec === chart.__latest); }""",
-        arg=last["key"],
-        timeout=20_000,
-    )
-    page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
-    ring = page.evaluate(RING)
-    assert ring["contentVisibility"] == "auto", ring
-    assert ring["focusVisible"] and ring["width"] > 0, ring  # a ring is drawn: the check below is about something
-    assert ring["width"] + ring["offset"] <= ring["margin"], ring
     no_traceback(page)
 
 

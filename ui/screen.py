@@ -44,14 +44,9 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 # - A chosen pill's words were in the accent red on a tint of itself: 4.47:1 (light), 3.61:1 (dark). They take
 #   the text colour; the tint and the red border still say which one is chosen. So does a slider's value
 #   (3.91:1 in red on the dark page).
-# And three rules for speed, which change nothing drawn (scripts/page_shots.py and compare_shots.py: the same to the
-# eye; a stage's text may snap to a pixel differently, as it is painted on its own):
+# And two rules for speed, which change nothing drawn (scripts/page_shots.py and compare_shots.py):
 # - A chart off screen is skipped by the browser's style, layout and paint (its height is fixed: nothing moves).
-# - So is a stage off screen (its heading, formula and sentences: most of the page's nodes are KaTeX's), which the
-#   browser otherwise styled, laid out and painted again on every step of a knob: a d_k step's first changed chart
-#   came 0-25 ms sooner in four runs (docs/design-notes.md, "The loop"). Its last drawn height is kept while it is
-#   skipped (a stage never drawn counts as 640 px, about a stage's height); its paint is clipped to its box and 8 px
-#   around it, room for a focused chart's ring (3 px, 2 px away).
+#   The same for a whole stage off screen was tried and not kept (docs/design-notes.md, "A second look").
 # - A stage read normally is a keyed container that carries its slide's mark (ui/show.py); the mark was an element of
 #   its own, one gap above the stage: that gap is kept as the container's margin, and above it when "Leave" scrolls
 #   to it.
@@ -67,8 +62,6 @@ READABLE_CSS = """
 [data-testid="stButtonGroup"] button:is([aria-checked="true"], [data-selected="true"]),
 [data-testid="stSliderThumbValue"] { color: inherit !important; }
 .live-chart { content-visibility: auto; }
-[data-testid="stVerticalBlock"]:is([class*="st-key-stage-"], [class*="st-key-slide-"]) {
-  content-visibility: auto; contain-intrinsic-size: auto 640px; overflow-clip-margin: 8px; }
 [data-testid="stVerticalBlock"][class*="st-key-slide-"] { margin-top: 1rem; scroll-margin-top: 1rem; }
 </style>
 """

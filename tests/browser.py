@@ -466,6 +466,18 @@ QUIET = """quiet => {
 }"""
 
 
+def address_holds(page, part: str, timeout: float = 30) -> None:
+    """Until the page's address (location.href, read in the page) holds `part`; fails naming the address it has.
+    Not Playwright's wait_for_url, which waits for navigation events: a run that writes a dozen bound values
+    pushes a dozen history entries within a millisecond, and once in CI (a class's follower, busy machine) the
+    wait saw only the first ("navigated to /") and said nothing of the address the page then had."""
+    try:
+        page.wait_for_function("part => location.href.includes(part)", arg=part, polling=100, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        now = page.evaluate("location.href")
+        raise AssertionError(f"the address never held {part!r} in {timeout:.0f} s: it is {now}") from None
+
+
 def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
     """Until Streamlit's script has finished its run and nothing on the page (and in any frame it embeds) has
     changed for `quiet` seconds (a rerun updates its charts in turn); fails if it is still changing after

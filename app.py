@@ -30,7 +30,7 @@ chart.preload()
 from attention_core.device import fit_threads  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
-from app_pages import BY_TITLE, PAGES, forget_other_pages  # noqa: E402
+from app_pages import BY_TITLE, forget_other_pages, navigation_pages  # noqa: E402
 from ui.class_bar import class_bar  # noqa: E402
 from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
@@ -40,7 +40,7 @@ from ui.sidebar import sidebar  # noqa: E402
 
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently
 st.html(READABLE_CSS)  # style only: takes no room on the page
-page = st.navigation([spec.page() for spec in PAGES])
+page = st.navigation(navigation_pages())
 forget_other_pages(page.title)
 show_followed_view()  # a follower's: the lecturer's new view, found by the class bar's last check
 go_to_view()  # a deck's next view, asked for by → past a slide's end (ui/decks.py)

@@ -16,7 +16,7 @@ import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
-from app_pages import PAGES, register_page, unregister_page
+from app_pages import NAVIGATION, PAGES, register_page, unregister_page
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.statistics import PEAKINESS, STATISTICS, Statistic, register_statistic, unregister_statistic
 from attention_core.variants import VARIANTS, Projected, Variant, WeightSpec, register
@@ -258,6 +258,26 @@ def test_a_registered_page_is_reached_from_the_navigation_and_the_presentation_b
     page.run()
     assert not page.exception, [e.value for e in page.exception]
     assert [t.value for t in page.title] == ["One term"]
+
+
+def test_a_sessions_pages_are_made_once_and_again_when_a_page_is_registered():
+    """app.py hands st.navigation the same st.Page objects on every run of a session (each one finds its script on
+    disk: app_pages.navigation_pages), and a page registered while the session is open is in its next run's
+    navigation."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    first = at.session_state[NAVIGATION][1]
+    at.run()
+    assert at.session_state[NAVIGATION][1] is first  # the same objects: not made again
+    register_page(PageSpec(str(ONE_TERM.relative_to(ROOT)), "One term", ":material/book:", frozenset({"text"})))
+    try:
+        at.run()
+        assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]
+        registered = {Path(str(info.get("script_path"))) for info in at._registered_pages.values()}
+        assert ONE_TERM in registered
+    finally:
+        unregister_page("One term")
+    at.run()
+    assert ONE_TERM not in {Path(str(info.get("script_path"))) for info in at._registered_pages.values()}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import streamlit as st
 
-from app_pages import BY_TITLE, PAGES
+from app_pages import BY_TITLE, PAGES, navigation_page
 from ui import address, slides
 from ui.controls import CONTROLS
 from ui.links import NUMBERS_FROM, refused_values
@@ -238,7 +238,7 @@ def go_to_view() -> None:
     go = state.pop(GO, None)
     if go and address.clear_bound():  # the bound values of the view before
         state[SEED] = go[1]
-        st.switch_page(go[0])
+        st.switch_page(navigation_page(go[0]))
     seed = state.pop(SEED, None)
     if seed:
         address.seed(seed)

@@ -12,6 +12,7 @@ import hashlib
 import numpy as np
 import streamlit as st
 
+from app_pages import navigation_page
 from app_pages.real_model.spec import SPEC as REAL_MODEL
 from attention_core.lectures import pattern_for
 from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
@@ -236,7 +237,7 @@ def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key
         )
     else:
         place.page_link(
-            REAL_MODEL.path,
+            navigation_page(REAL_MODEL.path),
             label="See this sentence in a trained model (Real model page)",
             icon=":material/psychology:",
         )

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
+from app_pages import navigation_page
 from app_pages.training.gradient_step import lecture_row, show_lesson
 from app_pages.walkthrough.spec import SPEC as WALKTHROUGH
 from attention_core import tokenize
@@ -271,7 +272,9 @@ def _exports(run, checkpoint, words) -> None:
             "trained layer.",
             icon="✅",
         )
-        st.page_link(WALKTHROUGH.path, label="Open the Walkthrough with them", icon=":material/arrow_forward:")
+        st.page_link(
+            navigation_page(WALKTHROUGH.path), label="Open the Walkthrough with them", icon=":material/arrow_forward:"
+        )
 
 
 def _use(run, checkpoint, words) -> None:

@@ -535,10 +535,12 @@ def main() -> None:
             rss = [r["rss_mb"] for r in results]
             growth = [later / earlier - 1 for earlier, later in zip(rss, rss[1:], strict=False)]
             print("  server RSS after each wave: " + ", ".join(f"{r:.0f}" for r in rss) + " MB; wave to wave "
-                  + ", ".join(f"{g:+.1%}" for g in growth))  # fmt: skip
+                  + ", ".join(f"{g:+.1%}" for g in growth) + f" (a closed session is kept {session_ttl()} s, for its "
+                  "page to reconnect: server.disconnectedSessionTTL)")  # fmt: skip
             kept.append({"sessions": n, "browsers": args.browsers, "replicas": args.replicas, "think_s": args.think,
                          "waves": [{k: r[k] for k in ("actions", "failures", "median", "p95", "worst", "rss_mb")}
-                                   for r in results], "rss_growth": growth})  # fmt: skip
+                                   for r in results], "rss_growth": growth,
+                         "session_ttl_s": session_ttl()})  # fmt: skip
             if every["failures"] == 0 and every["p95"] <= 3.0:
                 held = n
         print(f"largest session count held (zero failures, p95 <= 3 s over all waves): {held or 'none of those tried'}")
@@ -546,6 +548,18 @@ def main() -> None:
             print(f"kept in {write('load', {'runs': kept, 'warm_rss_mb': warm_rss}).relative_to(ROOT)}")
     finally:
         server.close()
+
+
+def session_ttl() -> int:
+    """How long the server keeps a closed session (Streamlit's server.disconnectedSessionTTL, as this checkout's
+    config or STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL sets it): a wave's sessions stay in its memory that long
+    after the wave, so the RSS grows wave to wave until the first are let go (design-notes.md, "A third look")."""
+    from streamlit import config
+
+    return int(
+        os.environ.get("STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL")
+        or config.get_option("server.disconnectedSessionTTL")
+    )
 
 
 def summary_of_waves(results: list[dict]) -> dict:

@@ -55,8 +55,9 @@ def load_rows(load: dict) -> list[str]:
         growth = run["rss_growth"]
         most = max((abs(g) for g in growth), default=0.0)
         what = f"{run['sessions']} protocol sessions on one server, {len(p95)} waves: p95 per action, per wave"
+        kept = f"; a closed session kept {run['session_ttl_s']} s" if "session_ttl_s" in run else ""
         rows.append(f"| {what}; the server's RSS from wave to wave | {min(p95):.2f}–{max(p95):.2f} s, {failed} "
-                    f"failed; RSS {', '.join(f'{g:+.1%}' for g in growth)} (most {most:.1%}) "
+                    f"failed; RSS {', '.join(f'{g:+.1%}' for g in growth)} (most {most:.1%}{kept}) "
                     f"| ≤ 1.5 s, 0 failed; within 2 % | {stamp(load)} |")  # fmt: skip
     return rows
 

@@ -77,3 +77,12 @@ def test_the_stamp_says_changes_for_the_apps_code_and_not_for_kept_results(tmp_p
         assert record.commit() == f"{head} + changes"
     finally:
         record.ROOT = original
+
+
+def test_what_a_stamp_measures_is_this_checkouts_code():
+    """Every path the stamp watches is here (one named "pages" after the pages moved to app_pages/ let a page's
+    change be measured as its commit), and every folder of the app's code is watched."""
+    assert [path for path in record.MEASURED if not (ROOT / path).exists()] == []
+    # attention_explorer: the notebooks' package (show, check), which the served app does not run
+    code = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests", "attention_explorer"}
+    assert code <= set(record.MEASURED), code - set(record.MEASURED)

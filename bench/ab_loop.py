@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_loop import ACTIONS, PAGES, SCROLL_TO, VIEWPORT, WATCH, measure, open_page  # noqa: E402
 
-from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, wait_healthy  # noqa: E402
+from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, start_server, wait_healthy  # noqa: E402
 
 ADD_RULE = """rule => { const style = document.getElementById('ab-rule') ?? document.head.appendChild(
   Object.assign(document.createElement('style'), {id: 'ab-rule'})); style.textContent = rule; }"""
@@ -33,12 +33,7 @@ DROP_RULE = "() => document.getElementById('ab-rule')?.remove()"
 
 def serve(checkout: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port)],
-        cwd=checkout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    return server, f"http://127.0.0.1:{port}"
+    return start_server(port, cwd=checkout), f"http://127.0.0.1:{port}"
 
 
 def run(checkouts: list[Path], css: str | None, page_name: str, action: str, pairs: int) -> dict[str, list[dict]]:

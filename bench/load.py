@@ -534,13 +534,14 @@ def main() -> None:
                 print("    " + line(name, s))
             rss = [r["rss_mb"] for r in results]
             growth = [later / earlier - 1 for earlier, later in zip(rss, rss[1:], strict=False)]
+            ttl = session_ttl()
             print("  server RSS after each wave: " + ", ".join(f"{r:.0f}" for r in rss) + " MB; wave to wave "
-                  + ", ".join(f"{g:+.1%}" for g in growth) + f" (a closed session is kept {session_ttl()} s, for its "
+                  + ", ".join(f"{g:+.1%}" for g in growth) + f" (a closed session is kept {ttl} s, for its "
                   "page to reconnect: server.disconnectedSessionTTL)")  # fmt: skip
             kept.append({"sessions": n, "browsers": args.browsers, "replicas": args.replicas, "think_s": args.think,
                          "waves": [{k: r[k] for k in ("actions", "failures", "median", "p95", "worst", "rss_mb")}
                                    for r in results], "rss_growth": growth,
-                         "session_ttl_s": session_ttl()})  # fmt: skip
+                         "session_ttl_s": ttl})  # fmt: skip
             if every["failures"] == 0 and every["p95"] <= 3.0:
                 held = n
         print(f"largest session count held (zero failures, p95 <= 3 s over all waves): {held or 'none of those tried'}")

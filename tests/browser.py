@@ -289,12 +289,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int, script: str = "app.py", env: dict | None = None) -> subprocess.Popen:
-    """`streamlit run` on 127.0.0.1:port; `env`: variables to add (e.g. a cookie secret shared by replicas)."""
+def start_server(port: int, script: str = "app.py", env: dict | None = None, cwd: Path = ROOT) -> subprocess.Popen:
+    """`streamlit run` on 127.0.0.1:port; `env`: variables to add (e.g. a cookie secret shared by replicas); `cwd`:
+    the checkout whose app it serves (bench/ab_loop.py serves two)."""
     return subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port)],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 

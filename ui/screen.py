@@ -8,7 +8,7 @@ import math
 import streamlit as st
 import streamlit.components.v2
 
-from app_pages import PAGES, navigation_page
+from app_pages import PAGES, navigation_pages
 from ui import decks, slides
 
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen ...
@@ -147,8 +147,9 @@ def presentation_bar(page: str) -> None:
     row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide
         slides.keys(True)
-    for spec in (spec for spec in PAGES if spec.presented):  # names only: icons would need two lines at 1400 px
-        row.page_link(navigation_page(spec.path), label=spec.title, icon="")
+    for spec, link in zip(PAGES, navigation_pages(), strict=True):  # names only: icons would need two lines at 1400 px
+        if spec.presented:
+            row.page_link(link, label=spec.title, icon="")
     where, note = decks.where()
     if where:  # in the row, so that a slide keeps its height; the note in its tooltip (and on the Decks page)
         row.caption(where, help=note or None)

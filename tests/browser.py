@@ -162,8 +162,9 @@ CONTRAST = (
     for (const label of gd.querySelectorAll(`:is(${labels})`)) {
       if (!label.textContent.trim()) continue;
       looked++;
-      const r = ratio(luminance(getComputedStyle(label).fill), back);
-      if (r < worst[0]) worst = [r, label.textContent];
+      const fill = getComputedStyle(label).fill, r = ratio(luminance(fill), back);
+      const chart = gd.querySelector('.gtitle')?.textContent ?? gd.getAttribute('aria-label');
+      if (r < worst[0]) worst = [r, `${label.textContent} (${fill} on ${clear ? page : paper}, in ${chart})`];
     }
   }
   return [...worst, looked];
@@ -479,6 +480,23 @@ def address_holds(page, part: str, timeout: float = 30) -> None:
         raise AssertionError(f"the address never held {part!r} in {timeout:.0f} s: it is {now}") from None
 
 
+# What a page shows, for a failure's message: its title, its captions (a page's settings line), its address.
+PAGE_SAYS = """() => ({title: document.querySelector('h1')?.textContent,
+  captions: [...document.querySelectorAll('[data-testid=stCaptionContainer]')].map(c => c.textContent).slice(0, 4),
+  address: location.href})"""
+
+
+def text_shown(page, text: str, timeout: float = 30) -> None:
+    """Until `text` is visible on the page; fails saying what the page shows instead (title, captions, address),
+    where Playwright's timeout names only the text it waited for."""
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"{text!r} not shown in {timeout:.0f} s; the page shows {page.evaluate(PAGE_SAYS)}"
+        ) from None
+
+
 def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
     """Until Streamlit's script has finished its run and nothing on the page (and in any frame it embeds) has
     changed for `quiet` seconds (a rerun updates its charts in turn); fails if it is still changing after
@@ -568,9 +586,10 @@ def check_view(page, what: str, charts: bool | None = None) -> None:
     assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
 
 
-# Whether every chart drawn on the page has followed the page's colour scheme: its paper is the page's background
-# and its labels are there. After a switch chart.js redraws each chart once Streamlit has repainted the page; on a
-# busy machine that comes after a quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
+# Whether every chart drawn on the page has followed the page's colour scheme: its paper is the page's background,
+# its labels are there, and chart.js draws none and has each in the colours its place on the page has now. After a
+# switch chart.js redraws each chart once Streamlit has repainted the page; on a busy machine that comes after a
+# quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
 IN_PAGE_COLOURS = (
     """() => {
   """
@@ -578,9 +597,20 @@ IN_PAGE_COLOURS = (
     + """
   const page = rgb(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
   return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
-    && rgb(gd._fullLayout.paper_bgcolor) === page && gd.querySelector('g[class$="tick"] > text, text[class$="title"]'));
+    && rgb(gd._fullLayout.paper_bgcolor) === page && gd.querySelector('g[class$="tick"] > text, text[class$="title"]'))
+    && (window.__liveCharts?.followed() ?? true);
 }"""
 )
+
+
+def charts_followed(page, what: str, timeout: float = 30) -> None:
+    """Until every chart has followed the page's colours (IN_PAGE_COLOURS); fails naming the scheme."""
+    try:
+        page.wait_for_function(IN_PAGE_COLOURS, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout:.0f} s"
+        ) from None
 
 
 def scheme(page) -> str:
@@ -600,7 +630,7 @@ def check_view_in_both_schemes(
     for turn in range(2):
         if turn:
             page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
-            page.wait_for_function(IN_PAGE_COLOURS, timeout=30_000)  # not a quiet moment before the redraw
+            charts_followed(page, what)  # not a quiet moment before the redraw
             settled(page)
         now = scheme(page)
         if shot:
@@ -609,6 +639,7 @@ def check_view_in_both_schemes(
             check_view(page, f"{what} ({now})", charts)
         else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
             settled(page)
+        charts_followed(page, what)  # a redraw that began after the quiet moment (a late repaint) has ended
         ratio, label, looked = worst_contrast(page)
         drawn = page.locator(".live-chart").count() > 0 if charts is None else charts
         assert looked > 0 or not drawn, f"{what} ({now}): no chart label to measure"

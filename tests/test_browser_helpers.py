@@ -25,6 +25,7 @@ from tests.browser import (
     require_chromium,
     settled,
     sizes,
+    text_shown,
     worst_contrast,
 )
 
@@ -147,3 +148,13 @@ def test_an_error_in_the_page_is_raised_not_read_as_nothing_found(opened):
 def test_sizes_reads_the_charts_type(opened):
     page, _, _ = opened
     assert sizes(page)["tick"] == 12  # plotly's default tick font
+
+
+def test_text_shown_waits_for_the_text_and_says_what_the_page_shows_instead(browser):
+    page = browser.new_page()
+    page.set_content("<h1>The Training page</h1><div data-testid=stCaptionContainer>8 tokens · MHA</div>")
+    page.evaluate("setTimeout(() => document.body.insertAdjacentHTML('beforeend', '<p>arrived late</p>'), 300)")
+    text_shown(page, "arrived late", timeout=5)  # waited for, not looked at once
+    with pytest.raises(AssertionError, match=r"'4 tokens · MHA' not shown.*The Training page.*8 tokens · MHA"):
+        text_shown(page, "4 tokens · MHA", timeout=1)
+    page.close()

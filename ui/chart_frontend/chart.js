@@ -299,17 +299,39 @@ function recolour(value, text) {  // in place: every colour the server wrote as 
   return value;
 }
 
+function someChart() {  // the element of a chart on the page, whose colours are the page's (mostUrgent)
+  for (const chart of shared.charts) if (chart.element.isConnected) return chart.element;
+  return null;
+}
+
+const LOOK_MS = 150, LOOKS_AFTER = 10, LOOKS_AT_MOST = 100;  // 1.5 s after the colours change; 15 s if they never do
+
 if (!shared.followsScheme) {
   shared.followsScheme = true;
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
-    let looks = 0;
-    const look = () => {  // for 3 s: Streamlit sets the page's new colours a moment after the switch
+    // Streamlit sets the page's new colours a moment after the switch: a moment that can pass 3 s when the
+    // browser is busy (6 s measured here with it slowed fourfold), and a chart drawn before it kept the old
+    // colours. So look until they have changed, and a little after (tests/test_browser_loop.py holds them 5 s).
+    const element = someChart();
+    const before = element && JSON.stringify(pageColours(element));
+    let looks = 0, last = LOOKS_AT_MOST;
+    const look = () => {
       schedule();
-      if (++looks < 20) setTimeout(look, 150);
+      const now = someChart();
+      if (last === LOOKS_AT_MOST && now && JSON.stringify(pageColours(now)) !== before) last = looks + LOOKS_AFTER;
+      if (++looks < last) setTimeout(look, LOOK_MS);
     };
     look();
   });
 }
+
+// Whether every chart on or near the screen shows its latest figure in the page's colours now, and none is being
+// drawn: what a test waits for before it measures a chart's colours (tests/browser.py IN_PAGE_COLOURS).
+shared.followed = () => !shared.pumping && [...shared.charts].every(chart => {
+  if (!chart.element.isConnected || chart.latest === null || !place(chart.element).near) return true;
+  const {text, paper} = pageColours(chart.element);
+  return chart.drawn === `${text} ${paper}\n${chart.latest.spec}`;
+});
 
 function prepare(chart) {  // the figure to draw, parsed once per drawing, in the page's font and colours now
   const figure = JSON.parse(chart.latest.spec);

@@ -58,7 +58,7 @@ function mostUrgent() {
   for (const chart of shared.charts) {
     if (!chart.element.isConnected) { chart.forget(); continue; }  // the chart left the page with a rerun
     if (chart.failedAt && Date.now() - chart.failedAt < 2000) { waiting = true; continue; }
-    chart.colours = colours ??= pageColours(chart.element);  // the page's, the same for every chart
+    chart.colours = colours ??= pageColours();  // the page's, the same for every chart
     const stale = chart.latest !== null && wanted(chart) !== chart.drawn;
     if (!stale && !chart.resize) continue;
     const {onScreen, near, top} = place(chart.element);
@@ -282,10 +282,12 @@ function pageFont(element) {  // the font Streamlit's theme gives the page
 // paper (behind the labels on screen and in the PNG the camera button saves) the page's background.
 const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 
-function pageColours(element) {
-  const style = getComputedStyle(element);
-  return {text: style.getPropertyValue("--st-text-color").trim() || style.color,
-          paper: style.getPropertyValue("--st-background-color").trim() || "#ffffff"};
+// Read from the app's element, as the page paints it. They were read from the chart's own element, where Streamlit
+// sets the theme's colours as variables, with white paper where there were none: twice in the full suite a chart
+// in the dark scheme had the dark scheme's text (inherited) on white paper, contrast 1.2.
+function pageColours() {
+  const app = getComputedStyle(document.querySelector('[data-testid="stApp"]') ?? document.body);
+  return {text: app.color, paper: app.backgroundColor};
 }
 
 function recolour(value, text) {  // in place: every colour the server wrote as the theme's text colour
@@ -299,11 +301,6 @@ function recolour(value, text) {  // in place: every colour the server wrote as 
   return value;
 }
 
-function someChart() {  // the element of a chart on the page, whose colours are the page's (mostUrgent)
-  for (const chart of shared.charts) if (chart.element.isConnected) return chart.element;
-  return null;
-}
-
 const LOOK_MS = 150, LOOKS_AFTER = 10, LOOKS_AT_MOST = 100;  // 1.5 s after the colours change; 15 s if they never do
 
 if (!shared.followsScheme) {
@@ -312,13 +309,11 @@ if (!shared.followsScheme) {
     // Streamlit sets the page's new colours a moment after the switch: a moment that can pass 3 s when the
     // browser is busy (6 s measured here with it slowed fourfold), and a chart drawn before it kept the old
     // colours. So look until they have changed, and a little after (tests/test_browser_loop.py holds them 5 s).
-    const element = someChart();
-    const before = element && JSON.stringify(pageColours(element));
+    const before = JSON.stringify(pageColours());
     let looks = 0, last = LOOKS_AT_MOST;
     const look = () => {
       schedule();
-      const now = someChart();
-      if (last === LOOKS_AT_MOST && now && JSON.stringify(pageColours(now)) !== before) last = looks + LOOKS_AFTER;
+      if (last === LOOKS_AT_MOST && JSON.stringify(pageColours()) !== before) last = looks + LOOKS_AFTER;
       if (++looks < last) setTimeout(look, LOOK_MS);
     };
     look();
@@ -329,7 +324,7 @@ if (!shared.followsScheme) {
 // drawn: what a test waits for before it measures a chart's colours (tests/browser.py IN_PAGE_COLOURS).
 shared.followed = () => !shared.pumping && [...shared.charts].every(chart => {
   if (!chart.element.isConnected || chart.latest === null || !place(chart.element).near) return true;
-  const {text, paper} = pageColours(chart.element);
+  const {text, paper} = pageColours();
   return chart.drawn === `${text} ${paper}\n${chart.latest.spec}`;
 });
 

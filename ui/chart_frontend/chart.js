@@ -284,7 +284,7 @@ const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 
 // Read from the app's element, as the page paints it. They were read from the chart's own element, where Streamlit
 // sets the theme's colours as variables, with white paper where there were none: twice in the full suite a chart
-// in the dark scheme had the dark scheme's text (inherited) on white paper, contrast 1.2.
+// in the dark scheme had the dark scheme's text on white paper (contrast 1.2), what that fallback draws.
 function pageColours() {
   const app = getComputedStyle(document.querySelector('[data-testid="stApp"]') ?? document.body);
   return {text: app.color, paper: app.backgroundColor};

@@ -595,7 +595,9 @@ IN_PAGE_COLOURS = (
   """
     + LUMINANCE
     + """
-  const page = rgb(getComputedStyle(document.querySelector('.stApp')).backgroundColor);
+  const app = getComputedStyle(document.querySelector('.stApp')), page = rgb(app.backgroundColor);
+  // Streamlit's own repaint done: the page's text readable on its background (seen seconds apart in a full suite)
+  if (ratio(luminance(rgb(app.color)), luminance(page)) < 4.5) return false;
   return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
     && rgb(gd._fullLayout.paper_bgcolor) === page && gd.querySelector('g[class$="tick"] > text, text[class$="title"]'))
     && (window.__liveCharts?.followed() ?? true);

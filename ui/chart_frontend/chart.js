@@ -301,7 +301,7 @@ function recolour(value, text) {  // in place: every colour the server wrote as 
   return value;
 }
 
-const LOOK_MS = 150, LOOKS_AFTER = 10, LOOKS_AT_MOST = 100;  // 1.5 s after the colours change; 15 s if they never do
+const LOOK_MS = 150, LOOKS_AFTER = 10, LOOKS_AT_MOST = 100;  // 1.5 s after the colours' last change; at most 15 s
 
 if (!shared.followsScheme) {
   shared.followsScheme = true;
@@ -309,11 +309,12 @@ if (!shared.followsScheme) {
     // Streamlit sets the page's new colours a moment after the switch: a moment that can pass 3 s when the
     // browser is busy (6 s measured here with it slowed fourfold), and a chart drawn before it kept the old
     // colours. So look until they have changed, and a little after (tests/test_browser_loop.py holds them 5 s).
-    const before = JSON.stringify(pageColours());
-    let looks = 0, last = LOOKS_AT_MOST;
+    // The page's text and background were seen to change seconds apart: each change looks on.
+    let seen = JSON.stringify(pageColours()), looks = 0, last = LOOKS_AT_MOST;
     const look = () => {
       schedule();
-      if (last === LOOKS_AT_MOST && JSON.stringify(pageColours()) !== before) last = looks + LOOKS_AFTER;
+      const now = JSON.stringify(pageColours());
+      if (now !== seen) [seen, last] = [now, Math.min(LOOKS_AT_MOST, looks + LOOKS_AFTER)];
       if (++looks < last) setTimeout(look, LOOK_MS);
     };
     look();

@@ -282,9 +282,10 @@ function pageFont(element) {  // the font Streamlit's theme gives the page
 // paper (behind the labels on screen and in the PNG the camera button saves) the page's background.
 const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 
-// Read from the app's element, as the page paints it. They were read from the chart's own element, where Streamlit
-// sets the theme's colours as variables, with white paper where there were none: twice in the full suite a chart
-// in the dark scheme had the dark scheme's text on white paper (contrast 1.2), what that fallback draws.
+// Read from the app's element, as the page paints it (not from the theme variables on the chart's own element,
+// with white paper where there were none). Streamlit's repaint after a switch is not one moment: in 2 of 4 full
+// suites a chart in the dark scheme was drawn with the dark scheme's text on white paper, the page's own colours
+// then, its background changing seconds after its text; the looks below go on after each change.
 function pageColours() {
   const app = getComputedStyle(document.querySelector('[data-testid="stApp"]') ?? document.body);
   return {text: app.color, paper: app.backgroundColor};

@@ -48,8 +48,8 @@ function place(element) {
   return {onScreen, near: box.bottom > -height && box.top < 2 * height, top: box.top};
 }
 
-function wanted(chart) {  // what the chart should show now: its latest figure in the page's colours now
-  return chart.latest && `${chart.colours.text} ${chart.colours.paper}\n${chart.latest.spec}`;
+function wanted(chart, colours = chart.colours) {  // what the chart should show: its latest figure in these colours
+  return chart.latest && `${colours.text} ${colours.paper}\n${chart.latest.spec}`;
 }
 
 // The next thing to do: a chart to draw (or to fit to its new width), on screen before near; null if none now.
@@ -283,7 +283,7 @@ function pageFont(element) {  // the font Streamlit's theme gives the page
 const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 
 // Read from the app's element, as the page paints it (not from the theme variables on the chart's own element,
-// with white paper where there were none). Streamlit's repaint after a switch is not one moment: in 2 of 4 full
+// with white paper where there were none). Streamlit's repaint after a switch is not one moment: in 3 of 5 full
 // suites a chart in the dark scheme was drawn with the dark scheme's text on white paper, the page's own colours
 // then, its background changing seconds after its text; the looks below go on after each change.
 function pageColours() {
@@ -309,8 +309,8 @@ if (!shared.followsScheme) {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
     // Streamlit sets the page's new colours a moment after the switch: a moment that can pass 3 s when the
     // browser is busy (6 s measured here with it slowed fourfold), and a chart drawn before it kept the old
-    // colours. So look until they have changed, and a little after (tests/test_browser_loop.py holds them 5 s).
-    // The page's text and background were seen to change seconds apart: each change looks on.
+    // colours. And its text and background were seen to change seconds apart. So look on until 1.5 s after the
+    // last change (tests/test_browser_loop.py holds them 5 s).
     let seen = JSON.stringify(pageColours()), looks = 0, last = LOOKS_AT_MOST;
     const look = () => {
       schedule();
@@ -324,11 +324,11 @@ if (!shared.followsScheme) {
 
 // Whether every chart on or near the screen shows its latest figure in the page's colours now, and none is being
 // drawn: what a test waits for before it measures a chart's colours (tests/browser.py IN_PAGE_COLOURS).
-shared.followed = () => !shared.pumping && [...shared.charts].every(chart => {
-  if (!chart.element.isConnected || chart.latest === null || !place(chart.element).near) return true;
-  const {text, paper} = pageColours();
-  return chart.drawn === `${text} ${paper}\n${chart.latest.spec}`;
-});
+shared.followed = () => {
+  const colours = pageColours();
+  return !shared.pumping && [...shared.charts].every(chart => !chart.element.isConnected || chart.latest === null
+    || !place(chart.element).near || chart.drawn === wanted(chart, colours));
+};
 
 function prepare(chart) {  // the figure to draw, parsed once per drawing, in the page's font and colours now
   const figure = JSON.parse(chart.latest.spec);

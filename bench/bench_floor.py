@@ -3,7 +3,7 @@ none of which changes and none of which computes anything; and the Walkthrough i
 
     .venv/bin/python bench/bench_floor.py [--steps 10]
 
-Eight apps, served at once and stepped in turn in one Chromium, timed by bench_loop.py's watch (key press -> the
+Nine apps, served at once and stepped in turn in one Chromium, timed by bench_loop.py's watch (key press -> the
 first chart's SVG text changing; here the only chart that changes, at the top of the page, on screen):
 - "yardstick": `../shared/yardstick/trivial_app.py` as it is (one slider, one st.plotly_chart);
 - "+ sidebar": the same, with the Walkthrough's other sidebar controls (6 sliders, 7 select boxes, 7 toggles, a
@@ -13,7 +13,8 @@ first chart's SVG text changing; here the only chart that changes, at the top of
 - "+ both": the sidebar and the stages;
 - "live chart", "live + both", "live + both + 11 charts": the yardstick's figure through the app's own chart
   (ui/chart.py's component, as show_figure sends it), then with the sidebar and the stages, then with 11 more
-  charts that do not change (as the Walkthrough's stages have);
+  charts that do not change (as the Walkthrough's stages have); then with 20 ms of Python's CPU in the script,
+  between the sidebar and the stages (the Walkthrough's script takes ~19 ms for a d_k step);
 - "the Walkthrough": the app, scrolled to its attention weights, as bench_loop.py measures it.
 Each line gives the elements the page holds (counted in the page), so the floor apps can be seen to hold about
 as many as the Walkthrough. The gap from the yardstick to "live + both + 11 charts" is what Streamlit costs for
@@ -92,6 +93,12 @@ d_k = st.slider("d_k", 1, 64, 4)
 z = np.random.default_rng(d_k).standard_normal((5, d_k))
 live(go.Figure(go.Heatmap(z=z), layout_title_text=f"Q [5x{{d_k}}]", layout_height=300), "q")
 """
+SCRIPT = """
+import time
+spent = time.thread_time() + 0.020  # the Walkthrough's script: ~19 ms of CPU for a d_k step, its trace cached
+while time.thread_time() < spent:
+    pass
+"""
 STILL_CHARTS = """
 for i in range(11):
     live(go.Figure(go.Heatmap(z=np.random.default_rng(i).standard_normal((5, 5)), texttemplate="%{z:.2f}"),
@@ -108,7 +115,8 @@ def apps(folder: Path) -> dict[str, Path]:
     made = {"yardstick": YARDSTICK}
     variants = {"+ sidebar": base + SIDEBAR, "+ stages": base + stages, "+ both": base + SIDEBAR + stages,
                 "live chart": head + LIVE, "live + both": head + LIVE + SIDEBAR + stages,
-                "live + both + 11 charts": head + LIVE + SIDEBAR + stages + STILL_CHARTS}  # fmt: skip
+                "live + both + 11 charts": head + LIVE + SIDEBAR + stages + STILL_CHARTS,
+                "+ 20 ms of script": head + LIVE + SIDEBAR + SCRIPT + stages + STILL_CHARTS}  # fmt: skip
     for name, code in variants.items():
         path = folder / f"floor_{len(made)}.py"
         path.write_text(textwrap.dedent(code))

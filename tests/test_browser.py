@@ -442,10 +442,19 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
         context.close()
 
 
+# Each chart: its name, its smallest tick label, and whether what it shows is the figure the server sent last (for a
+# failure's message: once, at 1920x1080, "How peaked?" kept 1400x900's ticks while the weights map was redrawn).
+CHARTS_DRAWN = """() => [...document.querySelectorAll('.live-chart')].map(chart => [
+  (chart.getAttribute('aria-label') || '').slice(0, 30),
+  Math.min(...[...chart.querySelectorAll('g[class$="tick"] > text')]
+    .map(t => parseFloat(getComputedStyle(t).fontSize))),
+  chart.__spec === chart.__latest ? 'its last figure' : 'an older figure'])"""
+
+
 def slide_sizes(page) -> dict:
     root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
     plot = chart_locator(page, "attention weights").locator(".nsewdrag").first.bounding_box()["height"]
-    return {"root": root, "plot": plot, **sizes(page)}
+    return {"root": root, "plot": plot, **sizes(page), "charts": page.evaluate(CHARTS_DRAWN)}
 
 
 def steady(measure, apart: float = 2.0, agreeing: int = 3, timeout: float = 60.0):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from pathlib import Path
 
 import pytest
@@ -605,6 +606,10 @@ IN_PAGE_COLOURS = (
 )
 
 
+APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.stApp'));
+  return `text ${app.color} on ${app.backgroundColor}`; }"""
+
+
 def charts_followed(page, what: str, timeout: float = 30) -> None:
     """Until every chart has followed the page's colours (IN_PAGE_COLOURS); fails naming the scheme."""
     try:
@@ -642,10 +647,26 @@ def check_view_in_both_schemes(
         else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
             settled(page)
         charts_followed(page, what)  # a redraw that began after the quiet moment (a late repaint) has ended
-        ratio, label, looked = worst_contrast(page)
+        ratio, label, looked = readable_charts(page, f"{what} ({now})")
         drawn = page.locator(".live-chart").count() > 0 if charts is None else charts
         assert looked > 0 or not drawn, f"{what} ({now}): no chart label to measure"
         assert ratio >= 4.5, f"{what} ({now}): {label!r} has contrast {ratio:.1f}"
+
+
+def readable_charts(page, what: str, timeout: float = 30) -> tuple[float, str, int]:
+    """worst_contrast, once the charts have followed the page's colours; where a label is below 4.5:1, looked at once
+    more when they have followed again. Seen in 1 of 2 full suites (2026-11-28), never alone: right after the charts
+    had followed the page's dark colours, a chart's label in them on white. A chart left so fails (the caller's
+    assertion); one that came right is reported as a warning, with the page's own colours when it was seen."""
+    ratio, label, looked = worst_contrast(page)
+    if ratio < 4.5:
+        seen = f"{label!r} had contrast {ratio:.1f} (the page: {page.evaluate(APP_COLOURS)})"
+        charts_followed(page, f"{what}, after {seen}", timeout)
+        settled(page)
+        ratio, label, looked = worst_contrast(page)
+        if ratio >= 4.5:
+            warnings.warn(f"{what}: {seen}; readable when looked at again", stacklevel=2)
+    return ratio, label, looked
 
 
 def no_traceback(page):

@@ -4,6 +4,7 @@ A measurement that cannot see its own failure is no check."""
 
 import functools
 import threading
+import warnings
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -22,6 +23,7 @@ from tests.browser import (
     offline,
     outside_requests,
     overlaps,
+    readable_charts,
     require_chromium,
     settled,
     sizes,
@@ -157,4 +159,39 @@ def test_text_shown_waits_for_the_text_and_says_what_the_page_shows_instead(brow
     text_shown(page, "arrived late", timeout=5)  # waited for, not looked at once
     with pytest.raises(AssertionError, match=r"'4 tokens · MHA' not shown.*The Training page.*8 tokens · MHA"):
         text_shown(page, "4 tokens · MHA", timeout=1)
+    page.close()
+
+
+# A page in the dark scheme as Streamlit paints it, with one chart (a Plotly graph div's layout and one tick label):
+# its paper white for `white_ms` (-1: for good), its label in the dark scheme's text.
+DARK_CHART = """<div class="stApp" style="color: rgb(250, 250, 250); background: rgb(14, 17, 23); height: 300px">
+  <div class="js-plotly-plot"><svg width="200" height="100"><g class="xtick"><text x="20" y="50"
+    fill="rgb(250, 250, 250)">token</text></g></svg></div></div>
+<script>{  // a block: set_content keeps the page's global scope from one content to the next
+  const chart = document.querySelector('.js-plotly-plot');
+  chart._fullLayout = {paper_bgcolor: 'rgb(255, 255, 255)'};
+  if (WHITE_MS >= 0) setTimeout(() => { chart._fullLayout = {paper_bgcolor: 'rgb(14, 17, 23)'}; }, WHITE_MS);
+}</script>"""
+
+
+def test_readable_charts_looks_again_once_and_says_what_it_saw(browser):
+    """A label unreadable when first measured and readable once the charts have followed again: a warning naming
+    it and the page's colours, and the second reading returned; left unreadable: the charts never follow, a
+    failure naming what was seen."""
+    page = browser.new_page()
+    page.set_content(DARK_CHART.replace("WHITE_MS", "0"))
+    page.wait_for_function("() => document.querySelector('.js-plotly-plot')._fullLayout.paper_bgcolor !== "
+                           "'rgb(255, 255, 255)'")  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # readable at once: no second look, no warning
+        assert readable_charts(page, "a dark slide")[0] >= 4.5
+    page.set_content(DARK_CHART.replace("WHITE_MS", "800"))
+    with pytest.warns(UserWarning, match=r"a dark slide: 'token \(rgb\(250, 250, 250\) on rgb\(255, 255, 255\).*"
+                                         r"had contrast 1\.\d \(the page: text rgb\(250, 250, 250\) on rgb\(14, 17, "
+                                         r"23\)\); readable when looked at again"):  # fmt: skip
+        ratio, _, looked = readable_charts(page, "a dark slide")
+    assert ratio >= 4.5 and looked == 1
+    page.set_content(DARK_CHART.replace("WHITE_MS", "-1"))
+    with pytest.raises(AssertionError, match=r"a dark slide, after 'token .*had contrast 1\.\d.*did not follow"):
+        readable_charts(page, "a dark slide", timeout=2)
     page.close()

@@ -486,9 +486,9 @@ def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
         finally:
             context.close()
     small, large = measured[1400], measured[1920]
-    assert large["root"] == pytest.approx(1.2 * small["root"], rel=0.02), measured
+    assert large["root"] == pytest.approx(1.2 * small["root"], rel=0.02), f"{measured}"  # a string: shown whole
     for size in ("text", "tick", "title", "plot"):
-        assert large[size] == pytest.approx(1.2 * small[size], rel=0.08), (size, measured)
+        assert large[size] == pytest.approx(1.2 * small[size], rel=0.08), f"{size}: {measured}"
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])

@@ -149,7 +149,7 @@ def show_stage(
         # A slide's charts are keyed by their place and the slide's width: the next stage's figures go to the charts
         # on screen, and a new width (the run after the browser told its window's size) makes new charts. Updated in
         # place there, a chart kept the first run's figure though the second's had reached the browser (a larger
-        # screen's slide, two cores busy: 3 of 3 tries; keyed so, 0 of 32; tests/test_browser.py).
+        # screen's slide, two cores busy: 7 of 10 tries; keyed so, 0 of 16; tests/test_browser.py).
         chart_key = f"{prefix}slide{style.width}" if places else f"{prefix}{key}"
         show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, f"{prefix}{key}", view.shares)
     with words:

@@ -124,6 +124,35 @@ def test_the_colours_chosen_reach_every_map_weights_and_signed_numbers_each_in_i
         assert json.dumps(panel(app, "scores = ").trace["colorscale"]) == json.dumps(palette.scale(True))
 
 
+def chart_data(at) -> dict[str, dict]:
+    """Each chart's data (ui/chart.py show_figure) by its element's id, which its key decides."""
+    data = {chart.proto.id: json.loads(chart.proto.json) for chart in at.get("bidi_component") if chart.proto.json}
+    return {key: d for key, d in data.items() if "spec" in d}
+
+
+def test_each_new_figure_is_sent_with_a_higher_number_and_an_unchanged_one_with_its_own(app):
+    """The order chart.js keeps a chart's figures in (tests/test_browser_loop.py checks that it does): each chart is
+    sent "session:n" (ui/chart.py sent_number). A rerun that changes nothing sends every chart the number it had; a
+    d_k step gives each chart whose figure changed a number above every one sent before; another session counts
+    with a token of its own."""
+
+    def numbers(at):
+        return {key: d["sent"].split(":") for key, d in chart_data(at).items()}
+
+    first, specs = numbers(app), {key: d["spec"] for key, d in chart_data(app).items()}
+    assert len(first) >= 10 and len({token for token, _ in first.values()}) == 1, first
+    assert numbers(app.run()) == first
+    app.slider(key="d_k").set_value(5).run()
+    after = numbers(app)
+    changed = {key for key, d in chart_data(app).items() if d["spec"] != specs.get(key)}
+    assert len(changed & first.keys()) >= 5, changed  # the maps of Q, K, the scores, the weights, ...
+    highest = max(int(number) for _, number in first.values())
+    assert all(int(after[key][1]) > highest for key in changed), (first, after)
+    assert all(after[key] == first[key] for key in first.keys() - changed), (first, after)
+    other = numbers(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
+    assert {token for token, _ in other.values()}.isdisjoint({token for token, _ in first.values()})
+
+
 def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):
     example = BY_KEY["madd"]
     app.selectbox(key="example").set_value(example.label).run()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -101,6 +102,24 @@ def preload() -> None:
         _live_chart(data={"plotly": f"{FILES}/plotly.min.js"}, key="plotly_preload", height=0)
 
 
+SENT = "live_chart_sent"  # session state: this session's token, a count, and for each chart its last figure's number
+
+
+def sent_number(key: str, spec: str) -> str:
+    """Which of this session's figures the chart `key` is sent, as "session:n": n counts up each time a chart is
+    sent a new figure (the same figure again keeps its number, so its data is unchanged). The browser can hand a
+    chart two figures sent in quick succession in the wrong order; chart.js keeps the higher number's
+    (docs/design-notes.md, "Figures in the order they were sent")."""
+    sent = st.session_state.get(SENT)
+    if sent is None:
+        sent = st.session_state[SENT] = {"session": secrets.token_hex(4), "count": 0}
+    last = sent.get(key)
+    if last is None or last[0] != spec:
+        sent["count"] += 1
+        last = sent[key] = (spec, sent["count"])
+    return f"{sent['session']}:{last[1]}"
+
+
 def show_figure(figure: Figure, key: str, filename: str | None = None) -> None:
     """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
     the camera button's PNG is called (by default the key)."""
@@ -121,6 +140,7 @@ def show_figure(figure: Figure, key: str, filename: str | None = None) -> None:
             "summary": summary,
             "height": str(figure.height),
             "maps": "1" if any(is_value_map(trace) for trace in figure.traces) else "0",
+            "sent": sent_number(key, spec),
         },
         key=key,
         height="content",

@@ -375,15 +375,27 @@ async function drawOne(chart) {
   }
 }
 
+// Which figure of which session this is: `sent` is "session:n", n counting up each time the server sends a chart a
+// new figure (ui/chart.py). Streamlit runs this module anew for each new figure, and two runs in flight at once can
+// end in either order: a presented page's two first runs, under load, handed the chart the first run's figure last
+// in 5 of 8 tries. A figure older than the one the chart holds is dropped; a new session's figures count anew.
+function sentAs(sent) {
+  const [session, number] = sent.split(":");
+  return {session, number: Number(number)};
+}
+
 // Called by Streamlit with the chart's data on every rerun that changed it. `height` and `maps` come beside the
 // figure's JSON, which is parsed only when the chart is drawn.
 export default function ({data, parentElement}) {
-  const {spec, config, plotly, name, summary, height, maps} = data;
+  const {spec, config, plotly, name, summary, height, maps, sent} = data;
   if (!spec) {  // ui/chart.py preload(): plotly.js and the page's font, before the first figure comes
     loadPlotly(plotly).then(() => document.fonts.load(`16px ${pageFont(parentElement)}`)).catch(() => {});
     return;
   }
   const chart = (parentElement.__liveChart ??= makeChart(parentElement));
+  const order = sentAs(sent);
+  if (chart.sent?.session === order.session && order.number < chart.sent.number) return;  // since replaced
+  chart.sent = order;
   if (chart.latest?.spec !== spec) {
     chart.failedAt = 0;  // a new figure is tried at once
     shared.figureAt = chart.element.__arrived = performance.now();

@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser import check_view, no_traceback, offline, outside_requests, screenshot, settled, wait_for_chart
+from tests.browser import (
+    address_holds,
+    check_view,
+    no_traceback,
+    offline,
+    outside_requests,
+    screenshot,
+    settled,
+    wait_for_chart,
+)
 from tests.test_browser import AWKWARD
 from tests.test_browser_check import downloaded_inputs
 from tests.test_checking import student
@@ -32,8 +41,8 @@ def test_a_mask_and_a_bend_chosen_in_the_sidebar_are_drawn_kept_in_the_address_a
     bend.click()
     page.get_by_role("option", name="alibi", exact=True).click()
     wait_for_chart(page, "bent scores")
-    page.wait_for_function("() => location.search.includes('bend=alibi')", timeout=15000)
-    assert "mask=causal" in page.url
+    for part in ("bend=alibi", "mask=causal"):
+        address_holds(page, part)
     page.get_by_role("heading", name="Composed mask").first.wait_for(timeout=15000)
     page.goto(page.evaluate("location.href"))  # the address brings the view back (read in the page: address_holds)
     wait_for_chart(page, "bent scores")

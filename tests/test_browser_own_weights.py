@@ -81,7 +81,7 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     page.get_by_role("radio", name="two variants", exact=True).click()  # the right side is MLA: these weights are not
     page.get_by_text("Your own weights do not fit this side's settings").wait_for(timeout=60000)
 
-    page.goto(page.url)  # the link restores them: the server holds the file
+    page.goto(page.evaluate("location.href"))  # the link restores them: the server holds the file (read in the page)
     page.get_by_text("nanoGPT / GPT-2 (c_attn, c_proj)").first.wait_for(timeout=60000)
     page.goto(f"{server}/?own_weights=0123456789ab/transformer.h.0.attn")
     page.get_by_text("are not on this server").wait_for(timeout=60000)

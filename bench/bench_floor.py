@@ -3,7 +3,7 @@ none of which changes and none of which computes anything; and the Walkthrough i
 
     .venv/bin/python bench/bench_floor.py [--steps 10]
 
-Nine apps, served at once and stepped in turn in one Chromium, timed by bench_loop.py's watch (key press -> the
+Eleven apps, served at once and stepped in turn in one Chromium, timed by bench_loop.py's watch (key press -> the
 first chart's SVG text changing; here the only chart that changes, at the top of the page, on screen):
 - "yardstick": `../shared/yardstick/trivial_app.py` as it is (one slider, one st.plotly_chart);
 - "+ sidebar": the same, with the Walkthrough's other sidebar controls (6 sliders, 7 select boxes, 7 toggles, a
@@ -15,6 +15,9 @@ first chart's SVG text changing; here the only chart that changes, at the top of
   (ui/chart.py's component, as show_figure sends it), then with the sidebar and the stages, then with 11 more
   charts that do not change (as the Walkthrough's stages have); then with 20 ms of Python's CPU in the script,
   between the sidebar and the stages (the Walkthrough's script takes ~19 ms for a d_k step);
+- "the words as one element": the stages' headings, formulas and paragraphs in one markdown element whose text
+  changes with the step (as five of the Walkthrough's eleven paragraphs do), and "the same, unchanged": whether
+  fewer elements make a cheaper page, and what words that change cost;
 - "the Walkthrough": the app, scrolled to its attention weights, as bench_loop.py measures it.
 Each line gives the elements the page holds (counted in the page), so the floor apps can be seen to hold about
 as many as the Walkthrough. The gap from the yardstick to "live + both + 11 charts" is what Streamlit costs for
@@ -81,17 +84,29 @@ def formulas() -> list[str]:
 LIVE = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
-from ui.chart import _live_chart, preload, FILES
+from ui.chart import _live_chart, preload, sent_number, FILES
 
 def live(figure, key):
-    _live_chart(data={{"spec": figure.to_json(), "config": "{{}}", "plotly": f"{{FILES}}/plotly.min.js",
-                      "name": figure.layout.title.text,
-                      "summary": "", "height": "300", "maps": "0"}}, key=key, height="content")
+    spec = figure.to_json()
+    _live_chart(data={{"spec": spec, "config": "{{}}", "plotly": f"{{FILES}}/plotly.min.js",
+                      "name": figure.layout.title.text, "summary": "", "height": "300", "maps": "0",
+                      "sent": sent_number(key, spec)}}, key=key, height="content")
 
 preload()
 d_k = st.slider("d_k", 1, 64, 4)
 z = np.random.default_rng(d_k).standard_normal((5, d_k))
 live(go.Figure(go.Heatmap(z=z), layout_title_text=f"Q [5x{{d_k}}]", layout_height=300), "q")
+"""
+# The same words as one element: every stage's heading, formula ($$...$$, KaTeX as st.latex draws it) and paragraph
+# in one markdown, whose text changes with the knob (as the Walkthrough's sentences do): what a page would cost whose
+# stages were one element each, or one for all of them.
+ONE_ELEMENT = """
+FORMULAS = {formulas!r}
+st.markdown("\\n\\n".join(
+    f"## {{i + 1}} · Stage number {{i + 1}}\\n\\n$$\\n{{formula}}\\n$$\\n\\nA paragraph of the stage's sentences, "
+    f"about as long as the Walkthrough's, with d_k = {{d_k}} in it: what the matrix is, its shape, what each row "
+    f"means, which token looks at which; **bold** where the lecture puts its weight.\\n\\n---"
+    for i, formula in enumerate(FORMULAS)))
 """
 SCRIPT = """
 import time
@@ -116,7 +131,11 @@ def apps(folder: Path) -> dict[str, Path]:
     variants = {"+ sidebar": base + SIDEBAR, "+ stages": base + stages, "+ both": base + SIDEBAR + stages,
                 "live chart": head + LIVE, "live + both": head + LIVE + SIDEBAR + stages,
                 "live + both + 11 charts": head + LIVE + SIDEBAR + stages + STILL_CHARTS,
-                "+ 20 ms of script": head + LIVE + SIDEBAR + SCRIPT + stages + STILL_CHARTS}  # fmt: skip
+                "+ 20 ms of script": head + LIVE + SIDEBAR + SCRIPT + stages + STILL_CHARTS,
+                "the words as one element": head + LIVE + SIDEBAR + ONE_ELEMENT.format(formulas=formulas())
+                + STILL_CHARTS,
+                "the same, unchanged": head + LIVE + SIDEBAR
+                + ONE_ELEMENT.format(formulas=formulas()).replace("{d_k}", "4") + STILL_CHARTS}  # fmt: skip
     for name, code in variants.items():
         path = folder / f"floor_{len(made)}.py"
         path.write_text(textwrap.dedent(code))
@@ -148,7 +167,10 @@ def run(steps: int) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
                     acts[name] = slider_step("d_k (query/key width per head)")
                 else:
                     page.goto(url)
-                    wait_for_chart(page, "Q [5x", timeout=120)
+                    try:
+                        wait_for_chart(page, "Q [5x", timeout=120)
+                    except AssertionError as error:
+                        raise AssertionError(f"{name}: {error}") from None
                     acts[name] = slider_step("d_k")
                 measure(page, acts[name](page))  # warm once
                 counts[name] = page.evaluate(ELEMENTS)

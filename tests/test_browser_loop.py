@@ -9,7 +9,9 @@ checked here are the behaviours that speed rests on, each of which a slower desi
   formula below it, updated in place rather than made anew;
 - a step sends no page settings (title, icon, layout), which stay as the first run set them;
 - when the reader's system switches between light and dark, every chart follows the page's new colours, however
-  late Streamlit repaints them.
+  late Streamlit repaints them;
+- a chart handed an older figure after a newer one (two of Streamlit's runs of chart.js, ending out of order) keeps
+  the newer.
 """
 
 import pytest

@@ -191,7 +191,7 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
 
 # chart.js, called as Streamlit calls it, with the weights chart's own parent: figures handed to it as "newer" (the
 # session's next number but one), then "older" (the number between, come late), then one from another session
-# (numbered anew). What the chart holds after each (ui/chart.py sent_number says how the server numbers them).
+# (numbered anew), then one with no number (a benchmark's own chart). What the chart holds after each (ui/chart.py sent_number says how the server numbers them).
 HANDED_LATE = """async () => {
   const element = [...document.querySelectorAll('.live-chart')]
     .find(c => c.getAttribute('aria-label').startsWith('attention weights'));
@@ -207,7 +207,7 @@ HANDED_LATE = """async () => {
     return holds();
   };
   return [hand('newer', `${session}:${number + 2}`), hand('older', `${session}:${number + 1}`),
-          hand('another session', 'another:1')];
+          hand('another session', 'another:1'), hand('no number', undefined)];
 }"""
 
 
@@ -215,6 +215,7 @@ def test_a_chart_handed_an_older_figure_after_a_newer_one_keeps_the_newer(server
     """Streamlit runs chart.js anew for each new figure, and two runs in flight at once can end in either order: a
     presented page's first run (at 1400x900) and its second (at the 1920x1080 the browser told) left the first
     run's figure on the chart in 5 of 8 tries under two busy cores, on the Walkthrough, Multi-head and Decoding
-    alike. The chart keeps the figure with the higher number; another session's figures count anew."""
+    alike. The chart keeps the figure with the higher number; another session's figures count anew, and a figure
+    without a number is taken as it comes."""
     open_watched(page, "/", server)
-    assert page.evaluate(HANDED_LATE) == ["newer", "newer", "another session"]
+    assert page.evaluate(HANDED_LATE) == ["newer", "newer", "another session", "no number"]

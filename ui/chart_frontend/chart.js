@@ -378,8 +378,9 @@ async function drawOne(chart) {
 // Which figure of which session this is: `sent` is "session:n", n counting up each time the server sends a chart a
 // new figure (ui/chart.py). Streamlit runs this module anew for each new figure, and two runs in flight at once can
 // end in either order: a presented page's two first runs, under load, handed the chart the first run's figure last
-// in 5 of 8 tries. A figure older than the one the chart holds is dropped; a new session's figures count anew.
-function sentAs(sent) {
+// in 5 of 8 tries. A figure older than the one the chart holds is dropped; a new session's figures count anew (and
+// a figure sent without a number, as a benchmark's own chart may be, is taken as it comes).
+function sentAs(sent = "") {
   const [session, number] = sent.split(":");
   return {session, number: Number(number)};
 }

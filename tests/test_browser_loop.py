@@ -191,7 +191,8 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
 
 # chart.js, called as Streamlit calls it, with the weights chart's own parent: figures handed to it as "newer" (the
 # session's next number but one), then "older" (the number between, come late), then one from another session
-# (numbered anew), then one with no number (a benchmark's own chart). What the chart holds after each (ui/chart.py sent_number says how the server numbers them).
+# (numbered anew), then one with no number (a benchmark's own chart). What the chart holds after each (ui/chart.py
+# sent_number says how the server numbers them).
 HANDED_LATE = """async () => {
   const element = [...document.querySelectorAll('.live-chart')]
     .find(c => c.getAttribute('aria-label').startsWith('attention weights'));

@@ -102,7 +102,7 @@ def preload() -> None:
         _live_chart(data={"plotly": f"{FILES}/plotly.min.js"}, key="plotly_preload", height=0)
 
 
-SENT = "live_chart_sent"  # session state: this session's token, a count, and for each chart its last figure's number
+SENT = "live_chart_sent"  # session state: the session's token, a count of new figures, each chart's (figure, number)
 
 
 def sent_number(key: str, spec: str) -> str:
@@ -112,11 +112,11 @@ def sent_number(key: str, spec: str) -> str:
     (docs/design-notes.md, "Figures in the order they were sent")."""
     sent = st.session_state.get(SENT)
     if sent is None:
-        sent = st.session_state[SENT] = {"session": secrets.token_hex(4), "count": 0}
-    last = sent.get(key)
+        sent = st.session_state[SENT] = {"session": secrets.token_hex(4), "count": 0, "charts": {}}
+    last = sent["charts"].get(key)
     if last is None or last[0] != spec:
         sent["count"] += 1
-        last = sent[key] = (spec, sent["count"])
+        last = sent["charts"][key] = (spec, sent["count"])
     return f"{sent['session']}:{last[1]}"
 
 

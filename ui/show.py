@@ -111,10 +111,9 @@ def show_stage(
     """One stage of the registry: heading, formula, its sentences, its figure and exports; for a per-query
     stage, a picker for the token shown in detail (a context vector term by term) and the sum written out.
     `places`: (words, figures) columns, for presentation mode's slide layout (slide_columns()), so that a
-    stage fits one screen; by default all in one column. On a slide the charts are keyed by their place, not by
-    the stage: the next stage's figures go to the charts already on screen (drawn in place, ~4x faster than new
-    charts). `marks`: read normally, the stage is its slide's part, and its container
-    the slide's mark."""
+    stage fits one screen; by default all in one column. On a slide the charts are keyed by their place, not
+    by the stage: the next stage's figures go to the charts already on screen (drawn in place, ~4x faster
+    than new charts). `marks`: read normally, the stage is its slide's part, and its container the slide's mark."""
     stage = BY_KEY[key]
     # Read normally, a stage is a container of its own, keyed: when a stage above it comes or goes (the causal
     # mask's, a variant's) or a head picker appears, its elements keep their place in the browser and are updated,
@@ -146,7 +145,6 @@ def show_stage(
     else:
         sentences.markdown(view.explanation)
     with pictures:
-        # A slide's charts are keyed by their place: the next stage's figures go to the charts on screen.
         chart_key = f"{prefix}slide" if places else f"{prefix}{key}"
         show_figures(view.figures, chart_key, style.side_by_side and not view.stacked, f"{prefix}{key}", view.shares)
     with words:

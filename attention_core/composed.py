@@ -30,7 +30,17 @@ from attention_core.checks import check_int
 
 MAX_CHARS = 200  # a composition is a line, not a program
 MAX_PIECES = 8
-SENTENCE_ENDS = (".", "!", "?")
+SENTENCE_ENDS = ".!?…"
+SPACE_MARKERS = (
+    "Ġ▁Ċ"  # the space (and newline) a subword tokenizer writes into a token: byte-level BPE's, SentencePiece's
+)
+# The document piece's sentences (sentence_rule, said on the page under its mask): a run of marks ("..." or "?!")
+# ends one sentence, and a mark between two digits (3.5) or in a known abbreviation (e.g.) ends none.
+ABBREVIATIONS = ("Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "vs.", "cf.", "e.g.", "i.e.", "a.m.", "p.m.")
+ABBREVIATION = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(a) for a in sorted(ABBREVIATIONS, key=len, reverse=True)) + ")",
+    re.IGNORECASE,
+)
 
 MaskMod = Callable[..., torch.Tensor]  # (b, h, q_idx, kv_idx) -> bool, broadcast over the index tensors
 
@@ -138,9 +148,64 @@ def ordinal(number: int) -> str:
 
 
 def sentences(tokens) -> torch.Tensor:
-    """Each token's sentence, counted from 0: a new one starts after a token that ends with . ! or ?"""
-    ends = torch.tensor([str(token).endswith(SENTENCE_ENDS) for token in tokens], dtype=torch.long)
+    """Each token's sentence, counted from 0 (SENTENCE_RULE): a new one starts after a token that ends a sentence."""
+    ends = torch.tensor(sentence_ends(tokens), dtype=torch.long)
     return torch.cumsum(ends, 0) - ends  # the sentences ended before each token: its mark is its own sentence's
+
+
+def sentence_ends(tokens) -> list[bool]:
+    """For each token, whether a sentence ends with it (sentence_rule). The tokens are spelled out as one text, a
+    space where a word starts (a tokenizer's own marker, Ġ or ▁, where it writes one; else between two words), so
+    that a mark is read with what stands beside it: "3.5" and "e.g." are the same text whoever cut them."""
+    text, ends_at, spaced = spelled(tokens)
+    inside = {at for found in ABBREVIATION.finditer(text) for at in range(found.start(), found.end())}
+    ends = []
+    for at in ends_at:
+        mark, after = at - 1, text[at : at + 1]  # the token's last character in the text, and the one after it
+        ends.append(
+            at > 0
+            and text[mark] in SENTENCE_ENDS
+            and mark not in inside
+            and not (text[mark] == "." and text[mark - 1 : mark].isdigit() and after.isdigit())
+            and not (spaced and after.isalnum())  # deploy.md: where the spaces are known, a mark inside a word
+        )
+    for i in range(len(ends) - 1):  # a run of marks ends one sentence: at its last mark
+        if ends[i] and ends[i + 1] and bare(tokens[i + 1]).strip(SENTENCE_ENDS) == "":
+            ends[i] = False
+    return ends
+
+
+def sentence_rule(tokens) -> str:
+    """The rule sentence_ends follows for these tokens, in a sentence (the page says it under a document mask)."""
+    inside = " or inside a word (deploy.md)" if spelled(tokens)[2] else ""
+    return (
+        "A sentence ends at . ! ? or …; a run of them (“...”, “?!”) ends one sentence, and a mark between two digits "
+        f"(3.5){inside} or in {', '.join(ABBREVIATIONS)} ends none."
+    )
+
+
+def bare(token) -> str:
+    """A token without the space it carries (a tokenizer's marker or a real space) and WordPiece's ##."""
+    return str(token).strip().strip(SPACE_MARKERS).removeprefix("##")
+
+
+def spelled(tokens) -> tuple[str, list[int], bool]:
+    """The tokens as one text, a space where a word starts; where each token ends in it; and whether the tokenizer
+    wrote its spaces (so that a character with no space before it is known to join the word before)."""
+    tokens = [str(token) for token in tokens]
+    marked = any(token[:1] in SPACE_MARKERS or token[:1].isspace() for token in tokens[1:])
+    text, ends_at = "", []
+    for token in tokens:
+        word = bare(token)
+        if marked:  # byte-level BPE (Ġ) and SentencePiece (▁) write the space a word starts with
+            starts = token[:1] in SPACE_MARKERS or token[:1].isspace()
+        else:  # a word tokenizer (the app's own, WordPiece): two words side by side had a space between them
+            starts = text[-1:].isalnum() and word[:1].isalnum() and not str(token).startswith("##")
+        text += (" " if starts and text and not text.endswith(" ") else "") + word
+        ends_at.append(len(text))
+        if marked and word and (token[-1] in SPACE_MARKERS or token[-1].isspace()):
+            text += " "  # ".Ċ": the mark, then its newline
+    return text, ends_at, marked
 
 
 def parse_mask(text: str) -> Mask:

@@ -130,8 +130,10 @@ TERMS: dict[str, str] = {
         "position q and a key's position kv, True where q may see kv, joined with **and** (both keep the key) "
         "and **or** (either does). causal is kv ≤ q; window w keeps |q − kv| < w; sinks s the first s keys; "
         "prefix p lets the first p tokens see each other (a prefix-LM is causal or prefix p); document keeps a "
-        "token's own sentence (packed documents); dilated s every s-th key. A kernel cuts the matrix into blocks "
-        "and never computes a block the mask empties: its **block mask** says which are empty, full or partial."
+        "token's own sentence (packed documents; a run of marks, “...” or “?!”, ends one sentence, and a mark "
+        "between digits, 3.5, or in an abbreviation such as e.g. ends none); dilated s every s-th key. A kernel "
+        "cuts the matrix into blocks and never computes a block the mask empties: its **block mask** says which "
+        "are empty, full or partial."
     ),
     "ALiBi": (
         "Attention with Linear Biases (Press et al. 2022; BLOOM, MPT): no position code at all; instead each "

@@ -153,6 +153,36 @@ def test_each_new_figure_is_sent_with_a_higher_number_and_an_unchanged_one_with_
     assert {token for token, _ in other.values()}.isdisjoint({token for token, _ in first.values()})
 
 
+def test_charts_keyed_like_the_sessions_own_counters_keep_their_numbers_apart():
+    """A chart's key is the page's to choose: charts keyed "count", "session" or "charts" are numbered as any other,
+    and neither the session's token nor its count is overwritten by them (each chart's entry lives apart)."""
+
+    def script():
+        import streamlit as st
+
+        from ui.chart import sent_number
+
+        said = [
+            sent_number(key, spec)
+            for key, spec in (
+                ("count", "a"),
+                ("session", "b"),
+                ("charts", "c"),
+                ("count", "a"),
+                ("count", "d"),
+                ("other", "e"),
+            )
+        ]
+        st.write(" ".join(said))  # fmt: skip
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    said = at.markdown[0].value.split()
+    tokens = {number.split(":")[0] for number in said}
+    assert len(tokens) == 1 and len(next(iter(tokens))) == 8, said  # one session, its token untouched
+    assert [int(number.split(":")[1]) for number in said] == [1, 2, 3, 1, 4, 5], said
+
+
 def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):
     example = BY_KEY["madd"]
     app.selectbox(key="example").set_value(example.label).run()

@@ -25,6 +25,7 @@ from figures.stages import heading, stages_for
 from tests.browser import (
     EXPORT_CONTRAST,
     OVERFLOW,
+    ServerSent,
     across_frames,
     address_holds,
     assert_none,
@@ -443,19 +444,22 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
         context.close()
 
 
-# Each chart: its name, its smallest tick label, and whether what it shows is the figure the server sent last (for a
-# failure's message: once, at 1920x1080, "How peaked?" kept 1400x900's ticks while the weights map was redrawn).
+# Each chart: its name, its smallest tick label, and its key (its container's st-key class), to say whether what it
+# shows is the figure the server sent last (ServerSent: once, at 1920x1080, "How peaked?" kept 1400x900's ticks
+# while the weights map was redrawn).
 CHARTS_DRAWN = """() => [...document.querySelectorAll('.live-chart')].map(chart => [
   (chart.getAttribute('aria-label') || '').slice(0, 30),
   Math.min(...[...chart.querySelectorAll('g[class$="tick"] > text')]
     .map(t => parseFloat(getComputedStyle(t).fontSize))),
-  chart.__spec === chart.__latest ? 'its last figure' : 'an older figure'])"""
+  [...chart.closest('[data-testid=stElementContainer]').classList].find(c => c.startsWith('st-key-')).slice(7)])"""
 
 
-def slide_sizes(page) -> dict:
+def slide_sizes(page, sent: ServerSent) -> dict:
     root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
     plot = chart_locator(page, "attention weights").locator(".nsewdrag").first.bounding_box()["height"]
-    return {"root": root, "plot": plot, **sizes(page), "charts": page.evaluate(CHARTS_DRAWN)}
+    drawn = sent.drawn(page)
+    charts = [[name, tick, drawn.get(key, "not sent")] for name, tick, key in page.evaluate(CHARTS_DRAWN)]
+    return {"root": root, "plot": plot, **sizes(page), "charts": charts}
 
 
 def steady(measure, apart: float = 2.0, agreeing: int = 3, timeout: float = 60.0):
@@ -478,11 +482,14 @@ def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
     for width, height in ((1400, 900), (1920, 1080)):
         context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
+        sent = ServerSent(page)
         try:
             page.goto(f"{server}/?present=true&stage=softmax&{LONG_LINKS['003']}")
             page.get_by_role("button", name="next →").wait_for(timeout=60000)
             settled(page)
-            measured[width] = steady(lambda page=page: slide_sizes(page))  # the size rerun may come late
+            measured[width] = steady(lambda page=page, sent=sent: slide_sizes(page, sent))  # the size rerun: late
+            shown = measured[width]["charts"]
+            assert all(drawn == "its last figure" for _, _, drawn in shown), (width, shown)  # every chart's newest
             assert page.evaluate(OVERFLOW) <= 2, (width, measured)  # the long-input walk checks the rest
         finally:
             context.close()

@@ -14,16 +14,22 @@ checked here are the behaviours that speed rests on, each of which a slower desi
   the newer.
 """
 
+import json
+import time
+
 import pytest
 
 from tests.browser import (
     LOOP_WATCH,
+    LUMINANCE,
+    ServerSent,
     charts_followed,
     idle,
     no_traceback,
     scheme,
     settled,
     wait_for_chart,
+    worst_contrast,
 )
 
 pytestmark = pytest.mark.browser
@@ -34,14 +40,24 @@ STAGE_TOP = """prefix => {
   const pane = document.querySelector('[data-testid="stMain"]');
   pane.scrollTo(0, pane.scrollTop + chart.getBoundingClientRect().top - 60);
 }"""
-# Where every chart is: on screen, within a screen of it, or further; and whether it shows the server's last figure.
-# Each chart numbered (data-order, which LOOP_WATCH reports) in the page's order.
+# Where every chart is: on screen, within a screen of it, or further; and its key (its container's st-key class),
+# to say whether it shows the server's last figure (ServerSent). Each chart numbered (data-order, which LOOP_WATCH
+# reports) in the page's order.
 PLACES = """() => [...document.querySelectorAll('.live-chart')].map((c, i) => {
   c.dataset.order = i;
   const box = c.getBoundingClientRect(), h = innerHeight;
-  return {order: String(i), name: c.getAttribute('aria-label') || '', drawn: c.__spec === c.__latest,
+  const key = [...c.closest('[data-testid=stElementContainer]').classList].find(k => k.startsWith('st-key-')).slice(7);
+  return {order: String(i), name: c.getAttribute('aria-label') || '', key,
           where: box.bottom > 0 && box.top < h ? 'screen' : box.bottom > -h && box.top < 2 * h ? 'near' : 'far'};
 })"""
+
+
+def places(page, sent: ServerSent) -> list[dict]:
+    """PLACES, each with what it draws: "its last figure", "an older figure" or "not drawn" (ServerSent)."""
+    drawn = sent.drawn(page)
+    return [{**place, "drawn": drawn.get(place["key"], "not sent")} for place in page.evaluate(PLACES)]
+
+
 # A chart is counted by the element Streamlit keeps it in (its element container): what the page's keyed containers
 # decide. The chart's own drawing surface inside it is Streamlit's component's to keep, and a new sentence was seen
 # to remake it in 2 or 3 of 12 charts in some runs and none in others (docs/design-notes.md, "The loop").
@@ -57,11 +73,14 @@ KEPT = f"""() => Object.fromEntries([['charts', {HELD}],
   .map(([kind, all]) => [kind, [all.filter(e => e.__kept).length, all.length]]))"""
 
 
-def open_watched(page, address: str, server: str) -> None:
+def open_watched(page, address: str, server: str) -> ServerSent:
+    """The page opened at the address, watched (LOOP_WATCH) and its figures recorded as the server sends them."""
     page.add_init_script(LOOP_WATCH)
+    sent = ServerSent(page)
     page.goto(server + address)
     wait_for_chart(page, "attention weights", timeout=60)
     idle(page)
+    return sent
 
 
 def step(page, slider: str, key: str = "ArrowRight") -> dict:
@@ -78,14 +97,14 @@ def test_a_step_draws_the_charts_on_screen_first_and_no_unchanged_chart(server, 
     """Scrolled to the weights, a d_k step: the charts on screen change before any off screen (the scaled scores
     just above come earlier on the page: drawn in the page's order, they would come first), X, whose figure d_k does
     not change, is not touched, and a chart two screens down waits until it is scrolled to."""
-    open_watched(page, "/?d_k=4", server)
+    sent = open_watched(page, "/?d_k=4", server)
     page.evaluate(STAGE_TOP, "attention weights")
     idle(page)
-    places = page.evaluate(PLACES)
-    name = {p["order"]: p["name"] for p in places}
+    before = places(page, sent)
+    name = {p["order"]: p["name"] for p in before}
     drawn = {c["order"]: c["first"] for c in step(page, "d_k (query/key width per head)")["charts"]}
-    on_screen = [p["order"] for p in places if p["where"] == "screen" and p["order"] in drawn]
-    near = [p["order"] for p in places if p["where"] == "near" and p["order"] in drawn]
+    on_screen = [p["order"] for p in before if p["where"] == "screen" and p["order"] in drawn]
+    near = [p["order"] for p in before if p["where"] == "near" and p["order"] in drawn]
     assert len(on_screen) >= 2 and any(name[o].startswith("scaled scores") for o in near), (places, drawn)
     # No chart off screen began to draw while a chart on screen had its new figure and waited (Streamlit hands the
     # figures over in passes, so one on screen may come after one off screen has been drawn: that is no wait).
@@ -93,19 +112,20 @@ def test_a_step_draws_the_charts_on_screen_first_and_no_unchanged_chart(server, 
     waited = [(name[n], name[o]) for n in near for o in on_screen
               if came[n]["start"] < came[o]["start"] and came[o]["arrived"] < came[n]["start"]]  # fmt: skip
     assert not waited, (waited, came)
-    x = next(p["order"] for p in places if p["name"] == "X")
+    x = next(p["order"] for p in before if p["name"] == "X")
     assert x not in drawn, f"X, unchanged, was drawn again: {[name[o] for o in drawn]}"
+    after = places(page, sent)
+    shown = [p for p in after if p["where"] == "screen"]
+    assert shown and all(p["drawn"] == "its last figure" for p in shown), shown  # what the reader sees is the newest
 
-    far = [p for p in page.evaluate(PLACES) if p["where"] == "far"]
-    waiting = [p for p in far if not p["drawn"]]  # their new figures sent, not drawn: nobody sees them
+    far = [p for p in after if p["where"] == "far"]
+    waiting = [p for p in far if p["drawn"] != "its last figure"]  # their new figures sent, not drawn: nobody sees
     assert waiting and all(p["order"] not in drawn for p in far), far
     page.evaluate(STAGE_TOP, waiting[-1]["name"])
-    page.wait_for_function(
-        "name => [...document.querySelectorAll('.live-chart')].some(c => c.getAttribute('aria-label') === name"
-        " && c.__spec === c.__latest)",
-        arg=waiting[-1]["name"],
-        timeout=20_000,
-    )
+    deadline = time.monotonic() + 20
+    while sent.drawn(page)[waiting[-1]["key"]] != "its last figure":  # drawn once it comes near: the newest
+        assert time.monotonic() < deadline, sent.drawn(page)
+        page.wait_for_timeout(100)
     no_traceback(page)
 
 
@@ -189,27 +209,23 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
     assert not page.evaluate(HELD, held), "the charts kept the held paper"
 
 
-# chart.js, called as Streamlit calls it, with the weights chart's own parent: figures handed to it as "newer" (the
-# session's next number but one), then "older" (the number between, come late), then one from another session
-# (numbered anew), then one with no number (a benchmark's own chart). What the chart holds after each (ui/chart.py
-# sent_number says how the server numbers them).
-HANDED_LATE = """async () => {
+# chart.js, called as Streamlit calls it, with the weights chart's own parent: a figure (the server's, as its frames
+# carried it) handed to it under another title and number. The number is the session's ("session:n", ui/chart.py
+# sent_number); undefined: a figure sent without one (a benchmark's own chart).
+HAND = """async ({spec, sent, title}) => {
   const element = [...document.querySelectorAll('.live-chart')]
     .find(c => c.getAttribute('aria-label').startsWith('attention weights'));
-  const chart = element.parentElement.__liveChart, {session, number} = chart.sent;
-  const show = (await import(new URL(chart.latest.plotlyUrl.replace('plotly.min.js', 'chart.js'), document.baseURI)))
-    .default;
-  const figure = JSON.parse(element.__latest), holds = () => JSON.parse(element.__latest).layout.title.text;
-  const hand = (title, sent) => {
-    figure.layout.title = {text: title};
-    show({data: {spec: JSON.stringify(figure), config: chart.latest.config, plotly: chart.latest.plotlyUrl,
-                 name: element.getAttribute('aria-label'), summary: '', height: '300', maps: '1', sent},
-          parentElement: element.parentElement});
-    return holds();
-  };
-  return [hand('newer', `${session}:${number + 2}`), hand('older', `${session}:${number + 1}`),
-          hand('another session', 'another:1'), hand('no number', undefined)];
+  const module = document.querySelector('script[src$="plotly.min.js"]').src.replace('plotly.min.js', 'chart.js');
+  const show = (await import(module)).default, figure = JSON.parse(spec);
+  figure.layout.title = {text: title};
+  show({data: {spec: JSON.stringify(figure), config: '{}', plotly: module.replace('chart.js', 'plotly.min.js'),
+               name: element.getAttribute('aria-label'), summary: '', height: '300', maps: '1',
+               sent: sent ?? undefined},
+        parentElement: element.parentElement});
 }"""
+# The weights chart's title as Plotly painted it (its SVG).
+PAINTED_TITLE = """() => [...document.querySelectorAll('.live-chart')]
+  .find(c => c.getAttribute('aria-label').startsWith('attention weights'))?.querySelector('.gtitle')?.textContent"""
 
 
 def test_a_chart_handed_an_older_figure_after_a_newer_one_keeps_the_newer(server, page):
@@ -217,6 +233,72 @@ def test_a_chart_handed_an_older_figure_after_a_newer_one_keeps_the_newer(server
     presented page's first run (at 1400x900) and its second (at the 1920x1080 the browser told) left the first
     run's figure on the chart in 5 of 8 tries under two busy cores, on the Walkthrough, Multi-head and Decoding
     alike. The chart keeps the figure with the higher number; another session's figures count anew, and a figure
-    without a number is taken as it comes."""
-    open_watched(page, "/", server)
-    assert page.evaluate(HANDED_LATE) == ["newer", "newer", "another session", "no number"]
+    without a number is taken as it comes. What the chart keeps is read from what Plotly painted, once the page is
+    quiet after each."""
+    sent = open_watched(page, "/", server)
+    key = next(key for key, (spec, _) in sent.figures.items() if json.loads(spec)["data"][0]["name"].startswith(
+        "attention weights"))  # fmt: skip
+    spec, number = sent.figures[key]
+    session, count = number.split(":")
+
+    def hand(title: str, sent_as: str | None) -> str:
+        page.evaluate(HAND, {"spec": spec, "sent": sent_as, "title": title})
+        settled(page, quiet=0.5)
+        return page.evaluate(PAINTED_TITLE)
+
+    assert hand("newer", f"{session}:{int(count) + 2}") == "newer"
+    assert hand("older", f"{session}:{int(count) + 1}") == "newer"  # dropped: the newer stays painted
+    assert hand("another session", "another:1") == "another session"
+    assert hand("no number", None) == "no number"
+
+
+def test_what_the_server_sent_last_is_compared_with_what_plotly_painted(server, page):
+    """The positive control of ServerSent.drawn, which the checks of "the server's last figure" use: a chart whose
+    painted numbers, or painted height alone, are not the last figure's is found, and one repainted from it again
+    is not."""
+    sent = open_watched(page, "/", server)
+    drawn = sent.drawn(page)
+    key = next(key for key, said in drawn.items() if said == "its last figure" and key.startswith("weights"))
+    element = f".st-key-{key} .js-plotly-plot"
+    page.evaluate(f"() => Plotly.restyle(document.querySelector('{element}'), {{z: [[[0.5, 0.5], [0.5, 0.5]]]}}, [0])")
+    assert sent.drawn(page)[key] == "an older figure"
+    spec = sent.figures[key][0]
+    page.evaluate(f"spec => {{ const f = JSON.parse(spec); return Plotly.react(document.querySelector('{element}'), "
+                  "f.data, f.layout); }", spec)  # fmt: skip
+    assert sent.drawn(page)[key] == "its last figure"
+    page.evaluate(f"() => Plotly.relayout(document.querySelector('{element}'), {{height: 123}})")
+    assert sent.drawn(page)[key] == "an older figure"
+
+
+# The page's background held where it is while its text follows a switch of scheme: Streamlit's repaint half done
+# (seen in full suites: the dark scheme's light text on a still white page, seconds apart). HALF: whether the page's
+# own text is then unreadable on its background (else this test would see nothing).
+HOLD_PAPER = """() => { const app = document.querySelector('.stApp');
+  app.style.setProperty('background-color', getComputedStyle(app).backgroundColor, 'important'); }"""
+HALF = (
+    """() => {
+  """
+    + LUMINANCE
+    + """
+  const app = getComputedStyle(document.querySelector('.stApp'));
+  return ratio(luminance(rgb(app.color)), luminance(rgb(app.backgroundColor))) < 4.5;
+}"""
+)
+
+
+def test_no_chart_is_drawn_in_a_half_repainted_pages_colours(server, page):
+    """While the page's text has followed a switch of scheme and its background has not (3 s here), every chart keeps
+    colours it can be read in; once the background follows, every chart follows it."""
+    page.goto(f"{server}/?present=true")
+    page.wait_for_function("document.querySelector('.js-plotly-plot')?._fullLayout", timeout=60_000)
+    settled(page)
+    page.evaluate(HOLD_PAPER)
+    page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
+    page.wait_for_function(HALF, timeout=15_000)  # the half repaint did happen
+    page.wait_for_timeout(3000)  # chart.js looks at the page's colours every 150 ms meanwhile
+    ratio, label, looked = worst_contrast(page)
+    assert looked > 0 and ratio >= 4.5, f"drawn in the half-repainted page's colours: {label!r} at {ratio:.1f}"
+    page.evaluate(LET_GO)
+    charts_followed(page, f"a slide, its background let go in {scheme(page)}", timeout=15)
+    ratio, label, looked = worst_contrast(page)
+    assert looked > 0 and ratio >= 4.5, f"{label!r} at {ratio:.1f}"

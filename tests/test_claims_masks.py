@@ -13,12 +13,12 @@ from torch.nn.attention.flex_attention import create_block_mask
 from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from attention_core import AttentionConfig, trace_sentence
-from attention_core.tiling import tiled_output
+from attention_core.tiling import TileStep, tiled_output, tiled_steps
 from figures.stages import stage_view
 from figures.stages.scores import BLOCKS_MOST
 from figures.stages.tiles import tile_bend
-from tests.numerics import assert_agree
-from tests.test_composed import bound, relative_mod
+from tests.numerics import F32, assert_agree
+from tests.test_composed import alibi_mod, bound, relative_mod
 
 pytestmark = pytest.mark.numeric
 
@@ -105,7 +105,43 @@ def test_the_tiles_say_the_scores_they_computed(block):
     computed = int((live * rows * cols).sum())
     text = said(trace, "tiles", tile_block=block)
     assert f"; empty tiles skipped: {computed} of {n * n} scores computed." in text
-    assert "is within" in text or "equals" in text  # and the result still the ·V stage's (the maps' own check)
+    assert_the_result_is_said_as_it_agrees(trace, text, int(block))
+
+
+def assert_the_result_is_said_as_it_agrees(trace, text: str, block: int, head: int = 0) -> None:
+    """ "At the end O ÷ ℓ is within X of the ·V stage" (or "equals, to the last bit,"): X is the largest gap between
+    the tiled result and the ·V stage, and the two agree within float32's rounding of the formula (either side
+    rounds: the sum of their bounds), so the sentence says they are the same result in another order."""
+    found = re.search(r"At the end O ÷ ℓ (?:is within ([0-9.e+-]+) of|equals, to the last bit,) the ·V stage", text)
+    assert found, text
+    tiled = tiled_output(trace.q[head], trace.k[head], trace.v[head], block, trace.scale, ~trace.mask,
+                         tile_bend(trace, head)).double()  # fmt: skip
+    gap = float((tiled - trace.context[head].double()).abs().max())
+    said_gap = float(found[1]) if found[1] else 0.0
+    assert said_gap == pytest.approx(gap, rel=0.06, abs=0.0), (said_gap, gap)  # written with 2 figures
+    mod = alibi_mod(trace.n_heads) if trace.bend == "alibi" else None
+    within = bound(trace, trace.mask, mod, F32)[head]
+    assert said_gap <= float((2 * within.error).max()), (said_gap, text)  # no further apart than rounding allows
+
+
+def test_tiles_that_say_a_result_far_from_the_context_fail_the_check(monkeypatch):
+    """The positive control: tiles whose result is 0.3 off the ·V stage say "is within 3.0e-01", and the check
+    above must refuse that sentence."""
+    import figures.stages.tiles as tiles
+
+    def off(*args, **kwargs):
+        steps = tiled_steps(*args, **kwargs)
+        last = steps[-1]
+        steps[-1] = TileStep(last.keys, last.scores, last.rescale, last.m, last.l, last.out + 0.3 * last.l[:, None],
+                             last.computed)  # fmt: skip
+        return steps
+
+    monkeypatch.setattr(tiles, "tiled_steps", off)
+    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, mask="causal & window 3", bend="alibi"))
+    text = said(trace, "tiles", tile_block="2")
+    assert "is within 3.0e-01 of the ·V stage" in text
+    with pytest.raises(AssertionError):
+        assert_the_result_is_said_as_it_agrees(trace, text, 2)
 
 
 def test_the_tiles_with_a_bend_and_skipped_tiles_equal_the_context():
@@ -129,7 +165,10 @@ def test_alibi_says_its_slope_and_the_farthest_pairs_penalty():
         slope = float(slopes[head])
         assert f"slope m = {slope:.4g}" in text and f"({n - 1} apart) loses {slope * (n - 1):.3g}" in text
         change = (trace.bent_scores[head] - trace.scaled_scores[head]).double()
-        assert abs(float(change.min()) + slope * (n - 1)) < 1e-5
+        # float32's roundings: the bent score (its product and subtraction) and the difference taken here, each at
+        # most u of the sizes they touch.
+        sizes = float(trace.scaled_scores[head].abs().max() + trace.bent_scores[head].abs().max()) + slope * (n - 1)
+        assert abs(float(change.min()) + slope * (n - 1)) <= 3 * F32 * sizes
 
 
 @pytest.mark.parametrize("cap", ["2", "50"])

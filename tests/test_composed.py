@@ -15,7 +15,21 @@ from attention_core import AttentionConfig, trace_sentence
 from attention_core.bends import RELATIVE_REACH, alibi_slopes, parse_bend, relative_table
 from attention_core.composed import EMPTY, FULL, PARTIAL, block_kinds, parse_mask, sentences
 from attention_core.decoding import decode_sentence
-from tests.numerics import F64, Bound, assert_agree, exact, matmul, relative_size, scale, softmax
+from attention_core.tokens import tokenize
+from tests.numerics import (
+    F32,
+    F64,
+    Bound,
+    Rounding,
+    assert_agree,
+    exact,
+    matmul,
+    relative_size,
+    scale,
+    softmax,
+    trace_bound,
+)
+from tests.sentences import spans_by_search, token_sentences
 
 TEXT = "The cat sat on the mat. It was warm there! Then the dog came in, and sat too."
 
@@ -40,9 +54,11 @@ def dilated(s):
     return lambda b, h, q, kv: torch.remainder(q - kv, s) == 0
 
 
-def document(tokens):
-    ends = torch.tensor([t in (".", "!", "?") for t in tokens])
-    doc = torch.cumsum(ends, 0) - ends.long()  # a sentence ends with its mark
+def document(tokens, text: str | None = None):
+    """Each token's sentence by the rule written on the text (tests/sentences.py); the tokens spaced out where no
+    text is given (the app's tokens of a plain text: "mat . It" ends a sentence as "mat. It" does)."""
+    text = " ".join(tokens) if text is None else text
+    doc = torch.tensor(token_sentences(text, spans_by_search(text, tokens)))
     return lambda b, h, q, kv: doc[q] == doc[kv]
 
 
@@ -96,18 +112,30 @@ def flex(trace, mask_mod, score_mod):
         return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=trace.scale)[0]
 
 
-def bound(trace, mask, score_mod) -> Bound:
-    """How far a float64 implementation may be from the exact context: q·kᵀ and the scale (Higham's γ), the bend
-    (a score_mod whose slope is at most 1: an added bias or a tanh cap, each a few roundings of the values it
+# A bend's roundings, as a share of the sizes it touches, |s| + |bent|: ALiBi's slope·|i − j| and the subtraction
+# (2: slope·|i − j| = s − bent is at most that size); the relative bias's addition (1); the soft cap's s/c, tanh
+# (at most 2 ulps in torch's kernels) and c·tanh (4, each carried with a slope at most 1).
+BEND_ROUNDINGS = 4
+
+
+def scored(trace, q: Bound, k: Bound, v: Bound, mask, score_mod, u: float) -> dict[str, Bound]:
+    """The weights and the context from q, k, v [h, n, d] as an implementation rounding at `u` computes them: q·kᵀ
+    and the scale (Higham's γ), the bend (a score_mod whose slope is at most 1: BEND_ROUNDINGS of the sizes it
     touches), the softmax over the kept keys and the weighted sum of values."""
-    q, k, v = exact(trace.q), exact(trace.k), exact(trace.v)
-    scaled = scale(matmul(q, k.map(lambda t: t.transpose(-2, -1)), F64), trace.scale, F64)
+    scaled = scale(matmul(q, k.map(lambda t: t.transpose(-2, -1)), u), trace.scale, u)
     if score_mod is not None:
         h, n = trace.n_heads, trace.n_tokens
         heads, rows, cols = torch.arange(h)[:, None, None], torch.arange(n)[None, :, None], torch.arange(n)[None, None]
         value = score_mod(scaled.value, 0, heads, rows, cols)
-        scaled = Bound(value, scaled.error + 8 * F64 * (scaled.value.abs() + value.abs()))
-    return matmul(softmax(scaled, mask, F64), v, F64)
+        scaled = Bound(value, scaled.error + BEND_ROUNDINGS * u * (scaled.value.abs() + value.abs()))
+    weights = softmax(scaled, mask, u)
+    return {"weights": weights, "context": matmul(weights, v, u)}
+
+
+def bound(trace, mask, score_mod, u: float = F64) -> Bound:
+    """How far an implementation rounding at `u` (float64's by default) may be from the exact context, from the
+    trace's own q, k and v."""
+    return scored(trace, exact(trace.q), exact(trace.k), exact(trace.v), mask, score_mod, u)["context"]
 
 
 @pytest.mark.parametrize("composition", COMPOSED)
@@ -124,7 +152,9 @@ def test_a_composed_mask_and_a_bend_equal_flex_attention(composition, bent):
     assert torch.equal(trace.mask, reference_mask), composition
     within = bound(trace, reference_mask, score_mod)
     assert_agree(trace.context, expected, within, what=f"{composition}, {bent or 'no bend'}")
-    assert relative_size(within) < 1e-11  # the bound still sees a difference 1e-11 of the values' size
+    # The bound is tighter than one rounding in float32: an implementation that took any step in float32 (or a
+    # fault of that size) would be outside it.
+    assert relative_size(within) < F32
     if bent:  # the bend is its own stage, before the mask
         assert trace.bent_scores is not None and not torch.equal(trace.bent_scores, trace.scaled_scores)
 
@@ -195,8 +225,43 @@ def test_alibi_slopes_are_blooms():
         assert torch.allclose(alibi_slopes(heads), build_alibi_tensor(torch.ones(1, 2), heads, torch.float64)[:, 0, 1])
 
 
+AWKWARD_SENTENCES = [
+    "Wait... what? It is 3.5 metres, e.g. here. Mr. Smith ran!!! Really?!",
+    "Dr. Who met Prof. Plum at 5 p.m. today. They left… Then 10.25 people came, i.e. nobody.",
+    "One. Two! Three? Four",
+    "No mark at all",
+    "?!",
+]
+
+
 def test_sentences_end_at_their_marks():
     assert sentences(["A", "b", ".", "C", "!", "D", "?"]).tolist() == [0, 0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("text", AWKWARD_SENTENCES)
+def test_the_document_mask_keeps_each_sentence_of_the_rule_written_on_the_text(text):
+    """A run of marks ends one sentence, a mark between digits or in a known abbreviation ends none: the mask
+    against the reference written on the text with its spaces (tests/sentences.py), composed as FlexAttention does."""
+    tokens = tokenize(text)
+    expected = token_sentences(text, spans_by_search(text, tokens))
+    assert sentences(tokens).tolist() == expected
+    n = len(tokens)
+    for composition, mod in (("document", document(tokens, text)),
+                             ("causal & document", and_masks(causal, document(tokens, text)))):  # fmt: skip
+        zero = torch.tensor(0)
+        reference = mod(zero, zero, torch.arange(n)[:, None], torch.arange(n)[None, :]).expand(n, n)
+        assert torch.equal(parse_mask(composition).kept(tokens), reference), (composition, text)
+
+
+def test_the_sentence_reference_sees_a_mark_that_ends_no_sentence():
+    """The reference's positive control: it splits where a plain rule on the tokens (every mark ends one) does
+    not agree, so the test above compares a rule that could differ."""
+    text = AWKWARD_SENTENCES[0]
+    tokens = tokenize(text)
+    every_mark = torch.tensor([t in (".", "!", "?") for t in tokens])
+    naive = (torch.cumsum(every_mark, 0) - every_mark.long()).tolist()
+    assert naive != token_sentences(text, spans_by_search(text, tokens))
+    assert max(token_sentences(text, spans_by_search(text, tokens))) == 4  # Wait... / what? / ... here. / ran!!! / ?!
 
 
 @pytest.mark.parametrize(
@@ -279,11 +344,17 @@ def test_decoding_keeps_to_the_mask_and_the_bend(settings):
     """Each step's row is the full pass's row: the cache read at the keys the mask keeps, bent at their positions."""
     config = AttentionConfig(d_model=8, d_k=4, n_heads=settings.pop("n_heads", 2), dtype="float64", **settings)
     full, decoded = trace_sentence(TEXT, config), decode_sentence(TEXT, config)
+    # Both from X and the weights, in float64: the projections, the scores, the bend and the softmax, each path
+    # summing in its own order (the step projects one token, the full pass all of them).
+    projected = trace_bound(full, Rounding.throughout("float64"))
+    mod = BENT[full.bend](full.n_heads, full.bend_seed) if full.bend else None
+    weights = scored(full, projected["q"], projected["k"], projected["v"], full.mask, mod, F64)["weights"]
     for step in decoded.steps:
         kept = full.mask[step.position].nonzero()[:, 0].tolist() if full.mask is not None else None
         assert kept is None or list(step.keys) == kept
-        row = full.weights[:, step.position, list(step.keys)]
-        assert torch.allclose(step.weights, row, atol=1e-12, rtol=0)
+        keys = list(step.keys)
+        row = full.weights[:, step.position, keys]
+        assert_agree(step.weights, row, weights[:, step.position, keys], what=f"step {step.position + 1}")
 
 
 def test_decoding_refuses_a_mask_that_sees_a_later_token():

@@ -35,9 +35,10 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 </style>
 """
 # Text everybody can read (WCAG AA's 4.5:1, checked on every page by axe-core: tests/test_accessibility.py).
-# - Streamlit's chart theme writes axis labels in a faded grey: 3.7:1 on white, faint from the back row. Here
-#   every label of every sub-plot (x2tick, y3title, ...) takes the page's own text colour, in either theme.
-#   (Exported PNGs get it from the figure: figures.style.)
+# - The charts' labels are not here: chart.js draws each chart's labels and paper together, in the page's colours as
+#   they are when it draws (ui/chart_frontend/chart.js). A rule here that gave every label the page's text colour
+#   (fill: currentColor) changed the labels the moment Streamlit repainted the page's text, seconds before its
+#   background and the chart's paper: the dark scheme's light labels on white paper, 1.2:1 (seen in full suites).
 # - Captions: Streamlit's grey is 3.88:1 on white. The page's text colour at 80% is over 6:1 in both themes.
 # - The sidebar greys out the controls a page does not read: their labels were 2.26:1 (light), 3.34:1 (dark).
 #   At 75% of the text colour they still look inactive and read at over 5:1.
@@ -52,10 +53,6 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 #   to it.
 READABLE_CSS = """
 <style>
-.js-plotly-plot :is(g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text,
-                    .legendtext, .legendtitletext, .cbaxis text) {
-  fill: currentColor !important;
-}
 [data-testid="stCaptionContainer"] { color: inherit !important; opacity: 0.8; }
 [data-testid="stWidgetLabel"][disabled] { color: inherit !important; opacity: 0.75; }
 [data-testid="stWidgetLabel"][disabled] [data-testid="stMarkdownContainer"] { color: inherit !important; }

@@ -8,7 +8,10 @@ from dataclasses import replace
 import streamlit as st
 
 from app_pages.decoding.spec import SPEC
+from attention_core.composed import parse_mask
 from attention_core.decoding import bytes_read, cache_tokens, decode, decode_sentence, step_cost, step_flops
+from attention_core.engine import composed_mask
+from attention_core.masks import SINKS
 from attention_core.tokens import tokenize
 from attention_core.training import POSITIONS, continue_greedily, sentence_words, sentence_x
 from attention_core.variants import VARIANTS
@@ -116,7 +119,7 @@ def main() -> None:
         style = style_for(settings)
         spec = SPEC
         if not settings.presentation:
-            introduce()
+            introduce(settings.config)
             own_weights_box(settings)
         show_typed_refusals(settings)
         check_choice("dec_source", "next token from", [SENTENCE, TRAINED])
@@ -151,14 +154,24 @@ def main() -> None:
             cost_slide(shown, style, settings.presentation)
 
 
-def introduce() -> None:
+def introduce(config) -> None:
     st.title("Decoding, one token at a time")
     st.markdown(
         "A decoder writes one token per step. At each step only the **new** token's query is made; the keys "
         "and values of the tokens before it were made at earlier steps and wait in the "
-        "[KV cache](glossary#kv-cache). Its row of attention is the same row the causal mask leaves in the "
-        "full matrix: decoding computes that matrix one row at a time."
+        f"[KV cache](glossary#kv-cache). Its row of attention is the same row {markdown_literal(kept_by(config))} "
+        "leaves in the full matrix: decoding computes that matrix one row at a time."
     )
+
+
+def kept_by(config) -> str:
+    """The mask whose rows a decoder computes, in words: a composition (with the causal mask), a sliding window
+    (and its sinks), or the causal mask (decoding.decoded_mask)."""
+    if config.mask:
+        return f"the composed mask ({parse_mask(composed_mask(config)).words()})"
+    if config.window:
+        return f"the sliding window of {config.window}" + (f" with the first {SINKS}" if config.sinks else "")
+    return "the causal mask"
 
 
 def controls_row(n: int, heads: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from attention_core.composed import parse_mask
+from attention_core.composed import parse_mask, sentence_rule, sentences
 from attention_core.lectures import weight_text
 from attention_core.masks import window_of
 from attention_core.scaling import score_variances
@@ -202,8 +202,12 @@ def composed_note(trace) -> str:
     n, hidden = trace.n_tokens, int((~trace.mask).sum())
     least, most = int(kept.min()), int(kept.max())
     keeps = f"{least} {'key' if least == 1 else 'keys'}" if least == most else f"from {least} to {most} keys"
-    words = parse_mask(trace.composed).words()
-    return f"Here: {words}. {hidden} of the {n * n} cells are hidden; each query keeps {keeps}."
+    mask = parse_mask(trace.composed)
+    said = f"Here: {mask.words()}. {hidden} of the {n * n} cells are hidden; each query keeps {keeps}."
+    if any(piece.key == "document" for piece in mask.pieces()):
+        count = int(sentences(trace.tokens).max()) + 1
+        said += f" {count} {'sentence' if count == 1 else 'sentences'}: {sentence_rule(trace.tokens)}"
+    return said
 
 
 def mask_title(trace) -> str:

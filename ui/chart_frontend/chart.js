@@ -54,11 +54,16 @@ function wanted(chart, colours = chart.colours) {  // what the chart should show
 
 // The next thing to do: a chart to draw (or to fit to its new width), on screen before near; null if none now.
 function mostUrgent() {
-  let best = null, bestRank = Infinity, waiting = false, colours = null, retry = 150;
+  let best = null, bestRank = Infinity, waiting = false, retry = 150;
+  const colours = shared.charts.size ? pageColours() : null;  // the page's, the same for every chart
+  if (colours && !settledColours(colours)) {  // a repaint half done: look again, draw nothing in it
+    if (!shared.again) shared.again = setTimeout(() => { shared.again = null; pump(); }, retry);
+    return null;
+  }
   for (const chart of shared.charts) {
     if (!chart.element.isConnected) { chart.forget(); continue; }  // the chart left the page with a rerun
     if (chart.failedAt && Date.now() - chart.failedAt < 2000) { waiting = true; continue; }
-    chart.colours = colours ??= pageColours();  // the page's, the same for every chart
+    chart.colours = colours;
     const stale = chart.latest !== null && wanted(chart) !== chart.drawn;
     if (!stale && !chart.resize) continue;
     const {onScreen, near, top} = place(chart.element);
@@ -289,6 +294,31 @@ const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 function pageColours() {
   const app = getComputedStyle(document.querySelector('[data-testid="stApp"]') ?? document.body);
   return {text: app.color, paper: app.backgroundColor};
+}
+
+// Streamlit repaints a switch of scheme in steps: its text and its background were seen to change seconds apart, and
+// a chart drawn between them had the new scheme's text on the old paper (light on white, 1.2:1), left so where it
+// was not drawn again. So a chart is drawn in the page's colours only once they can be read (4.5:1, WCAG's AA),
+// and until then keeps the colours it has. A page whose own theme stays below that is drawn in it after
+// UNREADABLE_MS (a theme of the reader's, not a repaint).
+const UNREADABLE_MS = 10000;
+
+function luminance(colour) {  // of "rgb(r, g, b)" or "rgba(r, g, b, a)", as getComputedStyle writes a colour
+  const [r, g, b] = colour.match(/[\d.]+/g).slice(0, 3).map(v => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+function settledColours({text, paper}) {  // whether the page's text can be read on its background (or waited long)
+  const [a, b] = [luminance(text), luminance(paper)];
+  if ((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) >= 4.5 || /rgba\(.*,\s*0\)$/.test(paper)) {
+    shared.unreadableSince = 0;
+    return true;
+  }
+  shared.unreadableSince ||= performance.now();
+  return performance.now() - shared.unreadableSince > UNREADABLE_MS;
 }
 
 function recolour(value, text) {  // in place: every colour the server wrote as the theme's text colour

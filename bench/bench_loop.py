@@ -1,8 +1,10 @@
 """The loop a lecturer and a student live in: turn a knob, see the pictures change. How long after the key press
 the first chart changes and the charts on screen settle, on the Walkthrough, Multi-head, Decoding and Compare,
 for a d_k step, a heads step, the causal mask and a new sentence, and presented, → to the next slide; each as a
-ratio to the yardstick (`../shared/yardstick/trivial_app.py`, one slider and one small heatmap) measured in the
-same run, interleaved (machines differ by 2x or more; the ratio travels).
+ratio to the yardstick (`bench/trivial_app.py`, one slider and one small heatmap) measured in the
+same run, interleaved: each row's steps against the yardstick's steps taken between them (machines differ by 2x or
+more, and a shared machine's pace from minute to minute; the ratio travels). Every step is counted: one that timed
+out or drew nothing fails its row (and the run), never dropped from a median.
 
     .venv/bin/python bench/bench_loop.py [--steps 8] [--pages walkthrough multihead decoding compare]
 
@@ -43,28 +45,39 @@ QUIET_S = 0.7
 VIEWPORT = {"width": 1400, "height": 1000}
 
 
+STEP_MOST_S = 60  # a step still changing after this long has timed out
+NOTHING_S = 10  # ... and one that changed nothing for this long drew nothing
+
+
 def measure(page, act) -> dict:
     """Arm the watch, act (a key press), wait until no chart has changed for QUIET_S: ms from the press to the first
-    SVG text change, to the last change on screen and anywhere."""
+    SVG text change, to the last change on screen and anywhere; and how the step ended: "settled", "timed out"
+    (still changing after STEP_MOST_S) or "drew nothing" (no chart changed for NOTHING_S, or the press unseen)."""
     page.bring_to_front()  # a background tab gets no animation frames
     page.evaluate("window.__loop.arm()")
     act()
-    deadline, last, quiet_since = time.time() + 60, None, time.time()
+    started = time.time()
+    deadline, last, quiet_since, ended = started + STEP_MOST_S, None, started, "timed out"
     while time.time() < deadline:
         now = page.evaluate("window.__loop.read()")
         if now["last"] != last:
             last, quiet_since = now["last"], time.time()
         elif now["pressed"] is not None and now["last"] is not None and time.time() - quiet_since > QUIET_S:
+            ended = "settled"
             break
-        elif now["last"] is None and time.time() - quiet_since > 10:
-            break  # nothing changed at all
+        elif now["last"] is None and time.time() - quiet_since > NOTHING_S:
+            ended = "drew nothing"
+            break
         time.sleep(0.05)
     page.evaluate("window.__loop.armed = false")
     pressed = now["pressed"]
+    if pressed is None or now["first"] is None:
+        ended = "drew nothing" if ended == "settled" else ended
     return {
         name: (now[name] - pressed if now[name] is not None and pressed is not None else None)
         for name in ("first", "screen", "last")
-    } | {"changed": now["changed"], "changed_on_screen": now["changedOnScreen"], "charts": now["charts"]}
+    } | {"ended": ended, "changed": now["changed"], "changed_on_screen": now["changedOnScreen"],
+         "charts": now["charts"]}  # fmt: skip
 
 
 def slider_step(label: str):
@@ -158,21 +171,19 @@ def run(steps: int, pages: list[str]) -> dict:
                 act = next_slide if action == "next slide" else ACTIONS[action]
                 measure(app, act(app))  # warm: the first of a kind fills caches every later one finds
                 app.evaluate(SCROLL_TO, scroll_to) if scroll_to else None
-                times = []
+                times, beside = [], []
                 for _ in range(steps):
-                    yardstick.append(measure(yard, yard_act(yard))["first"])
+                    beside.append(measure(yard, yard_act(yard)))
                     times.append(measure(app, act(app)))
                     if scroll_to:
                         app.evaluate(SCROLL_TO, scroll_to)
-                rows.append(summarise(name, action, times))
+                rows.append(summarise(name, action, times, beside))
+                yardstick += [step["first"] for step in beside if step["ended"] == "settled"]
                 print(line(rows[-1]), flush=True)
         browser.close()
-    yard = median(yardstick)
-    for row in rows:
-        for kind in ("first", "screen", "last"):
-            row[f"{kind}_x"] = row[f"{kind}_ms"] / yard if row[f"{kind}_ms"] is not None else None
-    return {"yardstick_ms": yard, "yardstick_spread_ms": [min(yardstick), max(yardstick)], "steps": steps,
-            "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "rows": rows, "worst": worst(rows),
+    return {"yardstick_ms": median(yardstick), "yardstick_spread_ms": [min(yardstick), max(yardstick)],
+            "steps": steps, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "rows": rows,
+            "worst": worst(rows), "failed": [f"{r['page']}: {r['action']}" for r in rows if r["failed"]],
             "where": "Chromium, the app's server and the yardstick's on the same cores"}  # fmt: skip
 
 
@@ -181,15 +192,25 @@ def median(values: list) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarise(page: str, action: str, times: list[dict]) -> dict:
-    row = {"page": page, "action": action}
+def summarise(page: str, action: str, times: list[dict], beside: list[dict]) -> dict:
+    """A row: the medians of its steps, each as a ratio to the yardstick's steps taken beside them (interleaved, one
+    before each: the machine's pace then, not the run's), and every step counted. A step that timed out or drew
+    nothing (on the page or the yardstick) fails the row: its medians would leave out the slow ones, so it has no
+    ratio, and says how many of how many."""
+    row = {"page": page, "action": action, "steps": len(times),
+           "ended": [t["ended"] for t in times], "yardstick_ended": [b["ended"] for b in beside]}  # fmt: skip
+    row["failed"] = sum(t["ended"] != "settled" for t in times) + sum(b["ended"] != "settled" for b in beside)
+    row["yardstick_ms"] = median([b["first"] for b in beside])
     for kind in ("first", "screen", "last"):
         row[f"{kind}_ms"] = median([t[kind] for t in times])
+        ratio = row[f"{kind}_ms"] / row["yardstick_ms"] if row[f"{kind}_ms"] and row["yardstick_ms"] else None
+        row[f"{kind}_x"] = None if row["failed"] else ratio
     return row
 
 
 def worst(rows: list[dict]) -> dict:
-    """Each page's worst ratio, first changed chart and charts on screen settled, with the action that gave it."""
+    """Each page's worst ratio, first changed chart and charts on screen settled, with the action that gave it (a
+    failed row is none: it is listed as failed instead)."""
     pages = {}
     for row in rows:
         page = pages.setdefault(row["page"], {})
@@ -199,14 +220,15 @@ def worst(rows: list[dict]) -> dict:
     return pages
 
 
-def line(row: dict, yard: float | None = None) -> str:
+def line(row: dict) -> str:
     def part(kind):
-        ms = row[f"{kind}_ms"]
-        ratio = f" {ms / yard:4.1f}x" if yard and ms is not None else ""
-        return "    -" if ms is None else f"{ms:4.0f} ms{ratio}"
+        ms, ratio = row[f"{kind}_ms"], row[f"{kind}_x"]
+        return "    -" if ms is None else f"{ms:4.0f} ms" + (f" {ratio:4.1f}x" if ratio is not None else "")
 
+    failed = f" | FAILED: {row['failed']} of {2 * row['steps']} steps (page and yardstick) timed out or drew nothing"
     return (f"{row['page']:24s} {row['action']:13s} | first changed chart {part('first')} | charts on screen settled"
-            f" {part('screen')} | every chart drawn {part('last')}")  # fmt: skip
+            f" {part('screen')} | every chart drawn {part('last')} | yardstick beside {row['yardstick_ms'] or 0:.0f} ms"
+            + (failed if row["failed"] else ""))  # fmt: skip
 
 
 if __name__ == "__main__":
@@ -215,13 +237,14 @@ if __name__ == "__main__":
     parser.add_argument("--pages", nargs="+", default=list(SLUG), choices=list(SLUG))
     args = parser.parse_args()
     result = run(args.steps, args.pages)
-    yard = result["yardstick_ms"]
-    print(f"\nAs ratios to the yardstick's first changed chart, {yard:.0f} ms (median of all its steps, spread "
-          f"{result['yardstick_spread_ms'][0]:.0f}-{result['yardstick_spread_ms'][1]:.0f} ms):")  # fmt: skip
+    print(f"\nEach as a ratio to the yardstick's steps beside it (all of them: median {result['yardstick_ms']:.0f} ms,"
+          f" spread {result['yardstick_spread_ms'][0]:.0f}-{result['yardstick_spread_ms'][1]:.0f} ms):")  # fmt: skip
     for row in result["rows"]:
-        print(line(row, yard))
+        print(line(row))
     for page, kinds in result["worst"].items():
         said = ", ".join(f"{kind} {ratio:.1f}x ({action})" for kind, (ratio, action) in kinds.items())
         print(f"  worst on {page}: {said}")
     print(f"machine: {machine()}; commit {commit()}; medians of {args.steps} steps each; {result['where']}")
     print(f"kept in {write('loop', result).relative_to(ROOT)}")
+    if result["failed"]:
+        sys.exit(f"failed rows (a step timed out or drew nothing): {', '.join(result['failed'])}")

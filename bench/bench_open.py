@@ -1,4 +1,4 @@
-"""How long the app takes to open, as ratios to the trivial app (../shared/yardstick/trivial_app.py, one slider and
+"""How long the app takes to open, as ratios to the trivial app (bench/trivial_app.py, one slider and
 one Plotly heatmap) measured in the same run, on the same machine, the same way (issue 29's targets):
 
 - cold start: `streamlit run` started -> the first heatmap painted in a fresh browser page (<= 1.2x);
@@ -22,8 +22,7 @@ from record import write  # noqa: E402
 
 from tests.browser import CHROMIUM, CHROMIUM_FLAGS, free_port, start_server  # noqa: E402
 
-YARDSTICK = ROOT.parent / "shared" / "yardstick" / "trivial_app.py"
-TRIVIAL = YARDSTICK if YARDSTICK.exists() else ROOT / "bench" / "trivial_app.py"
+TRIVIAL = ROOT / "bench" / "trivial_app.py"  # the yardstick (the workspace's shared one, copied: tests/test_bench.py)
 ROUNDS = 5
 WARM_LOADS = 3  # per round
 PAINTED = "() => !!document.querySelector('.js-plotly-plot .heatmaplayer image')"

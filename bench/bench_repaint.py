@@ -26,9 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, wait_for_chart  # noqa: E402
 
-# The yardstick: ../shared/yardstick/trivial_app.py where the workspace has it, else the copy beside this file.
-SHARED = ROOT.parent / "shared" / "yardstick" / "trivial_app.py"
-YARDSTICK = SHARED if SHARED.exists() else Path(__file__).with_name("trivial_app.py")
+# The yardstick: the workspace's shared trivial app, copied beside this file (tests/test_bench.py holds the two equal).
+YARDSTICK = Path(__file__).with_name("trivial_app.py")
 QUIET_MS = 700
 TOP = """() => (document.querySelector('[data-testid="stMain"]') || document.scrollingElement).scrollTo(0, 0)"""
 

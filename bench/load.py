@@ -53,8 +53,8 @@ from tests.browser import free_port, start_server, wait_healthy  # noqa: E402
 # Each is one token for both bundled tokenizers (a name split into pieces would not be found on the Real model page).
 NAMES = (  # noqa: SIM905  (names read better as words)
     "Bruno Diego Lars Maya Omar Quinn Sofia Vera Anton Carlos Esther Felix Jorge Leon Pablo Rosa Stefan "
-    "Walter Maria Anna Laura Julia Emma Sarah David Daniel Michael Thomas Martin Peter Paul Lucas Hugo "
-    "Oliver Harry George James Robert Kevin Brian Jason Eric Chris Steve Henry Simon Jacob Ryan Tyler "
+    "Nina Maria Anna Laura Julia Emma Sarah David Daniel Michael Thomas Martin Peter Paul Lucas Hugo "
+    "Oliver Boris George James Robert Kevin Brian Jason Eric Chris Steve Henry Simon Jacob Ryan Tyler "
     "Susan"
 ).split()
 FOODS = "pizza pasta soup bread rice salad cake fruit".split()  # noqa: SIM905

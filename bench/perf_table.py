@@ -27,8 +27,9 @@ def stamp(result: dict) -> str:
 
 
 def loop_rows(loop: dict) -> list[str]:
-    """One row per page: its worst knob's ratio to the first changed chart, and to the charts on screen settled."""
-    yard = loop["yardstick_ms"]
+    """One row per page: its worst knob's ratio to the first changed chart, and to the charts on screen settled,
+    each against the yardstick's steps taken beside that knob's; a knob whose steps timed out or drew nothing is
+    said to have failed."""
     by_page: dict[str, list[dict]] = {}
     for row in loop["rows"]:
         by_page.setdefault(row["page"], []).append(row)
@@ -38,11 +39,16 @@ def loop_rows(loop: dict) -> list[str]:
         for kind, what in (("first", "first changed chart"), ("screen", "on screen settled")):
             if kind in worst:
                 ratio, action = worst[kind]
-                ms = next(r[f"{kind}_ms"] for r in rows_of_page if r["action"] == action)
-                parts.append(f"{what} {ms:.0f} ms = **{ratio:.1f}×** ({action})")
+                row = next(r for r in rows_of_page if r["action"] == action)
+                yard = row.get("yardstick_ms", loop["yardstick_ms"])
+                parts.append(
+                    f"{what} {row[f'{kind}_ms']:.0f} ms = **{ratio:.1f}×** ({action}; the yardstick {yard:.0f} ms)"
+                )
                 targets.append(f"≤ {3.0 if page.endswith('presented') else LOOP_TARGETS[kind]:g}×")
+        failed = [f"**{r['action']} failed**: {r['failed']} of {2 * r['steps']} steps timed out or drew nothing"
+                  for r in rows_of_page if r.get("failed")]  # fmt: skip
         knobs = ", ".join(row["action"] for row in rows_of_page)
-        rows.append(f"| {page}, worst of: {knobs} | {'; '.join(parts)}; the yardstick {yard:.0f} ms "
+        rows.append(f"| {page}, worst of: {knobs} | {'; '.join(parts + failed)} "
                     f"| {', '.join(targets)} | {stamp(loop)} |")  # fmt: skip
     return rows
 

@@ -353,7 +353,7 @@ def test_the_weights_read_more_ways_each_have_a_slide_after_the_weights(models, 
     """Without the first token, what each weight moves, by words and (an encoder) what if causal: each its own
     slide, with the layer and head on it, right after the head's weights."""
     at = present_slide(model, "Without the first token", rm_layer=1, rm_head=1)
-    titles = at.button_group(key="rm_slide").options
+    titles = at.selectbox(key="rm_slide").options  # more slides than pills fit: a list
     assert [h.value for h in at.header] == ["Without the first token"]
     assert panel(at, "attention weights, the first token hidden").subtitle.startswith("layer 2 · head 2")
     assert at.selectbox(key="rm_layer").value == 1 and at.selectbox(key="rm_head").value == 1
@@ -392,7 +392,10 @@ def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs
     """Read normally, the masks' section takes one's own composition: a click measures it (one pass, and full causal
     attention once), and the sentence says the model's loss, the keys its rows keep and the blocks a kernel skips,
     each the measurement's own (sparse.measure_composed, run here in this process)."""
+    from torch.nn.attention.flex_attention import and_masks, create_block_mask, or_masks
+
     from attention_core.models.sparse import SKIP_BLOCK, SWEEP_TOKENS, measure_composed
+    from tests.test_composed import causal, dilated, window
 
     at = open_page(rm_model="SmolLM2-135M-Instruct (Llama-style decoder)")
     at.text_input(key="rm_compose").input("causal & (dilated 3 | window 4)").run()
@@ -404,6 +407,13 @@ def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs
     assert "With **causal and (every 3rd key or window 4)** in every layer, SmolLM2" in said, said
     assert f"loses **{point.loss:.2f} nats** a token, {point.loss - full.loss:+.3f} over full causal" in said
     assert f"Each row keeps at most {point.kept_most} of the {SWEEP_TOKENS} keys ({point.kept_mean:.1f}" in said
-    assert f"blocks of {SKIP_BLOCK}×{SKIP_BLOCK}, a kernel skips {point.skipped:.0%} of them" in said
+    # The blocks a kernel skips, counted from FlexAttention's own block mask of the composition written in the test
+    # (tests/test_composed.py's mask_mods): the empty ones are those neither partial nor full.
+    mod = and_masks(causal, or_masks(dilated(3), window(4)))
+    blocks = create_block_mask(mod, None, None, SWEEP_TOKENS, SWEEP_TOKENS, device="cpu", BLOCK_SIZE=SKIP_BLOCK)
+    side = -(-SWEEP_TOKENS // SKIP_BLOCK)
+    empty = side * side - int(blocks.kv_num_blocks.sum()) - int(blocks.full_kv_num_blocks.sum())
+    assert 0 < empty < side * side  # some skipped, some not: the share said is a share of something
+    assert f"blocks of {SKIP_BLOCK}×{SKIP_BLOCK}, a kernel skips {empty / (side * side):.0%} of them" in said, said
     at.text_input(key="rm_compose").input("causal & windw 3").run()
     assert any("'windw' is not a piece" in e.value for e in at.error)

@@ -10,7 +10,7 @@ import json
 import re
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import numpy as np
 import pytest
@@ -391,6 +391,20 @@ def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, page)
 # The projector sizes, each opened in a colour scheme of its own; the walks switch to the other scheme on every
 # view (check_view_in_both_schemes), so both schemes are seen and photographed at both sizes.
 SCREENS = [(1400, 900, "light"), (1920, 1080, "dark")]
+# The slide bar's pills (how many, and those not whole inside the bar's own column: run under "next →" or off the
+# screen, out of the mouse's reach).
+PILLS = """() => { const pills = [...document.querySelectorAll(
+    '[data-testid=stMain] [role=radiogroup][aria-label=slide] button')];
+  const cut = pills.filter(pill => { const box = pill.getBoundingClientRect();
+    const column = pill.closest('[data-testid=stColumn]').getBoundingClientRect();
+    return box.left < column.left - 1 || box.right > column.right + 1 || box.right > innerWidth; });
+  return {pills: pills.length, cut: cut.map(pill => pill.textContent)}; }"""
+
+
+def pills_whole(page, where: str) -> None:
+    """Every pill of the slide bar whole, in its column (a page of one slide has none)."""
+    found = page.evaluate(PILLS)
+    assert found["cut"] == [], f"{where}: {found}"
 
 
 def other_in_full(width: int) -> bool:
@@ -413,6 +427,9 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
         for index, stage in enumerate(DEFAULT_STAGES, start=1):
             page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
             settled(page)
+            if index == 1:
+                assert page.evaluate(PILLS)["pills"] == len(DEFAULT_STAGES)
+                pills_whole(page, f"the Walkthrough at {width}x{height}")
             assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
             shot = f"presentation-{stage.key}-{width}" if stage.key in ("qkv", "weights") else None
             check_view_in_both_schemes(
@@ -429,6 +446,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             settled(page)
             no_traceback(page)
             assert not page.locator("section[data-testid='stSidebar']").is_visible()
+            pills_whole(page, f"{title} at {width}x{height}")
             if title == "Why √d_k":  # its first slide is words and a formula: its charts are on the next
                 page.keyboard.press("ArrowRight")
                 wait_for_chart(page, "Random q")
@@ -773,10 +791,28 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
 
 SLIDE_HEADING = "h2"  # a stage's heading on a Walkthrough slide
 # Whether the slide bar's chosen slide (its pill group, keyed by the page's slide key) is the one titled so.
+# The slide shown: the bar's chosen pill, or the value of its list (a page of more slides than pills fit).
 ACTIVE_SLIDE = (
-    "() => document.querySelector('.st-key-{key} [aria-checked=true], .st-key-{key} [data-testid*=Active]')"
-    "?.textContent === {title}"
+    "() => (document.querySelector('.st-key-{key} [aria-checked=true], .st-key-{key} [data-testid*=Active]')"
+    "?.textContent ?? document.querySelector('.st-key-{key} input[role=combobox]')?.value) === {title}"
 )
+
+
+def slide_titles(page, key: str) -> list[str]:
+    """The page's own list of its slides, in order, as its bar offers them: its pills, or its list's options (opened
+    and closed again with Esc, which closes only the list)."""
+    pills = page.locator(f".st-key-{key} button[role=radio], .st-key-{key} [role=radiogroup] button")
+    if pills.count():
+        return pills.all_text_contents()
+    page.locator(f".st-key-{key} button[aria-label=Open]").click()
+    options = page.get_by_role("option")
+    options.first.wait_for(timeout=15000)
+    titles = options.all_text_contents()
+    page.keyboard.press("Escape")
+    page.get_by_role("listbox").wait_for(state="detached", timeout=15000)
+    return titles
+
+
 SLIDE_PAGES = ("Multi-head", "Why √d_k", "Compare", "Training", "Glossary")
 
 
@@ -821,6 +857,26 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
         " if (!h) return false; const top = h.getBoundingClientRect().top; return top >= 0 && top < 200; }",
         timeout=15000,
     )
+    no_traceback(page)
+
+
+def test_a_slide_chosen_from_the_bars_list_is_shown_and_the_arrow_keys_step_on_from_it(server, page):
+    """A page of more slides than pills fit (the Glossary's terms) lists them in its bar: a term chosen there is
+    shown and kept in the address, and → then steps on from it though the list keeps the focus (it would move a
+    caret in its text)."""
+    page.goto(f"{server}/glossary?present=true")
+    page.get_by_role("button", name="next →").wait_for(timeout=60000)
+    settled(page)
+    titles = slide_titles(page, "g_slide")
+    assert len(titles) >= 20 and page.evaluate(PILLS)["pills"] == 0, titles  # a list, not pills
+    page.locator(".st-key-g_slide button[aria-label=Open]").click()
+    page.get_by_role("option", name=titles[5], exact=True).click()
+    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[5])), timeout=30000)
+    address_holds(page, "g_slide=" + quote_plus(titles[5]))
+    assert page.evaluate("document.activeElement?.getAttribute('role')") == "combobox"  # the focus stayed there
+    idle(page)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[6])), timeout=30000)
     no_traceback(page)
 
 
@@ -924,8 +980,9 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
         # The page's own list of its slides (the bar's choices, once its first run has drawn them all: the stages'
         # slides come with the model), in order: the walk must reach each, one → at a time.
         settled(page, timeout=60)
-        slides = page.locator(".st-key-rm_slide button").all_text_contents()
+        slides = slide_titles(page, "rm_slide")
         assert len(slides) >= len(BY_TITLE["Real model"].slides) + 8, slides  # its own and every stage's
+        pills_whole(page, f"{model} at {width}x{height}")  # eighteen and more: in rows, each whole
         for index, title in enumerate(slides, start=1):
             page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(title)), timeout=60000)
             settled(page)

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
+from attention_core.tokens import tokenize
 from tests.browser import (
     address_holds,
+    chart_z,
     check_view,
     no_traceback,
     offline,
@@ -20,6 +22,7 @@ from tests.browser import (
     settled,
     wait_for_chart,
 )
+from tests.sentences import spans_by_search, token_sentences
 from tests.test_browser import AWKWARD
 from tests.test_browser_check import downloaded_inputs
 from tests.test_checking import student
@@ -58,10 +61,20 @@ def test_a_mask_and_a_bend_chosen_in_the_sidebar_are_drawn_kept_in_the_address_a
     assert offline(asked) == []
 
 
+DOCUMENT = AWKWARD + " saw e.g. 3.5 dogs... It ran!"  # two sentences: "e.g.", "3.5" and "..." end one at most
+
+
 def test_an_awkward_sentence_keeps_its_sentences_apart_and_a_bad_piece_is_named(server, page):
-    page.goto(f"{server}/?text={quote(AWKWARD + '. It ran!')}&mask=document&bend={quote('softcap 2')}")
+    page.goto(f"{server}/?text={quote(DOCUMENT)}&mask=document&bend={quote('softcap 2')}")
     wait_for_chart(page, "composed mask")
     wait_for_chart(page, "bent scores")
+    # The mask as the browser drew it (kept cells 1, hidden ones gaps) against the sentences of the rule written on
+    # the text in the test (tests/sentences.py): each token sees its own sentence's tokens, and only them.
+    tokens = tokenize(DOCUMENT)
+    sentence = np.array(token_sentences(DOCUMENT, spans_by_search(DOCUMENT, tokens)))
+    assert sentence.max() == 1, sentence  # two sentences: the mask has something to keep apart
+    drawn = np.array([[np.nan if v is None else v for v in row] for row in chart_z(page, "composed mask")], float)
+    assert np.array_equal(~np.isnan(drawn), sentence[:, None] == sentence[None, :])
     settled(page)
     no_traceback(page)
     check_view(page, "a document mask and a soft cap on an awkward sentence")

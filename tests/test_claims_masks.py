@@ -18,6 +18,7 @@ from figures.stages import stage_view
 from figures.stages.scores import BLOCKS_MOST
 from figures.stages.tiles import tile_bend
 from tests.numerics import F32, assert_agree
+from tests.sentences import spans_by_search, token_sentences
 from tests.test_composed import alibi_mod, bound, relative_mod
 
 pytestmark = pytest.mark.numeric
@@ -53,6 +54,10 @@ def test_the_composed_mask_says_its_words_what_it_hides_and_the_keys_a_row_keeps
     least, most = int(kept.min()), int(kept.max())
     assert (f"keeps from {least} to {most} keys" if least < most else f"keeps {least} key") in text
     assert stage_view(trace, "mask").heading == "6 · Composed mask"  # after the scaled scores: no bend here
+    if "document" in mask:  # how many sentences, by the rule written on the text (tests/sentences.py), and the rule
+        count = max(token_sentences(TEXT, spans_by_search(TEXT, trace.tokens))) + 1
+        assert f" {count} sentences: A sentence ends at" in text
+        assert "a mark between two digits (3.5) or in Mr., Mrs." in text  # the app's own tokens: no "inside a word"
 
 
 def test_the_causal_box_joins_a_composition_in_the_words_and_the_mask():

@@ -13,7 +13,7 @@ from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.bends import RELATIVE_REACH, alibi_slopes, parse_bend, relative_table
-from attention_core.composed import EMPTY, FULL, PARTIAL, block_kinds, parse_mask, sentences
+from attention_core.composed import EMPTY, FULL, PARTIAL, block_kinds, parse_mask, sentence_rule, sentences
 from attention_core.decoding import decode_sentence
 from attention_core.tokens import tokenize
 from tests.numerics import (
@@ -251,6 +251,23 @@ def test_the_document_mask_keeps_each_sentence_of_the_rule_written_on_the_text(t
         zero = torch.tensor(0)
         reference = mod(zero, zero, torch.arange(n)[:, None], torch.arange(n)[None, :]).expand(n, n)
         assert torch.equal(parse_mask(composition).kept(tokens), reference), (composition, text)
+
+
+def test_a_tokenizer_that_writes_its_spaces_is_read_with_them_and_the_rule_says_so():
+    """Byte-level BPE's tokens (SmolLM2's, written here) carry the space a word starts with (Ġ): there a mark inside a
+    word (deploy.md) ends no sentence either, and the rule the page says names it; the app's own tokens do not."""
+    text = "Read deploy.md first. Then run it!"
+    tokens = ["Read", "Ġdeploy", ".", "md", "Ġfirst", ".", "ĠThen", "Ġrun", "Ġit", "!"]
+    spans, at = [], 0
+    for token in tokens:  # each token's characters, its Ġ the space before it
+        word = token.lstrip("Ġ")
+        at = text.index(word, at)
+        spans.append((at, at + len(word)))
+        at += len(word)
+    assert sentences(tokens).tolist() == token_sentences(text, spans) == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert "inside a word (deploy.md)" in sentence_rule(tokens)
+    assert "inside a word" not in sentence_rule(tokenize(text))
+    assert sentences(tokenize(text)).tolist()[3] == 1  # the app's tokens cannot tell "deploy.md" from "deploy. md"
 
 
 def test_the_sentence_reference_sees_a_mark_that_ends_no_sentence():

@@ -282,18 +282,53 @@ def test_the_formatter_is_kept_away_only_from_tables(product):
     assert skips <= FMT_SKIP_MOST, f"{skips} `# fmt: skip` in the product code"
 
 
-def test_every_planted_mutant_still_finds_its_line():
-    """scripts/mutants.py plants each bug by replacing a line it names: after a module moves or is reformatted,
-    each must still occur exactly once where the mutant says (else `make mutants` plants nothing)."""
+def mutants_module():
     spec = importlib.util.spec_from_file_location("mutants", ROOT / "scripts" / "mutants.py")
     mutants = importlib.util.module_from_spec(spec)
     sys.modules["mutants"] = mutants
     spec.loader.exec_module(mutants)
+    return mutants
+
+
+def test_every_planted_mutant_still_finds_its_line():
+    """scripts/mutants.py plants each bug by replacing a line it names: after a module moves or is reformatted,
+    each must still occur exactly once where the mutant says (else `make mutants` plants nothing)."""
+    mutants = mutants_module()
     assert len(mutants.MUTANTS) >= 20
     lost = [f"{m.name}: {m.path} has {(ROOT / m.path).read_text().count(m.before)} of {m.before!r}"
             for m in mutants.MUTANTS
             if not (ROOT / m.path).exists() or (ROOT / m.path).read_text().count(m.before) != 1]  # fmt: skip
     assert lost == []
+
+
+def stale_rows(mutants, report: str, root: Path = ROOT) -> list[str]:
+    """The mutants whose row in the report is missing, or says another line than the one their change starts on
+    now: what they caught was caught on other code."""
+    said = {}
+    for line in report.splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) >= 7 and not line.startswith(("| mutant", "|---")):
+            said[cells[0][2:]] = cells[2]
+    stale = []
+    for m in mutants.MUTANTS:
+        now = f"`{m.path}:{mutants.line_of(m, root)}`"
+        if said.get(m.name) != now:
+            stale.append(f"{m.name}: the report says {said.get(m.name, 'nothing')}, it is at {now}")
+    return stale
+
+
+def test_the_mutation_report_ran_on_every_mutant_where_its_line_is_now(tmp_path):
+    """docs/mutants.md has a row for every mutant, at the line its change starts on now: a mutant added, or a line
+    moved by an edit above it, is run again (`scripts/mutants.py --only WORDS`) before its catch is reported. The
+    rule is tried first on a copy of a planted module with a line added above its mutant's."""
+    mutants = mutants_module()
+    report = (ROOT / "docs" / "mutants.md").read_text()
+    one = mutants.MUTANTS[0]
+    (tmp_path / one.path).parent.mkdir(parents=True)
+    (tmp_path / one.path).write_text("# a line above\n" + (ROOT / one.path).read_text())
+    moved = [row for row in stale_rows(mutants, report, tmp_path) if row.startswith(one.name + ":")]
+    assert moved, "a moved line was not seen"
+    assert stale_rows(mutants, report) == []
 
 
 def test_a_title_is_its_parts_never_its_spaces():

@@ -8,7 +8,6 @@ import base64
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
@@ -195,18 +194,55 @@ def test_every_bad_answer_is_named_with_its_case():
 NOTEBOOK = ROOT / "docs" / "notebooks" / "attention-in-a-notebook.ipynb"
 
 
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> dict[str, Path]:
+    """`pip install .` as a student runs it: the checkout (a copy: a build writes build/ and egg-info beside it)
+    installed with its notebook extra into a fresh virtual environment, every dependency pyproject.toml declares
+    resolved by pip from the registry's wheels (no .pth lending this environment's), at the versions the app pins
+    (requirements.txt as constraints: on these machines an unpinned torch resolves to a 5.8 GB CUDA build), with
+    ipykernel for a kernel of its own. Its python, its site-packages, its kernel's folder and a working directory
+    outside the checkout."""
+    import venv
+
+    root = tmp_path_factory.mktemp("installed")
+    source, fresh, elsewhere = root / "checkout", root / "venv", root / "work"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "node_modules", "test-artifacts", "__pycache__"))
+    venv.EnvBuilder(with_pip=True).create(fresh)
+    elsewhere.mkdir()
+    python = fresh / "bin" / "python"
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([python, "-m", "pip", "install", "-q", "-c", str(ROOT / "requirements.txt"),
+                           f"{source}[notebook]", "ipykernel"],
+                          cwd=elsewhere, env=env, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    assert all((site / package).is_dir() for package in ("torch", "transformers", "plotly", "safetensors", "numpy"))
+    kernels = root / "jupyter"
+    subprocess.run([python, "-m", "ipykernel", "install", "--prefix", str(kernels), "--name", "installed"],
+                   check=True, cwd=elsewhere, env=env, capture_output=True)  # fmt: skip
+    return {"python": python, "site": site, "kernels": kernels / "share" / "jupyter", "elsewhere": elsewhere}
+
+
 @pytest.mark.slow
 @pytest.mark.models
-@pytest.mark.xdist_group("models")
-def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should():
-    """docs/notebooks' student path, executed cell by cell by a Jupyter kernel (nbclient, ipykernel): its own
-    asserts hold (the check right, the figure's numbers the trace's), and its outputs say what they should."""
+@pytest.mark.xdist_group("installed")
+def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should(installed, smollm2, monkeypatch):
+    """docs/notebooks' student path, executed cell by cell by a Jupyter kernel (nbclient, ipykernel) of the fresh
+    environment the package was pip-installed into, in a folder outside the checkout: its own asserts hold (the check
+    right, the figure's numbers the trace's), its outputs say what they should, and what it imported is the
+    installed copy. (smollm2: the bundled model converted once for the run, which the notebook's last cell reads.)"""
     import nbclient
     import nbformat
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT)}})  # fmt: skip
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "import attention_core, attention_explorer, figures\n"
+        "print(attention_explorer.__file__, attention_core.__file__, figures.__file__)"))  # fmt: skip
+    monkeypatch.setenv("JUPYTER_PATH", str(installed["kernels"]))  # where the kernel "installed" is found
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="installed",
+                                     resources={"metadata": {"path": str(installed["elsewhere"])}})  # fmt: skip
     client.execute()
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
 
@@ -214,7 +250,7 @@ def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should():
         cell = next(cell for cell in code if cell.source.startswith(starts))
         return "".join(out.get("text", "") for out in cell.outputs if out.get("name") == "stdout")
 
-    checked = printed("import attention_explorer")
+    checked = printed("import attention_explorer as ax")
     assert checked.startswith("All right in every case.") and checked.count("✓") == 5, checked
     wrong = printed("def over_the_queries")
     assert wrong.startswith("weights (") and "softmax over the wrong axis" in wrong, wrong
@@ -222,28 +258,16 @@ def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should():
     assert printed("import transformers\n").startswith("30 layers; 9 heads; head 1 of layer 3:")
     shown = next(cell for cell in code if cell.source.startswith("trace = ax.trace"))
     assert any("application/vnd.plotly.v1+json" in out.get("data", {}) for out in shown.outputs), "no figure drawn"
+    files = printed("import attention_core, attention_explorer").split()
+    assert len(files) == 3 and all(f.startswith(str(installed["site"])) for f in files), files  # not the checkout
 
 
 @pytest.mark.slow
-def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_checkout(tmp_path):
-    """The checkout's wheel installed into a fresh virtual environment (its dependencies, torch and the rest, lent by
-    this one's site-packages through a .pth file, so that nothing is downloaded): the package and its data are
-    there, and a script run elsewhere traces, shows and checks from the installed copy without Streamlit."""
-    import sysconfig
-    import venv
-
-    source, fresh = tmp_path / "checkout", tmp_path / "fresh"  # a copy: a build writes build/ and egg-info beside it
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".*", "node_modules", "test-artifacts", "__pycache__"))
-    venv.EnvBuilder(with_pip=True).create(fresh)
-    python = fresh / "bin" / "python"
-    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
-    (site / "lent.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # after its own: the dependencies
-    # The wheel, built here (this environment has the build tools), then installed there as a student's pip would.
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp_path / "dist"), str(source)], check=True, cwd=tmp_path)  # fmt: skip
-    [wheel] = (tmp_path / "dist").glob("attention_explorer-*.whl")
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, cwd=tmp_path)
+@pytest.mark.xdist_group("installed")
+def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_checkout(installed):
+    """The package installed with its declared dependencies (the fixture): its data is there, the app's pages are not,
+    and a script run elsewhere traces, shows and checks from the installed copy without Streamlit."""
+    site = installed["site"]
     assert (site / "attention_core" / "data" / "lecture-002.safetensors").is_file()
     assert (site / "attention_explorer").is_dir() and not (site / "ui").exists() and not (site / "app_pages").exists()
     script = (
@@ -254,7 +278,8 @@ def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_c
         "print(ax.__file__)\n"
     )
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run([installed["python"], "-c", script], cwd=installed["elsewhere"], env=env,
+                          capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith(str(site)), done.stdout  # the installed copy, not the checkout
 

@@ -12,6 +12,9 @@ const BUTTONS = {ArrowRight: ".st-key-slide_next button", ArrowLeft: ".st-key-sl
 const OWN_KEYS = 'input, textarea, select, [contenteditable="true"], [role="slider"], [role="combobox"], ' +
                  '[role="listbox"], [role="option"], [role="menu"], [role="menuitem"]';
 const OPEN = '[data-testid="stPopoverBody"], [role="listbox"], [role="menu"], [role="dialog"]';
+// The slide bar's own list (a page of more slides than its pills would fit: ui/slides.py) keeps the focus after a
+// slide is chosen in it; while it is closed, ← and → are the slides' (they would move a caret in its text).
+const SLIDE_LIST = '[role="combobox"][aria-label="slide"]';
 
 // A press while the page still answers the one before waits its turn: the server runs one rerun for the
 // presses that reach it while it is busy, so two quick presses would step once. The server counts the steps it
@@ -56,7 +59,8 @@ function onKey(event) {
   const selector = BUTTONS[event.key];
   if (!selector || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
   const target = event.target instanceof Element ? event.target : null;
-  if (target?.closest(OWN_KEYS)) return;  // the key belongs to the field, slider or menu that has the focus
+  const slideList = target?.matches(SLIDE_LIST) && !document.querySelector(OPEN);
+  if (target?.closest(OWN_KEYS) && !slideList) return;  // the key belongs to the field, slider or menu in focus
   // A map reached with the keyboard walks its cells with the arrows (ui/chart_frontend/chart.js); one clicked with
   // the mouse does not keep them from the slides.
   if (event.key !== "Escape" && target?.matches(".live-chart:focus-visible")) return;

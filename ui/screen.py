@@ -27,11 +27,21 @@ section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"] {
 [data-testid="stPageLink"] p { font-size: 1.1rem !important; }
 [data-testid="stPageLink"] a { padding-left: 0.3rem; padding-right: 0.3rem; }
 .stButton button p, div[data-testid="stButtonGroup"] button p,
-.stSelectbox div[data-baseweb="select"] div, .stCode code { font-size: 1.25rem !important; }
+.stSelectbox div[data-baseweb="select"] div, .stSelectbox input, .stCode code { font-size: 1.25rem !important; }
 .katex { font-size: 1.6em !important; }
 [data-testid="stWidgetLabel"] p, [data-testid="stSliderThumbValue"] { font-size: 1.15rem !important; }
 h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 .live-chart-table { display: none; }
+</style>
+"""
+# The slide bar's pills (one per slide, between ← previous and next →): smaller and closer than the page's other
+# buttons, so that eleven fit the bar at 1400 x 900 (the Walkthrough's ran under "next →", the last cut to "tile").
+# A page with more slides than fit gets a list instead (ui/slides.py pills_fit).
+SLIDE_BARS = ", ".join(f".st-key-{spec.slide_key} [role=radiogroup]" for spec in PAGES if spec.slide_key)
+SLIDE_BAR_CSS = f"""
+<style>
+:is({SLIDE_BARS}) button {{ padding-left: 0.55rem; padding-right: 0.55rem; }}
+:is({SLIDE_BARS}) button p {{ font-size: 1.1rem !important; }}
 </style>
 """
 # Text everybody can read (WCAG AA's 4.5:1, checked on every page by axe-core: tests/test_accessibility.py).
@@ -139,7 +149,8 @@ def presentation_bar(page: str) -> None:
     # The page's type (in rem) grows with the screen, as the figures do (style_for): a 1920 x 1080 projector shows a
     # 1400 x 900 slide larger, not in its corner. (CSS zoom would do it in one line, but moves Plotly's hovers.)
     scale = st.session_state.get(SCREEN_SCALE, 1.0)
-    st.html(PRESENTATION_CSS + (f"<style>html {{ font-size: {100 * scale:.0f}%; }}</style>" if scale > 1 else ""))
+    grown = f"<style>html {{ font-size: {100 * scale:.0f}%; }}</style>" if scale > 1 else ""
+    st.html(PRESENTATION_CSS + SLIDE_BAR_CSS + grown)
     # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
     row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide

@@ -2,7 +2,7 @@
 
 A page lists its slides (key, title) and asks `slides.shows(key)` before drawing each part: read normally,
 every part is drawn, one after the other; in presentation mode only the slide chosen in the bar. The bar
-(← previous, a pill per slide, next →) is the same on every page, and ui/keys.js makes the arrow keys press its
+(← previous, a pill per slide or a list of them, next →) is the same on every page, and ui/keys.js makes the arrow keys press its
 buttons wherever the focus is. The slide shown is in the address (the Walkthrough's `stage`, the other pages'
 own key), so a link restores it; when a deck is open (ui/decks.py), → past the last slide opens its next view.
 """
@@ -25,6 +25,17 @@ SCROLL_TO = "scroll_to"  # the anchor to scroll to once, after leaving presentat
 SHOWN = "slide_shown"  # {session key: value} of the slide and inner step the last run drew: what ← and → step from
 PLAY_SECONDS = 1.2  # between steps while a page's ▶ play runs on (Decoding's tokens)
 STEPS = "slide_steps"  # how many times ← or → has been pressed in this session: ui/keys.js waits for each to be run
+# The bar's middle holds a pill per slide while they fit one row of it at 1400 x 900, the screen slides are made for
+# (930 px there): a pill takes ~20 px and ~8.8 px a character of its label, in the bar's type (ui/screen.py
+# SLIDE_BAR_CSS), measured on every page's bar. More slides than that (the Real model's eighteen, the Glossary's
+# twenty-three) are a list to choose from: pills ran under "next →" and off the screen, and a second row of them
+# pushed the slide past the screen's bottom. tests/test_browser.py checks that every pill is whole.
+PILLS_ROOM = 930
+
+
+def pills_fit(labels: list[str]) -> bool:
+    """Whether a pill per label fits one row of the bar at 1400 x 900 (PILLS_ROOM)."""
+    return 20 * len(labels) + 8.8 * sum(len(label) for label in labels) <= PILLS_ROOM
 
 _keys = st.components.v2.component(
     "slide_keys", js=Path(__file__).with_name("keys.js").read_text(), isolate_styles=False
@@ -90,9 +101,11 @@ class Slides:
             self._drawn()
             return self.shown
         check_choice(self.key, "slide", labels)
-        label = pills.segmented_control(
-            "slide", labels, default=labels[0], key=self.key, bind="query-params", label_visibility="collapsed"
-        )
+        bound = {"key": self.key, "bind": "query-params", "label_visibility": "collapsed"}  # the same address
+        if pills_fit(labels):
+            label = pills.segmented_control("slide", labels, default=labels[0], **bound)
+        else:
+            label = pills.selectbox("slide", labels, **bound)
         self.shown = keys[labels.index(label)] if label in labels else keys[0]
         st.session_state[AT] = (self.page, self.shown)
         self._drawn()

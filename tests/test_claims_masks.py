@@ -4,6 +4,7 @@ one token, a row with one key, a block larger than the sentence, a soft cap no s
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -17,6 +18,7 @@ from attention_core.tiling import TileStep, tiled_output, tiled_steps
 from figures.stages import stage_view
 from figures.stages.scores import BLOCKS_MOST
 from figures.stages.tiles import tile_bend
+from figures.style import DEFAULT_STYLE
 from tests.numerics import F32, assert_agree
 from tests.sentences import spans_by_search, token_sentences
 from tests.test_composed import alibi_mod, bound, relative_mod
@@ -58,6 +60,8 @@ def test_the_composed_mask_says_its_words_what_it_hides_and_the_keys_a_row_keeps
         count = max(token_sentences(TEXT, spans_by_search(TEXT, trace.tokens))) + 1
         assert f" {count} sentences: A sentence ends at" in text
         assert "a mark between two digits (3.5) or in Mr., Mrs." in text  # the app's own tokens: no "inside a word"
+        slide = stage_view(trace, "mask", style=dataclasses.replace(DEFAULT_STYLE, band=6)).explanation
+        assert f" {count} sentences." in slide and "A sentence ends" not in slide  # a slide: the count alone
 
 
 def test_the_causal_box_joins_a_composition_in_the_words_and_the_mask():

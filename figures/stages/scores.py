@@ -179,7 +179,7 @@ def build_mask(trace, head: int, style: Style, query: int | None, mask_block: st
     if style.band:
         parts = [mask_part, parts[2]] if trace.composed else [mask_part, masked_part]
     figures, matrices = laid_out(parts, style)
-    said = composed_note(trace) if trace.composed else mask_note(trace.mask, trace.top_k)
+    said = composed_note(trace, style.band) if trace.composed else mask_note(trace.mask, trace.top_k)
     raised = (
         f" (Blocks of {asked} would be {-(-n // asked)} a side: drawn at {block}, at most {BLOCKS_MOST} a side.)"
         if block > asked
@@ -196,8 +196,10 @@ COMPOSED_IDEA = (
 )
 
 
-def composed_note(trace) -> str:
-    """A composed mask in words, what it hides and the keys each query keeps (read off the mask)."""
+def composed_note(trace, slide: bool = False) -> str:
+    """A composed mask in words, what it hides and the keys each query keeps (read off the mask); with a document
+    piece, how many sentences and the rule that cut them (on a slide, where a line is precious, how many alone: the
+    page read normally and the glossary say the rule)."""
     kept = trace.mask.sum(dim=1)
     n, hidden = trace.n_tokens, int((~trace.mask).sum())
     least, most = int(kept.min()), int(kept.max())
@@ -206,7 +208,9 @@ def composed_note(trace) -> str:
     said = f"Here: {mask.words()}. {hidden} of the {n * n} cells are hidden; each query keeps {keeps}."
     if any(piece.key == "document" for piece in mask.pieces()):
         count = int(sentences(trace.tokens).max()) + 1
-        said += f" {count} {'sentence' if count == 1 else 'sentences'}: {sentence_rule(trace.tokens)}"
+        said += f" {count} {'sentence' if count == 1 else 'sentences'}" + (
+            "." if slide else f": {sentence_rule(trace.tokens)}"
+        )
     return said
 
 

@@ -31,9 +31,8 @@ from attention_core.checks import check_int
 MAX_CHARS = 200  # a composition is a line, not a program
 MAX_PIECES = 8
 SENTENCE_ENDS = ".!?…"
-SPACE_MARKERS = (
-    "Ġ▁Ċ"  # the space (and newline) a subword tokenizer writes into a token: byte-level BPE's, SentencePiece's
-)
+# The space (and newline) a subword tokenizer writes into its tokens: byte-level BPE's Ġ and Ċ, SentencePiece's ▁.
+SPACE_MARKERS = "Ġ▁Ċ"
 # The document piece's sentences (sentence_rule, said on the page under its mask): a run of marks ("..." or "?!")
 # ends one sentence, and a mark between two digits (3.5) or in a known abbreviation (e.g.) ends none.
 ABBREVIATIONS = ("Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "vs.", "cf.", "e.g.", "i.e.", "a.m.", "p.m.")
@@ -148,7 +147,7 @@ def ordinal(number: int) -> str:
 
 
 def sentences(tokens) -> torch.Tensor:
-    """Each token's sentence, counted from 0 (SENTENCE_RULE): a new one starts after a token that ends a sentence."""
+    """Each token's sentence, counted from 0: a new one starts after a token that ends one (sentence_ends)."""
     ends = torch.tensor(sentence_ends(tokens), dtype=torch.long)
     return torch.cumsum(ends, 0) - ends  # the sentences ended before each token: its mark is its own sentence's
 

@@ -93,7 +93,7 @@ class Session:
         self.jar = http.cookiejar.CookieJar()  # the load balancer's cookie, kept as a browser keeps it
         self.page = ""  # the page open now ("" = the Walkthrough): every rerun names it, as the browser does
         self.ws = None
-        self.timing: dict = {}  # the last rerun's: when its first frame came, the time spent reading the frames
+        self.timing: dict = {}  # the last rerun's: when its first element came, the time spent reading the frames
 
     async def open(self) -> Action:
         """Load the page (which sets the load balancer's cookie) and open the websocket with that cookie."""
@@ -168,16 +168,18 @@ class Session:
                 setattr(state, field, value)
         started = time.perf_counter()
         received, problems = [], []
-        self.timing = {"first": None, "parse": 0.0}  # the first frame back, and this client's own work on the frames
+        self.timing = {"first": None, "parse": 0.0}  # the first element back, this client's own work on the frames
         try:
             await self.ws.send(msg.SerializeToString())
             async with asyncio.timeout(TIMEOUT):
                 while True:
                     data = await self.ws.recv()
                     arrived = time.perf_counter()
-                    self.timing["first"] = self.timing["first"] or arrived - started
                     received.append(data)
-                    finished = self._read(ForwardMsg.FromString(data), problems)
+                    forward = ForwardMsg.FromString(data)
+                    if self.timing["first"] is None and forward.WhichOneof("type") == "delta":
+                        self.timing["first"] = arrived - started  # the page's first element (not a status)
+                    finished = self._read(forward, problems)
                     self.timing["parse"] += time.perf_counter() - arrived
                     if finished:
                         break

@@ -717,15 +717,16 @@ def scheme(page) -> str:
 
 
 def check_view_in_both_schemes(
-    page, what: str, shot: str | None = None, charts: bool | None = None, other_in_full: bool = True
+    page, what: str, shot: str | None = None, charts: bool | None = None, other: str = "full"
 ) -> None:
     """check_view and the charts' contrast (4.5:1 against what is behind each label) in the scheme the page is in,
     then again after the reader's system switches to the other one, live, as a laptop's evening switch does during
     a lecture (the page is not reloaded: Streamlit repaints it and the charts follow). The page is left in the
-    other scheme, so a walk alternates. `shot`: a screenshot's name, taken in each scheme. `other_in_full=False`:
-    in the other scheme the screenshot and the contrast only, where check_view there would repeat what is checked
-    elsewhere (the layout, in the first scheme at this size; the colours, in this scheme at another size)."""
-    for turn in range(2):
+    other scheme, so a walk alternates. `shot`: a screenshot's name, taken in each scheme. `other`: what the other
+    scheme gets: "full" (check_view, the contrast, the screenshot), "colours" (the screenshot and the contrast: where
+    check_view there would repeat the layout checked in the first scheme at this size) or "none" (no switch: where
+    the colours of every view were measured in both schemes at another size, which they do not depend on)."""
+    for turn in range(1 if other == "none" else 2):
         if turn:
             page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
             charts_followed(page, what)  # not a quiet moment before the redraw
@@ -733,12 +734,11 @@ def check_view_in_both_schemes(
         now = scheme(page)
         if shot:
             screenshot(page, f"{shot}-{now}")  # before the checks: a failure is seen
-        if turn == 0 or other_in_full:
+        if turn == 0 or other == "full":
             check_view(page, f"{what} ({now})", charts)
         else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
             settled(page)
-        charts_followed(page, what)  # a redraw that began after the quiet moment (a late repaint) has ended
-        ratio, label, looked = readable_charts(page, f"{what} ({now})")
+        ratio, label, looked = readable_charts(page, f"{what} ({now})")  # once the charts have followed (again)
         drawn = page.locator(".live-chart").count() > 0 if charts is None else charts
         assert looked > 0 or not drawn, f"{what} ({now}): no chart label to measure"
         assert ratio >= 4.5, f"{what} ({now}): {label!r} has contrast {ratio:.1f}"

@@ -407,12 +407,14 @@ def pills_whole(page, where: str) -> None:
     assert found["cut"] == [], f"{where}: {found}"
 
 
-def other_in_full(width: int) -> bool:
-    """Whether a walk checks the other scheme in full (axe, labels) at this width: at 1400x900, the tighter screen.
-    At 1920x1080 its layout was checked in the walk's own scheme and its colours at 1400x900 (an axe rule or a
-    label's place that changed with the scheme alone would be seen there); the other scheme is photographed and
-    its charts' contrast measured."""
-    return width <= SCREENS[0][0]
+def other_scheme(width: int, photographed: bool = False) -> str:
+    """What a walk checks in the other colour scheme (check_view_in_both_schemes): at 1400x900, the tighter screen,
+    everything ("full"). At 1920x1080 the layout was checked in the walk's own scheme and every view's colours in
+    both schemes at 1400x900 (a chart's colours do not depend on the window's size): "none", or, for the walk that
+    keeps the larger screen's pictures in both schemes (`photographed`), "colours": a screenshot and the contrast."""
+    if width <= SCREENS[0][0]:
+        return "full"
+    return "colours" if photographed else "none"
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
@@ -433,7 +435,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
             shot = f"presentation-{stage.key}-{width}" if stage.key in ("qkv", "weights") else None
             check_view_in_both_schemes(
-                page, f"stage {stage.key} at {width}x{height}", shot, other_in_full=other_in_full(width)
+                page, f"stage {stage.key} at {width}x{height}", shot, other=other_scheme(width, photographed=True)
             )
             page.keyboard.press("ArrowRight")
         measured = sizes(page)
@@ -642,7 +644,7 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
             shot = f"presentation-mla-{stage.key}-{width}-{named}" if stage.key in ("latent", "rope", "absorb",
                                                                                     "cache") else None  # fmt: skip
             check_view_in_both_schemes(
-                page, f"MLA stage {stage.key} at {width}x{height}", shot, other_in_full=other_in_full(width)
+                page, f"MLA stage {stage.key} at {width}x{height}", shot, other=other_scheme(width)
             )
             assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {stage.key} is cut at {width}x{height}"
             if text != AWKWARD:
@@ -903,7 +905,7 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
                 assert page.evaluate(OVERFLOW) <= 2, f"{title}: the slide {key} needs scrolling at {width}x{height}"
                 shot = f"slide-{spec.slide_key}-{key}-{width}"
                 check_view_in_both_schemes(
-                    page, f"{title}: the slide {key} at {width}x{height}", shot, other_in_full=other_in_full(width)
+                    page, f"{title}: the slide {key} at {width}x{height}", shot, other=other_scheme(width)
                 )
                 page.keyboard.press("ArrowRight")
     finally:
@@ -954,7 +956,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
             assert root == pytest.approx(16 * screen_scale((width, height)), rel=0.01), (index, view.page.title)
             if lecture in BOTH_SCHEMES:
-                check_view_in_both_schemes(page, what, shot, other_in_full=other_in_full(width))
+                check_view_in_both_schemes(page, what, shot, other=other_scheme(width))
             else:
                 check_view(page, what)
             page.keyboard.press("ArrowRight")
@@ -982,7 +984,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
         settled(page, timeout=60)
         slides = slide_titles(page, "rm_slide")
         assert len(slides) >= len(BY_TITLE["Real model"].slides) + 8, slides  # its own and every stage's
-        pills_whole(page, f"{model} at {width}x{height}")  # eighteen and more: in rows, each whole
+        pills_whole(page, f"{model} at {width}x{height}")  # eighteen and more: a list, no pill to cut
         for index, title in enumerate(slides, start=1):
             page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(title)), timeout=60000)
             settled(page)
@@ -1038,13 +1040,13 @@ def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, w
             assert page.evaluate(OVERFLOW) <= 2, f"step {t} needs scrolling at {width}x{height}"
             check_view_in_both_schemes(page, f"Decoding step {t} at {width}x{height}",
                                        f"slide-decoding-step{t}-{width}" if t in (1, n) else None,
-                                       other_in_full=other_in_full(width))  # fmt: skip
+                                       other=other_scheme(width))  # fmt: skip
             page.keyboard.press("ArrowRight")
         page.get_by_text(re.compile(f"^What step {n} costs")).wait_for(timeout=30000)
         wait_for_chart(page, "FLOPs of step t")
         settled(page)
         check_view_in_both_schemes(page, f"Decoding's cost slide at {width}x{height}", f"slide-decoding-cost-{width}",
-                                   other_in_full=other_in_full(width))  # fmt: skip
+                                   other=other_scheme(width))  # fmt: skip
     finally:
         context.close()
 

@@ -2,9 +2,10 @@
 
 A page lists its slides (key, title) and asks `slides.shows(key)` before drawing each part: read normally,
 every part is drawn, one after the other; in presentation mode only the slide chosen in the bar. The bar
-(← previous, a pill per slide or a list of them, next →) is the same on every page, and ui/keys.js makes the arrow keys press its
-buttons wherever the focus is. The slide shown is in the address (the Walkthrough's `stage`, the other pages'
-own key), so a link restores it; when a deck is open (ui/decks.py), → past the last slide opens its next view.
+(← previous, a pill per slide or a list of them, next →) is the same on every page, and ui/keys.js makes the
+arrow keys press its buttons wherever the focus is. The slide shown is in the address (the Walkthrough's `stage`,
+the other pages' own key), so a link restores it; when a deck is open (ui/decks.py), → past the last slide opens
+its next view.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ PILLS_ROOM = 930
 def pills_fit(labels: list[str]) -> bool:
     """Whether a pill per label fits one row of the bar at 1400 x 900 (PILLS_ROOM)."""
     return 20 * len(labels) + 8.8 * sum(len(label) for label in labels) <= PILLS_ROOM
+
 
 _keys = st.components.v2.component(
     "slide_keys", js=Path(__file__).with_name("keys.js").read_text(), isolate_styles=False

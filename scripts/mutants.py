@@ -219,7 +219,7 @@ MUTANTS = (
     Mutant("an or inside an and written back without its parentheses", "attention_core/composed.py",
            'return f"({self.written()})" if outer == "and" and self.op == "or" else self.written()',
            "return self.written()", "false sentence"),
-    Mutant("| binding tighter than &", "attention_core/composed.py",
+    Mutant("or binding tighter than and", "attention_core/composed.py",
            'return self.joined("or", "|", self.both)\n\n    def both(self) -> Mask:\n'
            '        return self.joined("and", "&", self.one)',
            'return self.joined("and", "&", self.both)\n\n    def both(self) -> Mask:\n'

@@ -663,19 +663,20 @@ def accessibility_problems(page) -> list[str]:
     return measured.found
 
 
-def check_view(page, what: str, charts: bool | None = None) -> None:
+def check_view(page, what: str, charts: bool | None = None, axe: bool = True) -> None:
     """What every view a walk reaches must pass: no traceback; no chart label outside its chart and no two chart
     texts over each other (where the view has charts, with some looked at); no serious accessibility problem.
     `charts`: whether the view has charts; by default, whether the server sent it any (a chart sent but not drawn
-    then fails: nothing is measured)."""
+    then fails: nothing is measured). `axe=False`: where the same view was checked by axe-core at another size."""
     settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
     if charts is None:
         charts = page.locator(".live-chart").count() > 0
     no_traceback(page)
     assert_none(clipped(page), f"{what}: labels outside their chart", charts)
     assert_none(overlaps(page), f"{what}: texts drawn over each other", charts)
-    problems = accessibility_problems(page)
-    assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
+    if axe:
+        problems = accessibility_problems(page)
+        assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
 
 
 # Whether every chart drawn on the page has followed the page's colour scheme: its paper is the page's background,
@@ -717,7 +718,7 @@ def scheme(page) -> str:
 
 
 def check_view_in_both_schemes(
-    page, what: str, shot: str | None = None, charts: bool | None = None, other: str = "full"
+    page, what: str, shot: str | None = None, charts: bool | None = None, other: str = "full", axe: bool = True
 ) -> None:
     """check_view and the charts' contrast (4.5:1 against what is behind each label) in the scheme the page is in,
     then again after the reader's system switches to the other one, live, as a laptop's evening switch does during
@@ -725,7 +726,8 @@ def check_view_in_both_schemes(
     other scheme, so a walk alternates. `shot`: a screenshot's name, taken in each scheme. `other`: what the other
     scheme gets: "full" (check_view, the contrast, the screenshot), "colours" (the screenshot and the contrast: where
     check_view there would repeat the layout checked in the first scheme at this size) or "none" (no switch: where
-    the colours of every view were measured in both schemes at another size, which they do not depend on)."""
+    the colours of every view were measured in both schemes at another size, which they do not depend on). `axe`:
+    as check_view's."""
     for turn in range(1 if other == "none" else 2):
         if turn:
             page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
@@ -735,7 +737,7 @@ def check_view_in_both_schemes(
         if shot:
             screenshot(page, f"{shot}-{now}")  # before the checks: a failure is seen
         if turn == 0 or other == "full":
-            check_view(page, f"{what} ({now})", charts)
+            check_view(page, f"{what} ({now})", charts, axe)
         else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
             settled(page)
         ratio, label, looked = readable_charts(page, f"{what} ({now})")  # once the charts have followed (again)

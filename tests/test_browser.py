@@ -407,6 +407,14 @@ def pills_whole(page, where: str) -> None:
     assert found["cut"] == [], f"{where}: {found}"
 
 
+def axe_at(width: int) -> bool:
+    """Whether a walk runs axe-core on its views at this width: at 1400x900, where every view of every walk is checked.
+    Its rules read the document, its names and its colours, which the larger screen shares (its targets and type only
+    grow, 1.2 times); the larger screen's own layout (labels cut, texts over each other, the slide's fit) is checked
+    there."""
+    return width <= SCREENS[0][0]
+
+
 def other_scheme(width: int, photographed: bool = False) -> str:
     """What a walk checks in the other colour scheme (check_view_in_both_schemes): at 1400x900, the tighter screen,
     everything ("full"). At 1920x1080 the layout was checked in the walk's own scheme and every view's colours in
@@ -435,7 +443,11 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
             assert page.evaluate(OVERFLOW) <= 2, f"stage {index} needs scrolling at {width}x{height}"
             shot = f"presentation-{stage.key}-{width}" if stage.key in ("qkv", "weights") else None
             check_view_in_both_schemes(
-                page, f"stage {stage.key} at {width}x{height}", shot, other=other_scheme(width, photographed=True)
+                page,
+                f"stage {stage.key} at {width}x{height}",
+                shot,
+                other=other_scheme(width, photographed=True),
+                axe=axe_at(width),
             )
             page.keyboard.press("ArrowRight")
         measured = sizes(page)
@@ -578,7 +590,7 @@ def test_long_inputs_fit_every_slide_gpt2_sizes_and_a_15_token_sentence(server, 
             if link == "gpt2" and index == 2:
                 assert page.get_by_text("head 12 of 12").first.is_visible()
             assert page.evaluate(OVERFLOW) <= 2, f"{link}: stage {index} needs scrolling at {width}x{height}"
-            check_view(page, f"{link}: stage {index} at {width}x{height} {scheme}")
+            check_view(page, f"{link}: stage {index} at {width}x{height} {scheme}", axe=axe_at(width))
             page.keyboard.press("ArrowRight")
         if link == "gpt2":  # the 12th head, from the link, chosen in the menu all along
             address_holds(page, "head=head+12")
@@ -644,7 +656,7 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
             shot = f"presentation-mla-{stage.key}-{width}-{named}" if stage.key in ("latent", "rope", "absorb",
                                                                                     "cache") else None  # fmt: skip
             check_view_in_both_schemes(
-                page, f"MLA stage {stage.key} at {width}x{height}", shot, other=other_scheme(width)
+                page, f"MLA stage {stage.key} at {width}x{height}", shot, other=other_scheme(width), axe=axe_at(width)
             )
             assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {stage.key} is cut at {width}x{height}"
             if text != AWKWARD:
@@ -905,7 +917,11 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
                 assert page.evaluate(OVERFLOW) <= 2, f"{title}: the slide {key} needs scrolling at {width}x{height}"
                 shot = f"slide-{spec.slide_key}-{key}-{width}"
                 check_view_in_both_schemes(
-                    page, f"{title}: the slide {key} at {width}x{height}", shot, other=other_scheme(width)
+                    page,
+                    f"{title}: the slide {key} at {width}x{height}",
+                    shot,
+                    other=other_scheme(width),
+                    axe=axe_at(width),
                 )
                 page.keyboard.press("ArrowRight")
     finally:
@@ -956,9 +972,9 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
             assert root == pytest.approx(16 * screen_scale((width, height)), rel=0.01), (index, view.page.title)
             if lecture in BOTH_SCHEMES:
-                check_view_in_both_schemes(page, what, shot, other=other_scheme(width))
+                check_view_in_both_schemes(page, what, shot, other=other_scheme(width), axe=axe_at(width))
             else:
-                check_view(page, what)
+                check_view(page, what, axe=axe_at(width))
             page.keyboard.press("ArrowRight")
         idle(page)  # → at the last view: the deck stays there
         assert page.get_by_text(f"view {len(deck.views)} of {len(deck.views)}").is_visible()
@@ -990,7 +1006,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
             settled(page)
             assert page.evaluate(OVERFLOW) <= 2, f"{model}: slide {title} needs scrolling at {width}x{height}"
             screenshot(page, f"rm-stage-{index:02}-{width}-{scheme}-{model.split('-')[0]}")
-            check_view(page, f"{model}: slide {title} at {width}x{height} {scheme}")
+            check_view(page, f"{model}: slide {title} at {width}x{height} {scheme}", axe=axe_at(width))
             page.keyboard.press("ArrowRight")
         # → at the last slide wraps round to the first, as on every page (the walk once read the wrap's address,
         # the first one it had seen, as "stays there")
@@ -1040,13 +1056,13 @@ def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, w
             assert page.evaluate(OVERFLOW) <= 2, f"step {t} needs scrolling at {width}x{height}"
             check_view_in_both_schemes(page, f"Decoding step {t} at {width}x{height}",
                                        f"slide-decoding-step{t}-{width}" if t in (1, n) else None,
-                                       other=other_scheme(width))  # fmt: skip
+                                       other=other_scheme(width), axe=axe_at(width))  # fmt: skip
             page.keyboard.press("ArrowRight")
         page.get_by_text(re.compile(f"^What step {n} costs")).wait_for(timeout=30000)
         wait_for_chart(page, "FLOPs of step t")
         settled(page)
         check_view_in_both_schemes(page, f"Decoding's cost slide at {width}x{height}", f"slide-decoding-cost-{width}",
-                                   other=other_scheme(width))  # fmt: skip
+                                   other=other_scheme(width), axe=axe_at(width))  # fmt: skip
     finally:
         context.close()
 

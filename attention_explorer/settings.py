@@ -7,35 +7,13 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from attention_core import AttentionConfig, AttentionTrace, check_text, trace_sentence
-from attention_core.lectures import EXAMPLES
-from attention_core.variants import DEFAULT
+from figures.settings import CONTROLS, config_fields
 
-# The sidebar's defaults for what computes (ui/controls.py; tests/test_notebook.py holds the two equal): lecture
-# 000's example, 5 tokens, d_model 8, d_k = d_v = 4, one head, Xavier's weights.
+# The sidebar's settings that compute (figures/settings.py, each declared once), with their defaults: lecture 000's
+# example, 5 tokens, d_model 8, d_k = d_v = 4, one head, Xavier's weights. The notebook computes on the CPU.
 DEFAULTS: dict[str, object] = {
-    "text": EXAMPLES[0].text,
-    "d_model": 8,
-    "d_k": 4,
-    "d_v": 4,
-    "heads": 1,
-    "variant": DEFAULT,
-    "kv_heads": 2,  # GQA's key/value heads (MHA and MQA fix their own)
-    "d_c": 4,
-    "d_cq": 0,
-    "d_rope": 2,
-    "causal": False,
-    "window": 0,
-    "sinks": False,
-    "top_k": 0,
-    "mask": "",
-    "bend": "none",
-    "scaled": True,
-    "positional": "sinusoidal",
-    "seed": 0,
-    "init": "xavier",
+    control.key: control.default for control in CONTROLS if control.key == "text" or control.into not in ("", "device")
 }
-# The sidebar's name -> AttentionConfig's, where they differ.
-CONFIG_NAMES = {"heads": "n_heads"}
 MADE: weakref.WeakKeyDictionary[AttentionTrace, dict] = weakref.WeakKeyDictionary()  # trace() -> its settings
 
 
@@ -50,9 +28,7 @@ def settings_of(settings: Mapping[str, object]) -> dict[str, object]:
 def config_of(settings: Mapping[str, object]) -> AttentionConfig:
     """The layer the settings describe, checked as the app checks them (AttentionConfig's own checks name the
     field, the value and what is allowed)."""
-    values = settings_of(settings)
-    fields = {CONFIG_NAMES.get(name, name): value for name, value in values.items() if name != "text"}
-    return AttentionConfig(**fields, device="cpu")
+    return AttentionConfig(**config_fields({**settings_of(settings), "device": "cpu"}))
 
 
 def trace(text: str | None = None, **settings) -> AttentionTrace:

@@ -42,7 +42,7 @@ def loop_rows(loop: dict) -> list[str]:
                 row = next(r for r in rows_of_page if r["action"] == action)
                 yard = row.get("yardstick_ms", loop["yardstick_ms"])
                 parts.append(
-                    f"{what} {row[f'{kind}_ms']:.0f} ms = **{ratio:.1f}×** ({action}; the yardstick {yard:.0f} ms)"
+                    f"{what} {row[f'{kind}_ms']:.0f} ms = **{ratio:.1f}×** ({action}; yardstick {yard:.0f} ms)"
                 )
                 targets.append(f"≤ {3.0 if page.endswith('presented') else LOOP_TARGETS[kind]:g}×")
         failed = [f"**{r['action']} failed**: {r['failed']} of {2 * r['steps']} steps timed out or drew nothing"

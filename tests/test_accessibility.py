@@ -10,6 +10,7 @@ import pytest
 
 from app_pages import BY_TITLE, PAGES
 from attention_core import trace_sentence
+from figures.settings import DEFAULTS
 from tests.browser import (
     RUN_ENDED,
     accessibility_problems,
@@ -23,7 +24,6 @@ from tests.browser import (
     settled,
     wait_for_chart,
 )
-from ui.controls import DEFAULTS
 from ui.sidebar import settings_from
 from ui.slides import PLAY_SECONDS
 

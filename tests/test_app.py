@@ -15,9 +15,10 @@ from attention_core import AttentionConfig, scaling_experiment, trace_sentence
 from attention_core.lectures import ALICE_W_Q, ALICE_X, BY_KEY
 from attention_core.training import LEARNED_WEIGHT, load_lecture_model
 from figures.palettes import PALETTES
+from figures.settings import DEFAULTS
 from figures.stages import STAGES, heading, stages_for
 from tests.plotly_spec import decode, find_panel, panels, title_of
-from ui.controls import DEFAULTS, OWN
+from ui.controls import OWN
 from ui.links import url_refusals
 from ui.screen import screen_scale
 from ui.sidebar import settings_from

@@ -12,10 +12,10 @@ from attention_core import trace_sentence
 from attention_core.decoding import decode_sentence, step_flops
 from attention_core.training.background import live
 from attention_core.variants import PARTS, VARIANTS
+from figures.settings import DEFAULTS
 from tests import numerics as nm
 from tests.plotly_spec import panels
 from tests.test_app import DEFAULT_TEXT, charts, default_config, no_problems, panel, shown
-from ui.controls import DEFAULTS
 from ui.sidebar import settings_from
 
 TIMEOUT = 200

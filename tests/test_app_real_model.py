@@ -12,11 +12,11 @@ from attention_core.models.worker import RUN_THREADS
 from attention_core.reading import merge_words, rollout, word_groups
 from attention_core.statistics import STATISTICS, top_heads
 from figures.reading import drawn_on
+from figures.settings import DEFAULTS
 from tests.numerics import F32, gamma
 from tests.plotly_spec import decode, panels, title_of
 from tests.test_app import ROOT, TIMEOUT, charts, no_problems, panel
 from tests.test_models_bundled import as_the_app_runs_it
-from ui.controls import DEFAULTS
 
 # With every test of a real model on one worker under pytest-xdist (--dist loadgroup): the models load once.
 pytestmark = [pytest.mark.models, pytest.mark.xdist_group("models")]

@@ -23,6 +23,7 @@ from attention_core import AttentionConfig, trace_sentence
 from attention_core.device import cpu_kernels
 from attention_core.matrices import typed_from_npz
 from attention_core.training import TrainingConfig
+from figures.settings import DEFAULTS
 from figures.stages import heading, stages_for
 from tests.browser import (
     EXPORT_CONTRAST,
@@ -52,7 +53,6 @@ from tests.browser import (
 )
 from tests.browser import scheme as browser_scheme
 from ui import decks
-from ui.controls import DEFAULTS
 from ui.screen import screen_scale
 from ui.sidebar import settings_from
 

@@ -13,9 +13,9 @@ from app_pages import BY_TITLE
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.lectures import BY_KEY
 from attention_core.training import load_lecture_model
+from figures.settings import DEFAULTS
 from figures.stages import stages_for
 from ui import decks
-from ui.controls import DEFAULTS
 from ui.sidebar import settings_from
 
 ROOT = Path(__file__).resolve().parents[1]

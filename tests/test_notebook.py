@@ -19,9 +19,9 @@ from streamlit.testing.v1 import AppTest
 import attention_explorer as ax
 from attention_core import trace_sentence
 from attention_explorer.checking import Case
+from figures.settings import DEFAULTS as SIDEBAR
 from tests.numerics import F32, gamma
 from tests.test_app import ROOT, TIMEOUT, charts, no_problems
-from ui.controls import DEFAULTS as SIDEBAR
 from ui.sidebar import settings_from
 
 

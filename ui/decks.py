@@ -22,8 +22,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import streamlit as st
 
 from app_pages import BY_TITLE, PAGES, navigation_page
+from figures.settings import CONTROLS
 from ui import address, slides
-from ui.controls import CONTROLS
 from ui.links import NUMBERS_FROM, refused_values
 from ui.pages import DISPLAY, TYPED, PageSpec
 

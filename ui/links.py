@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 import streamlit as st
 
 from attention_core.variants import IDENTITY, MHA
+from figures.settings import CONTROLS, DEFAULTS, refusal
 from figures.stages import STAGES
 from figures.style import markdown_literal
 from ui import address
-from ui.controls import CONTROLS, DEFAULTS, log
+from ui.controls import log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,7 +30,7 @@ class LinkValue:
     def refusal(self, raw: str) -> str:
         if re.fullmatch(self.pattern, raw):
             return ""
-        return f"The link asked for {self.label} = {raw[:40]!r}, which is not used: it must be {self.allowed}."
+        return refusal(self.label, raw, self.allowed)
 
 
 # The Training page's finished run: Run.fingerprint() and the CPU kernels that computed it (app_pages/training/).
@@ -122,7 +123,7 @@ def check_choice(key: str, label: str, shown: Sequence[str]) -> None:
     if raw is None or raw in shown:
         return
     listed = ", ".join(map(str, shown[:8])) + (f", … ({len(shown)} in all)" if len(shown) > 8 else "")
-    _refuse_choice(key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {listed}.")
+    _refuse_choice(key, refusal(label, raw, f"one of {listed}"))
 
 
 def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> str | None:
@@ -135,9 +136,7 @@ def take_keyed_choice(key: str, label: str, titles: Mapping[str, str]) -> str | 
     by_title = {title: record for record, title in titles.items()}
     chosen = raw if raw in titles else by_title.get(raw)
     if chosen is None:
-        _refuse_choice(
-            key, f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be one of {', '.join(titles)}."
-        )
+        _refuse_choice(key, refusal(label, raw, f"one of {', '.join(titles)}"))
     return chosen
 
 
@@ -150,10 +149,7 @@ def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> Non
     except ValueError:
         pass
     every = "a whole number" if step == 1 else f"a multiple of {step}"
-    _refuse_choice(
-        key,
-        f"The link asked for {label} = {raw[:40]!r}, which is not used: it must be {every} from {low:,} to {high:,}.",
-    )
+    _refuse_choice(key, refusal(label, raw, f"{every} from {low:,} to {high:,}"))
 
 
 def keep_in_address(key: str, value: str, default: str) -> None:

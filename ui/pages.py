@@ -14,14 +14,21 @@ from pathlib import PurePosixPath
 
 import streamlit as st
 
+from figures.settings import CONTROLS
 from figures.stages import STAGES, stage_choices
 
-# The sidebar's controls (ui.controls.CONTROLS) by what they set.
-SENTENCE = frozenset({"text", "example"})
-SIZES = frozenset({"d_model", "d_k", "d_v", "heads", "variant", "kv_heads", "d_c", "d_cq", "d_rope"})
-SETTINGS = frozenset({"causal", "window", "sinks", "top_k", "mask", "bend", "scaled", "positional", "seed", "init"})
-TYPED = frozenset({"x", "w_q", "w_k", "w_v", "w_o"})
-DISPLAY = frozenset({"numbers", "count_from_1", "palette", "device", "present"})
+# The sidebar's settings by what they set (each setting's `group`, figures/settings.py), for a page's `reads`.
+
+
+def _group(name: str) -> frozenset[str]:
+    return frozenset(control.key for control in CONTROLS if control.group == name)
+
+
+SENTENCE = _group("sentence") | {"example"}  # and the lecture example's box, which sets the sentence
+SIZES = _group("sizes")
+SETTINGS = _group("settings")
+TYPED = _group("typed")
+DISPLAY = _group("display")
 EVERYTHING = SENTENCE | SIZES | SETTINGS | TYPED | DISPLAY
 
 

@@ -18,12 +18,10 @@ from attention_core import (
 from attention_core.matrices import TYPED_NAMES
 from attention_core.variants import VARIANTS, sizes_only_some_use
 from figures.looks import look_of
-from figures.palettes import PALETTES
-from ui.controls import (
+from figures.settings import (
+    CONTROLS,
     DEFAULTS,
-    EXAMPLE_LABELS,
     OTHERS,
-    OWN,
     POSITIONAL,
     SLIDERS,
     TEXT,
@@ -33,10 +31,9 @@ from ui.controls import (
     TYPED_FORMAT,
     VARIANT_CONTROLS,
     Control,
-    Settings,
-    current_example,
-    use_example,
+    config_fields,
 )
+from ui.controls import EXAMPLE_LABELS, ON_CHANGE, OWN, Settings, current_example, use_example
 from ui.links import NUMBERS_FROM, keep_in_address
 from ui.own_weights import own_label, own_value
 from ui.pages import EVERYTHING
@@ -48,7 +45,7 @@ def _widget(control: Control, active: bool, note: str = " Not used on this page.
         "bind": "query-params",
         "disabled": not active,
         "help": control.helps + ("" if active else note),
-        "on_change": control.on_change,
+        "on_change": ON_CHANGE.get(control.key),
     }
     if control.kind == "slider":
         st.slider(control.label, control.low, control.high, value=control.default, step=control.step, **common)
@@ -165,39 +162,17 @@ def settings_from(values) -> Settings:
     """Validate raw control values (missing ones take their defaults). Raises ValueError with a
     message that names the field, the value and what is allowed."""
     state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
-    text = check_text(state["text"], "Sentence")
-    for key in ("numbers", "present", "count_from_1", "train_causal", "sinks"):
-        if not isinstance(state[key], bool):
-            raise ValueError(f"{key} must be on or off; got {state[key]!r}")
-    for name in TYPED_NAMES:
-        check_text(state[name], TYPED_NAMES[name])
-    config = AttentionConfig(
-        d_model=state["d_model"],
-        d_k=state["d_k"],
-        d_v=state["d_v"],
-        n_heads=state["heads"],
-        causal=state["causal"],
-        window=state["window"],
-        sinks=state["sinks"],
-        top_k=state["top_k"],
-        mask=check_text(state["mask"], "compose a mask"),
-        bend=check_text(state["bend"], "bend the scores"),
-        scaled=state["scaled"],
-        seed=state["seed"],
-        init=state["init"],
-        device=state["device"],
-        variant=state["variant"],
-        kv_heads=state["kv_heads"],
-        d_c=state["d_c"],
-        d_cq=state["d_cq"],
-        d_rope=state["d_rope"],
-        positional=state["positional"],
-    )
-    if state["palette"] not in PALETTES:
-        raise ValueError(f"colours must be one of {', '.join(PALETTES)}; got {state['palette']!r}")
+    for control in CONTROLS:  # what AttentionConfig checks with its own words, it checks below
+        if control.kind == "toggle" and not isinstance(state[control.key], bool):
+            raise ValueError(f"{control.key} must be on or off; got {state[control.key]!r}")
+        if control.kind in ("text", "line"):
+            check_text(state[control.key], control.label)
+        if control.kind == "select" and not control.into and state[control.key] not in control.choices:
+            raise ValueError(f"{control.label} must be {control.allowed()}; got {state[control.key]!r}")
+    config = AttentionConfig(**config_fields(state))
     typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
     return Settings(
-        text,
+        state["text"],
         config,
         state["numbers"],
         state["present"],

@@ -10,6 +10,7 @@ from attention_core.variants import (
     VARIANTS,
 )
 from figures.looks import look_of
+from figures.settings import refusal
 from figures.style import (
     Figure,
     Matrix,
@@ -44,13 +45,9 @@ class Option:
     default: str
 
     def refusal(self, raw: str) -> str:
-        """Why a link's value for this choice cannot be used ("" when it can); as ui.controls.Control's."""
-        if raw in self.choices:
-            return ""
-        return (
-            f"The link asked for {self.label} = {raw[:40]!r}, which is not used: it must be one of "
-            f"{', '.join(self.choices)}. Showing {self.default!r} instead."
-        )
+        """Why a link's value for this choice cannot be used ("" when it can); as figures.settings.Control's."""
+        allowed = f"one of {', '.join(self.choices)}"
+        return "" if raw in self.choices else refusal(self.label, raw, allowed, instead=self.default)
 
 
 def from_scratch(trace) -> bool:

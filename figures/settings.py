@@ -1,0 +1,393 @@
+"""Every setting of the app, declared once: one Control record each, with its name (the same in the address, the
+notebook's keywords and the code), widget, default, range or choices, label, help, the group a page reads it by,
+and the AttentionConfig field it sets. From them: the sidebar (ui/sidebar.py), a link's check and its refusal
+sentence (ui/links.py), the server's validation and the AttentionConfig it builds (ui/sidebar.py), the pages'
+groups (ui/pages.py), and the notebook's `trace(**settings)` and its defaults (attention_explorer/settings.py).
+No Streamlit here (the notebook reads these too): what a widget does on a change is ui/controls.py's ON_CHANGE.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from attention_core.bends import BEND_CHOICES
+from attention_core.composed import MAX_CHARS
+from attention_core.config import (
+    APP_MAX_D_MODEL,
+    APP_MAX_HEADS,
+    APP_MAX_ROPE,
+    APP_MAX_WIDTH,
+    APP_MAX_WINDOW,
+    DEVICE_CHOICES,
+    INIT_CHOICES,
+    INITS,
+    MAX_SEED,
+    MAX_TEXT_CHARS,
+    MAX_TRAIN_SECONDS,
+    MAX_TRAIN_STEPS,
+    POSITIONAL_CHOICES,
+)
+from attention_core.lectures import EXAMPLES
+from attention_core.matrices import TYPED_NAMES
+from attention_core.training import TrainingConfig
+from attention_core.variants import DEFAULT, VARIANTS
+from figures.palettes import DEFAULT_PALETTE, PALETTES
+
+# The groups a page reads its settings by (ui/pages.py; a page's spec names groups and single settings).
+GROUPS = ("sentence", "sizes", "settings", "typed", "display", "training")
+
+
+def refusal(label: str, shown: object, allowed: str, instead: object = None) -> str:
+    """The one sentence that says a link's value is not used: what it asked for (at most 40 characters of it),
+    what is allowed, and what is shown instead where that is known."""
+    said = f"The link asked for {label} = {str(shown)[:40]!r}, which is not used: it must be {allowed}."
+    return said if instead is None else f"{said} Showing {instead!r} instead."
+
+
+@dataclasses.dataclass(frozen=True)
+class Control:
+    """One sidebar widget: its key (also its name in the URL), label, kind, default and allowed values."""
+
+    key: str
+    label: str
+    kind: str  # "slider" | "number" | "toggle" | "select" | "text" | "line" (one line of text)
+    default: object
+    low: int = 0
+    high: int = 0
+    options: tuple | Callable[[], tuple] = ()  # a callable: read when asked (a registry that may grow)
+    help: str | Callable[[], str] = ""  # a callable: read when drawn, as options
+    step: int = 1  # a slider's values are multiples of this (MLA's rotary width: even)
+    group: str = "settings"  # one of GROUPS: what a page reads it with
+    into: str = ""  # the AttentionConfig field it sets ("" for none: it changes how things are shown)
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(self.options()) if callable(self.options) else self.options
+
+    @property
+    def helps(self) -> str:
+        return self.help() if callable(self.help) else self.help
+
+    def allowed(self) -> str:
+        if self.kind in ("slider", "number"):
+            every = "an even number" if self.step == 2 else "a whole number"
+            return f"{every} from {self.low:,} to {self.high:,}"
+        if self.kind == "toggle":
+            return "true or false"
+        if self.kind == "select":
+            return "one of " + ", ".join(map(str, self.choices))
+        return f"text of at most {self.high:,} characters"
+
+    def refusal(self, raw: str) -> str:
+        """Why a link's value for this control cannot be used ("" when it can)."""
+        if self.kind in ("slider", "number"):
+            try:
+                value = int(raw)
+            except ValueError:
+                return self._refused(raw)
+            return "" if self.low <= value <= self.high and value % self.step == 0 else self._refused(raw)
+        if self.kind == "toggle":
+            return "" if raw.lower() in ("true", "false") else self._refused(raw)
+        if self.kind == "select":
+            return "" if raw in map(str, self.choices) else self._refused(raw)
+        return "" if len(raw) <= self.high else self._refused(f"{len(raw):,} characters")
+
+    def _refused(self, shown: str) -> str:
+        return refusal(self.label, shown, self.allowed(), instead=self.default)
+
+
+# The defaults are lecture 000's example: "The next day is bright", 5 tokens, d_model 8, d_k 4, one head.
+SLIDERS = (
+    Control(
+        "d_model",
+        "d_model (embedding width)",
+        "slider",
+        8,
+        1,
+        APP_MAX_D_MODEL,
+        help="Width of each row of X.",
+        group="sizes",
+        into="d_model",
+    ),
+    Control(
+        "d_k",
+        "d_k (query/key width per head)",
+        "slider",
+        4,
+        1,
+        APP_MAX_WIDTH,
+        help="Each head projects d_model → d_k (MLA: the content part of each query and key).",
+        group="sizes",
+        into="d_k",
+    ),
+    Control(
+        "d_v",
+        "d_v (value width per head)",
+        "slider",
+        4,
+        1,
+        APP_MAX_WIDTH,
+        help="Width of each head's values and context.",
+        group="sizes",
+        into="d_v",
+    ),
+    Control(
+        "heads",
+        "heads",
+        "slider",
+        1,
+        1,
+        APP_MAX_HEADS,
+        help="Query heads; W_O maps heads · d_v back to d_model.",
+        group="sizes",
+        into="n_heads",
+    ),
+)
+
+
+def _variant_help() -> str:
+    return "  \n".join(f"**{key}** ({v.title}): {v.idea}" for key, v in VARIANTS.items())
+
+
+# How q, k and v are made: one record of attention_core/variants/ each, with the sizes only some of them use
+# (drawn only with a variant whose record names them in its `uses`).
+VARIANT_CONTROLS = (
+    Control(
+        "variant",
+        "attention variant",
+        "select",
+        DEFAULT,
+        options=lambda: tuple(VARIANTS),
+        help=_variant_help,
+        group="sizes",
+        into="variant",
+    ),
+    Control(
+        "kv_heads",
+        "key/value heads (GQA)",
+        "slider",
+        2,
+        1,
+        APP_MAX_HEADS,
+        help="Each key/value head is read by heads ÷ key/value heads query heads: it must divide the heads.",
+        group="sizes",
+        into="kv_heads",
+    ),
+    Control(
+        "d_c",
+        "d_c (MLA: latent width)",
+        "slider",
+        4,
+        1,
+        APP_MAX_WIDTH,
+        help="c_KV = X·W_DKV: every key and value is up-projected from it, and the cache keeps only it (and k^R).",
+        group="sizes",
+        into="d_c",
+    ),
+    Control(
+        "d_cq",
+        "d_cq (MLA: query latent width, 0 = none)",
+        "slider",
+        0,
+        0,
+        APP_MAX_WIDTH,
+        help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2.",
+        group="sizes",
+        into="d_cq",
+    ),
+    Control(
+        "d_rope",
+        "d_h^R (MLA: rotary width, even)",
+        "slider",
+        2,
+        0,
+        APP_MAX_ROPE,
+        step=2,
+        help="The part of each query and key that RoPE turns; the key part k^R is one for all heads.",
+        group="sizes",
+        into="d_rope",
+    ),
+)
+TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
+    Control(
+        "causal",
+        "causal mask",
+        "toggle",
+        False,
+        help="Each token sees only itself and the tokens before it (as in GPT).",
+        into="causal",
+    ),
+    Control(
+        "window",
+        "sliding window w (0 = every earlier token)",
+        "slider",
+        0,
+        0,
+        APP_MAX_WINDOW,
+        help="With the causal mask: each token sees only the last w tokens, itself included (Mistral, Gemma), and "
+        "a decoder's KV cache stops growing at w. 0: every token before it.",
+        into="window",
+    ),
+    Control(
+        "sinks",
+        "keep the first 4 tokens too (sinks)",
+        "toggle",
+        False,
+        help="With a window: the first 4 tokens stay visible to every token (StreamingLLM's attention sinks).",
+        into="sinks",
+    ),
+    Control(
+        "top_k",
+        "sparse: keys per token, DSA top-k (0 = all)",
+        "slider",
+        0,
+        0,
+        APP_MAX_WINDOW,
+        help="With the causal mask: each token keeps only the k keys DeepSeek-V3.2's indexer scores highest, the "
+        "same for every head (here an oracle indexer: the layer's own q·k). 0: every key the mask leaves.",
+        into="top_k",
+    ),
+    Control(
+        "mask",
+        "compose a mask (FlexAttention's pieces)",
+        "line",
+        "",
+        high=MAX_CHARS,
+        help="Pieces: causal, window w, sinks s, prefix p, document (its own sentence), dilated s; joined by & "
+        "(and), | (or) and parentheses, e.g. causal & (window 8 | sinks 4). With the causal mask on, taken with it. "
+        "Empty: the causal mask, the window and top-k above.",
+        into="mask",
+    ),
+    Control(
+        "bend",
+        "bend the scores (score_mod)",
+        "select",
+        "none",
+        options=BEND_CHOICES,
+        help="Before the mask: ALiBi (BLOOM's slopes per head; not with rotary positions), a soft cap c·tanh(s/c) "
+        "(Gemma 2 caps at 50), or a relative position bias (a number per head and distance, drawn from the seed).",
+        into="bend",
+    ),
+    Control(
+        "scaled",
+        "scale by √d_k",
+        "toggle",
+        True,
+        help="Divide the scores by √d_k before the softmax; off shows what it is for.",
+        into="scaled",
+    ),
+    Control(
+        "numbers",
+        "numbers in cells",
+        "toggle",
+        True,
+        help="Write each value in its cell where it fits.",
+        group="display",
+    ),
+    Control(
+        "count_from_1",
+        "count from 1, as the lectures do (α₁₁)",
+        "toggle",
+        True,
+        help="Off: count tokens and dimensions from 0, as Python does (α₀₀).",
+        group="display",
+    ),
+)
+POSITIONAL = Control(
+    "positional",
+    "positional encoding",
+    "select",
+    "sinusoidal",
+    options=POSITIONAL_CHOICES,
+    help="Sinusoidal: added to X, so word order changes X. Rotary: q and k turned by their "
+    "position, so scores depend on how far apart two tokens are (MLA: its rotary "
+    "parts).",
+    into="positional",
+)
+OTHERS = (
+    Control(
+        "seed",
+        "seed",
+        "number",
+        0,
+        0,
+        MAX_SEED,
+        help="Draws X and the W matrices: same seed, same numbers.",
+        into="seed",
+    ),
+    Control(
+        "init",
+        "weight init",
+        "select",
+        "xavier",
+        options=INIT_CHOICES,
+        help="  \n".join(f"**{name}**: {what}" for name, what in INITS.items()),
+        into="init",
+    ),
+    Control(
+        "palette",
+        "colours",
+        "select",
+        DEFAULT_PALETTE,
+        options=tuple(PALETTES),
+        help="Every choice reads with red-green and blue-yellow colour blindness (checked: figures/palettes.py)."
+        + "".join(f"  \n**{p.key}**: {p.name}. {p.why}" for p in PALETTES.values()),
+        group="display",
+    ),
+    Control("device", "device", "select", "auto", options=DEVICE_CHOICES, group="display", into="device"),
+    Control(
+        "present",
+        "presentation mode",
+        "toggle",
+        False,
+        help="Large type, no sidebar, one stage per screen; ← and → step through the stages, Esc leaves.",
+        group="display",
+    ),
+)
+# The Training page's own knobs (its sizes, scaling and seed are the sidebar's): next-word training needs the
+# causal mask (without it a word sees the word it must predict), so it is on for training whatever the
+# Walkthrough's "causal mask" says.
+TRAINING = (
+    Control(
+        "train_causal",
+        "train with the causal mask",
+        "toggle",
+        True,
+        help="Off: each word sees the next one, the word it must predict, and training learns to copy it.",
+        group="training",
+    ),
+    Control(
+        "train_steps",
+        "training steps",
+        "slider",
+        TrainingConfig().steps,
+        10,
+        MAX_TRAIN_STEPS,
+        help=f"AdamW steps, each on {TrainingConfig().batch} of {TrainingConfig().sentences:,} generated "
+        f"sentences; a run also stops after {MAX_TRAIN_SECONDS} s.",
+        group="training",
+    ),
+)
+TYPED_FORMAT = "Rows split by ; or new lines, numbers by , or spaces; heads split by |."
+TYPED = tuple(
+    Control(name, label, "text", "", high=4000, help=f"{TYPED_FORMAT} Empty: drawn from the seed.", group="typed")
+    for name, label in TYPED_NAMES.items()
+)
+TEXT = Control(
+    "text",
+    "Sentence",
+    "text",
+    EXAMPLES[0].text,
+    high=MAX_TEXT_CHARS,
+    help='Words and punctuation become tokens; "couldn\'t" stays one token.',
+    group="sentence",
+)
+CONTROLS = (TEXT, *SLIDERS, *VARIANT_CONTROLS, *TOGGLES, POSITIONAL, *OTHERS, *TRAINING, *TYPED)
+DEFAULTS = {control.key: control.default for control in CONTROLS}
+BY_KEY = {control.key: control for control in CONTROLS}
+
+
+def config_fields(values) -> dict[str, object]:
+    """The AttentionConfig fields that the settings' values make, each under its field's name."""
+    return {control.into: values[control.key] for control in CONTROLS if control.into}

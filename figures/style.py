@@ -19,7 +19,6 @@ import unicodedata
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io
-from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
 
 from figures.palettes import DEFAULT_PALETTE, PALETTES
 
@@ -70,11 +69,25 @@ class Figure:
 
 
 PLAIN = (str, int, float, type(None))  # values that JSON writes as they are (bool is an int)
+# plotly.js's typed arrays: its code for each numpy type it reads, and the properties whose arrays Plotly writes as
+# lists all the same (Plotly keeps both in a private module, _plotly_utils.utils: tests/test_figures.py holds ours
+# equal to them, and every figure's JSON equal to Plotly's own).
+TYPED_CODES = {
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "float32": "f4",
+    "float64": "f8",
+}
+UNTYPED_KEYS = frozenset({"geojson", "layer", "layers", "range"})
 
 
 def _typed(value, key: str = ""):
     """A copy of a figure's plain value with each numpy array as a plotly.js typed array, as Plotly's
-    to_dict makes them (_plotly_utils.utils.convert_to_base64: the same keys skipped, the same encoding);
+    to_dict makes them (the same keys skipped, the same encoding);
     a property set to None is left out, as Plotly leaves it out. Every other numpy value becomes Python's, as
     Plotly's encoder would make it: nothing is left for that encoder to guess at, because its guesses look at
     a pandas that another session may be halfway through importing (8 sessions at once: "partially
@@ -83,7 +96,7 @@ def _typed(value, key: str = ""):
         return {k: v if isinstance(v, PLAIN) else _typed(v, k) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):  # a list of plain values (hover text, tick labels) is written as it is
         return [_typed(v) for v in value] if any(not isinstance(v, PLAIN) for v in value) else value
-    if isinstance(value, np.ndarray) and value.size and not is_skipped_key(key):
+    if isinstance(value, np.ndarray) and value.size and key not in UNTYPED_KEYS:
         return _typed_array(value)
     if hasattr(value, "to_plotly_json"):  # a Plotly object (the empty template)
         return _typed(value.to_plotly_json(), key)
@@ -102,7 +115,7 @@ def _typed_array(array: np.ndarray):
         if not fits:
             return array.tolist()
         array = array.astype(fits[0])
-    code = plotlyjsShortTypes.get(str(array.dtype))
+    code = TYPED_CODES.get(str(array.dtype))
     if code is None:
         return array.tolist()
     spec = {"dtype": code, "bdata": base64.b64encode(np.ascontiguousarray(array)).decode("ascii")}

@@ -2,6 +2,7 @@
 
 import dataclasses
 import html
+import json
 import math
 import re
 from pathlib import Path
@@ -747,3 +748,18 @@ def test_the_live_chart_knows_the_text_colours_the_figures_write():
     chart_js = (Path(__file__).resolve().parents[1] / "ui" / "chart_frontend" / "chart.js").read_text()
     written = re.search(r"THEME_TEXT = new Set\(\[(.*?)\]\)", chart_js)
     assert written and sorted(re.findall(r'"(#[0-9A-F]{6})"', written.group(1))) == sorted(TEXT_COLOURS.values())
+
+
+def test_the_typed_array_tables_are_plotlys_own():
+    """figures/style.py keeps its own copy of plotly.js's type codes and of the keys Plotly writes as lists (Plotly
+    keeps them in a private module, which a product module should not import): the same as Plotly's here, and a
+    key Plotly skips is written as a list in a figure's JSON."""
+    from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
+
+    from figures.style import TYPED_CODES, UNTYPED_KEYS, figure
+
+    assert plotlyjsShortTypes == TYPED_CODES
+    assert all(is_skipped_key(key) for key in UNTYPED_KEYS)
+    assert not any(is_skipped_key(key) for key in ("x", "y", "z", "text", "customdata", "layers_"))
+    ranged = json.loads(figure([], {"xaxis": {"range": np.array([0.0, 1.0])}}).to_json())
+    assert ranged["layout"]["xaxis"]["range"] == [0.0, 1.0]

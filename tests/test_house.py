@@ -152,6 +152,20 @@ def private_streamlit(files: dict[str, str]) -> list[str]:
             if module.split(".")[0] == "streamlit" and module not in STREAMLIT_PUBLIC]  # fmt: skip
 
 
+def private_libraries(files: dict[str, str]) -> list[str]:
+    """A library's private module (`_plotly_utils`, `torch._dynamo`): it may change in any release without a word.
+    Streamlit's, in ui/address.py alone, is private_streamlit's."""
+    ours = {name.split(".")[0] for name in files}
+    found = []
+    for name, text in files.items():
+        for module, line in all_imports(text):
+            parts = module.split(".")
+            private = any(part.startswith("_") and not part.startswith("__") for part in parts)
+            if private and parts[0] not in ours and parts[0] != "streamlit":
+                found.append(f"{name}:{line} imports {module}")
+    return found
+
+
 def one_page_modules(files: dict[str, str]) -> list[str]:
     """ui modules that one page alone uses (imported only from inside that page's folder): they belong there."""
     known = set(files)
@@ -203,6 +217,7 @@ PLANTED = {  # a module that breaks every rule once
     "from app_pages.real_model.views import x\nfrom app_pages.real_model.spec import SPEC\n"
     "from app_pages import PAGES\n# the masks (issue 43)\n",
     "ui.lonely": "x = 1\n",
+    "figures.encoded": "from _plotly_utils.utils import is_skipped_key\n",
     "app_pages.real_model.real_model": "from ui.lonely import x\n",
     "app_pages.real_model.views": "from ui.lonely import x\n",
 }
@@ -221,6 +236,7 @@ def test_every_rule_finds_its_planted_breach():
         "ui.fake:2 imports app_pages.real_model.views",
     ]
     assert private_streamlit(PLANTED) == ["ui.fake:1 imports streamlit.runtime.scriptrunner"]
+    assert private_libraries(PLANTED) == ["figures.encoded:1 imports _plotly_utils.utils"]
     assert one_page_modules(PLANTED) == ["ui.lonely: only app_pages.real_model"]
     assert issue_numbers(PLANTED) == ["ui.fake:5: # the masks (issue 43)"]
     assert core_colours(PLANTED) == ["attention_core.fake:3"]
@@ -250,6 +266,7 @@ def test_the_core_computes_the_figures_draw_and_neither_knows_the_pages(product)
 
 def test_streamlit_is_used_through_its_public_api(product):
     assert private_streamlit(product) == []
+    assert private_libraries(product) == []  # nor any other library's private modules
     assert not (ROOT / "pages").exists()  # Streamlit's older multipage mode starts for a folder of that name
 
 

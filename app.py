@@ -30,7 +30,7 @@ chart.preload()
 from attention_core.device import fit_threads  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
-from app_pages import BY_TITLE, forget_other_pages, navigation_pages  # noqa: E402
+from app_pages import BY_TITLE, PAGES, forget_other_pages, navigation_pages  # noqa: E402
 from ui.class_bar import class_bar  # noqa: E402
 from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
@@ -38,6 +38,7 @@ from ui.links import check_link, show_link_refusals  # noqa: E402
 from ui.screen import READABLE_CSS, presentation_bar  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 
+QUESTIONS_ON = tuple(spec.title for spec in PAGES if spec.questions)  # the pages a class's questions ask of
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently
 st.html(READABLE_CSS)  # style only: takes no room on the page
 page = st.navigation(navigation_pages())
@@ -55,6 +56,6 @@ with in_turn():  # a class's followers' pages, drawn in turn when the lecturer s
     )
     presentation_bar(page.title)
     show_link_refusals()
-    class_bar(page.title)  # a class's follower checks the lecturer's view here, every second (ui/classroom.py)
+    class_bar(page.title, QUESTIONS_ON)  # a follower checks the lecturer's view here, every second (ui/classroom.py)
     page.run()
     send_view(page.title)  # a lecturer's view, as the page left it, goes to the class

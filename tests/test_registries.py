@@ -260,6 +260,19 @@ def test_a_registered_page_is_reached_from_the_navigation_and_the_presentation_b
     assert [t.value for t in page.title] == ["One term"]
 
 
+def test_a_page_says_in_its_spec_whether_its_slides_include_the_stages_and_the_class_asks_of_it():
+    """What a page offers is in its spec, not in a list of pages elsewhere: the registry's stages among its slides
+    and its address's keys, and the questions a class asks of its numbers (app.py hands their titles to the bar)."""
+    from figures.stages import STAGES, stage_choices
+
+    plain = PageSpec("app_pages/x/x.py", "X", ":material/book:", frozenset(), slides=(("a", "A"),), slide_key="x")
+    staged = PageSpec(**{**plain.__dict__, "stages": True})
+    assert plain.slide_keys == {"a"} and staged.slide_keys == {"a"} | {stage.key for stage in STAGES}
+    assert stage_choices() <= staged.link_keys and not stage_choices() & plain.link_keys
+    assert [spec.title for spec in PAGES if spec.stages] == ["Walkthrough", "Multi-head", "Real model"]
+    assert [spec.title for spec in PAGES if spec.questions] == ["Walkthrough", "Multi-head"]
+
+
 def test_a_sessions_pages_are_made_once_and_again_when_a_page_is_registered():
     """app.py hands st.navigation the same st.Page objects on every run of a session (each one finds its script on
     disk: app_pages.navigation_pages), and a page registered while the session is open is in its next run's

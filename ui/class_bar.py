@@ -23,8 +23,6 @@ from ui.classroom import (
     send_pending,
 )
 
-QUESTION_PAGES = ("Walkthrough", "Multi-head")  # pages that show the sidebar's sentence as questions compute it
-
 
 def ask(kind: str) -> None:
     """Ask the class a question of kind `kind` (classroom.questions) about the sidebar's sentence, as the pages
@@ -56,15 +54,16 @@ def _answer(key: str, widget: str) -> None:
         refused("your answer was not taken", error)
 
 
-def class_bar(page: str) -> None:
-    """Above every page (`page`: its title): the class's bar, and any refusal of the run before."""
+def class_bar(page: str, asked_on: tuple[str, ...]) -> None:
+    """Above every page (`page`: its title): the class's bar, and any refusal of the run before. `asked_on`: the
+    titles of the pages whose numbers a question asks of (their specs' `questions`)."""
     if refusal := st.session_state.pop(REFUSAL, None):
         st.warning(markdown_literal(refusal), icon="🏫")
     here = room()
     if here is not None and here["role"] == "student":
         _student_bar()
     elif here is not None:
-        _lecturer_bar(page)
+        _lecturer_bar(page, asked_on)
 
 
 def _student_bar() -> None:
@@ -163,15 +162,15 @@ def _distribution(asked: classes.Question, counts: dict[str, int]) -> None:
     )
 
 
-def _lecturer_bar(page: str) -> None:
+def _lecturer_bar(page: str, asked_on: tuple[str, ...]) -> None:
     here = room()
     code = here["code"]
     row = st.container(horizontal=True, vertical_alignment="center")
     row.caption(f"Leading class **{code}**: students join with the code on the Class page, or at /class?join={code}")
     with row.popover("Ask the class", help="A question on the numbers on screen; the answer comes from them"):
-        if page not in QUESTION_PAGES:  # other pages show other numbers (a real model's, a training run's)
+        if page not in asked_on:  # other pages show other numbers (a real model's, a training run's)
             st.caption(
-                f"A question's answer comes from the numbers of the {' and '.join(QUESTION_PAGES)} pages: "
+                f"A question's answer comes from the numbers of the {' and '.join(asked_on)} pages: "
                 "open one of them to ask."
             )
         for kind in questions.KINDS:
@@ -180,7 +179,7 @@ def _lecturer_bar(page: str) -> None:
                 on_click=ask,
                 args=(kind.key,),
                 key=f"class_ask_{kind.key}",
-                disabled=page not in QUESTION_PAGES,
+                disabled=page not in asked_on,
             )
     _answers_so_far(code)
 

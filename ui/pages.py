@@ -48,6 +48,8 @@ class PageSpec:
     # Linked from the presentation bar: the pages a lecture shows. The bar holds them in one row at 1400 pixels;
     # one more wraps it and every slide scrolls (tests/test_browser.py's deck walk).
     presented: bool = True
+    stages: bool = False  # its slides include the registry's stages (figures/stages/), after its own
+    questions: bool = False  # a class's questions ask of its numbers: the sidebar's sentence, as they compute it
 
     @property
     def url_path(self) -> str:
@@ -62,23 +64,15 @@ class PageSpec:
         return "/" if self.default else f"/{self.url_path}"
 
     @property
-    def shows_stages(self) -> bool:
-        """Whether the page's slides include the registry's stages (the Walkthrough's, Multi-head's, Real model's)."""
-        return self.slide_key in STAGE_SLIDES
-
-    @property
     def slide_keys(self) -> frozenset[str]:
-        stages = {stage.key for stage in STAGES} if self.shows_stages else set()
+        stages = {stage.key for stage in STAGES} if self.stages else set()
         return frozenset(key for key, _ in self.slides) | stages
 
     @property
     def link_keys(self) -> frozenset[str]:
         """The page's own choices in its address: its `own`, and the stages' where it shows them."""
-        return self.own | (stage_choices() if self.shows_stages else frozenset())
+        return self.own | (stage_choices() if self.stages else frozenset())
 
     def page(self) -> st.Page:
         where = {} if self.default else {"url_path": self.url_path}  # (the default page's address is "/")
         return st.Page(self.path, title=self.title, icon=self.icon, default=self.default, **where)
-
-
-STAGE_SLIDES = frozenset({"stage", "mh_slide", "rm_slide"})  # the pages whose slides include the registry's stages

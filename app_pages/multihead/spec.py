@@ -10,5 +10,7 @@ SPEC = PageSpec(
     EVERYTHING,
     slides=(("heads", "Every head"), ("peaked", "How peaked each head is")),
     slide_key="mh_slide",
+    stages=True,
+    questions=True,
     own=frozenset({"mh_stage", "mh_shared"}),
 )

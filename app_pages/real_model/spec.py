@@ -22,6 +22,7 @@ SPEC = PageSpec(
         ("masks", "Masks after MLA, measured"),
     ),
     slide_key="rm_slide",
+    stages=True,
     own=frozenset(
         {
             "rm_model",

@@ -10,5 +10,7 @@ SPEC = PageSpec(
     EVERYTHING,
     default=True,
     slide_key="stage",
+    stages=True,
+    questions=True,
     own=frozenset({"head"}),
 )

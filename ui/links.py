@@ -155,8 +155,8 @@ def check_whole(key: str, label: str, low: int, high: int, step: int = 1) -> Non
 def keep_in_address(key: str, value: str, default: str) -> None:
     """A page's own bound choice (a string shown as it is in the address) held in the address as the server
     knows it. A click's rerun can reach the server with the address from before the click (the page writes the
-    new value into it a moment later), and a message later in that run writes that older address back: CI saw
-    kv_context=128k chosen, drawn, and gone from the link (docs/design-notes.md). Streamlit lets no code set a bound
+    new value into it a moment later), and a message later in that run writes that older address back: a choice
+    drawn and gone from the link (docs/design-notes.md). Streamlit lets no code set a bound
     value through st.query_params (ui/address.py)."""
     address.hold(key, None if value == default else value)
 

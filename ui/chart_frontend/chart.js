@@ -288,9 +288,8 @@ function pageFont(element) {  // the font Streamlit's theme gives the page
 const THEME_TEXT = new Set(["#31333F", "#FAFAFA"]);
 
 // Read from the app's element, as the page paints it (not from the theme variables on the chart's own element,
-// with white paper where there were none). Streamlit's repaint after a switch is not one moment: in 3 of 5 full
-// suites a chart in the dark scheme was drawn with the dark scheme's text on white paper, the page's own colours
-// then, its background changing seconds after its text; the looks below go on after each change.
+// with white paper where there were none). Streamlit's repaint after a switch is not one moment (its background can
+// change seconds after its text: docs/design-notes.md, "Light and dark"); the looks below go on after each change.
 function pageColours() {
   const app = getComputedStyle(document.querySelector('[data-testid="stApp"]') ?? document.body);
   return {text: app.color, paper: app.backgroundColor};
@@ -337,10 +336,9 @@ const LOOK_MS = 150, LOOKS_AFTER = 10, LOOKS_AT_MOST = 100;  // 1.5 s after the 
 if (!shared.followsScheme) {
   shared.followsScheme = true;
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
-    // Streamlit sets the page's new colours a moment after the switch: a moment that can pass 3 s when the
-    // browser is busy (6 s measured here with it slowed fourfold), and a chart drawn before it kept the old
-    // colours. And its text and background were seen to change seconds apart. So look on until 1.5 s after the
-    // last change (tests/test_browser_loop.py holds them 5 s).
+    // Streamlit sets the page's new colours a moment after the switch, seconds when the browser is busy, and its
+    // text and background apart (docs/design-notes.md): a chart drawn before then keeps the old colours. So look on
+    // until 1.5 s after the last change.
     let seen = JSON.stringify(pageColours()), looks = 0, last = LOOKS_AT_MOST;
     const look = () => {
       schedule();
@@ -407,9 +405,9 @@ async function drawOne(chart) {
 
 // Which figure of which session this is: `sent` is "session:n", n counting up each time the server sends a chart a
 // new figure (ui/chart.py). Streamlit runs this module anew for each new figure, and two runs in flight at once can
-// end in either order: a presented page's two first runs, under load, handed the chart the first run's figure last
-// in 5 of 8 tries. A figure older than the one the chart holds is dropped; a new session's figures count anew (and
-// a figure sent without a number, as a benchmark's own chart may be, is taken as it comes).
+// end in either order (docs/design-notes.md, "Figures in the order they were sent"). A figure older than the one the
+// chart holds is dropped; a new session's figures count anew (and a figure sent without a number, as a benchmark's
+// own chart may be, is taken as it comes).
 function sentAs(sent = "") {
   const [session, number] = sent.split(":");
   return {session, number: Number(number)};

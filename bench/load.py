@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from record import write  # noqa: E402  (bench/ is on the path)
 
+from app_pages import PAGES  # noqa: E402
 from tests.browser import free_port, start_server, wait_healthy  # noqa: E402
 
 # Names that no page shows unless a session typed them, one per session: a page showing another's name leaks.
@@ -59,8 +60,8 @@ NAMES = (  # noqa: SIM905  (names read better as words)
 ).split()
 FOODS = "pizza pasta soup bread rice salad cake fruit".split()  # noqa: SIM905
 TIMEOUT = 120.0  # seconds one action may take before it counts as failed
-PAGE_TITLES = {"": "Walkthrough", "multihead": "Multi-head", "decoding": "Decoding", "why_sqrt_dk": "Why √d_k",
-               "compare": "Compare", "real_model": "Real model", "glossary": "Glossary"}  # fmt: skip
+# The pages --per-page times, by their address's path ("" for the first): each page's spec says whether it is timed.
+PAGE_TITLES = {("" if spec.default else spec.url_path): spec.title for spec in PAGES if "load" in spec.cases}
 FINISHED, EARLY_FOR_RERUN = 0, 2  # ForwardMsg.script_finished statuses (streamlit/proto/ForwardMsg.proto)
 
 

@@ -273,6 +273,29 @@ def test_a_page_says_in_its_spec_whether_its_slides_include_the_stages_and_the_c
     assert [spec.title for spec in PAGES if spec.questions] == ["Walkthrough", "Multi-head"]
 
 
+def test_the_checks_that_open_every_page_take_their_pages_from_the_specs(monkeypatch):
+    """scripts/smoke_pages.py, scripts/figure_digests.py and bench/load.py --per-page list no pages of their own:
+    each page's spec names the checks that open it (`cases`)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import figure_digests
+    import load
+    import smoke_pages
+
+    assert all(spec.cases <= {"smoke", "digests", "load"} for spec in PAGES), [spec.cases for spec in PAGES]
+    assert smoke_pages.SMOKED == [spec.path for spec in PAGES if "smoke" in spec.cases] != []
+    assert figure_digests.DIGESTED == [spec.path for spec in PAGES if "digests" in spec.cases] != []
+    assert list(load.PAGE_TITLES.values()) == [spec.title for spec in PAGES if "load" in spec.cases] != []
+    assert "" in load.PAGE_TITLES  # the first page's address is "/"
+    for script in (
+        ROOT / "scripts" / "smoke_pages.py",
+        ROOT / "scripts" / "figure_digests.py",
+        ROOT / "bench" / "load.py",
+    ):
+        named = set(re.findall(r"app_pages/\w+/\w+\.py", script.read_text()))
+        assert len(named) <= 1, (script.name, named)  # one page named for a case of its own (SmolLM2), no list
+
+
 def test_a_sessions_pages_are_made_once_and_again_when_a_page_is_registered():
     """app.py hands st.navigation the same st.Page objects on every run of a session (each one finds its script on
     disk: app_pages.navigation_pages), and a page registered while the session is open is in its next run's

@@ -50,6 +50,9 @@ class PageSpec:
     presented: bool = True
     stages: bool = False  # its slides include the registry's stages (figures/stages/), after its own
     questions: bool = False  # a class's questions ask of its numbers: the sidebar's sentence, as they compute it
+    # The whole-app checks that open it, by name: "smoke" (scripts/smoke_pages.py, inside the image), "digests"
+    # (scripts/figure_digests.py: its figures' JSON at a set of links) and "load" (bench/load.py --per-page).
+    cases: frozenset[str] = frozenset()
 
     @property
     def url_path(self) -> str:

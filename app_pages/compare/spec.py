@@ -11,4 +11,5 @@ SPEC = PageSpec(
     slides=(("compare", "Two settings side by side"),),
     slide_key="cmp_slide",
     own=frozenset({"cmp_what", "cmp_stage", "cmp_dk_left", "cmp_dk_right", "cmp_variant_left", "cmp_variant_right"}),
+    cases=frozenset({"digests", "load", "smoke"}),
 )

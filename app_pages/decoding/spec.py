@@ -14,4 +14,5 @@ SPEC = PageSpec(
     slides=(("step", "One step"), ("cost", "What a step costs")),
     slide_key="dec_slide",
     own=frozenset({"dec_source", "dec_step", "dec_head"}),
+    cases=frozenset({"digests", "load"}),
 )

@@ -12,4 +12,5 @@ SPEC = PageSpec(
     DISPLAY,
     slides=tuple((term_anchor(term), term) for term in TERMS),
     slide_key="g_slide",
+    cases=frozenset({"load"}),
 )

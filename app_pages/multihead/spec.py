@@ -13,4 +13,5 @@ SPEC = PageSpec(
     stages=True,
     questions=True,
     own=frozenset({"mh_stage", "mh_shared"}),
+    cases=frozenset({"digests", "load", "smoke"}),
 )

@@ -42,4 +42,5 @@ SPEC = PageSpec(
             "rm_compose",
         }
     ),
+    cases=frozenset({"load", "smoke"}),
 )

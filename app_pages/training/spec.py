@@ -18,4 +18,5 @@ SPEC = PageSpec(
     ),
     slide_key="t_slide",
     own=frozenset({"t_step", "t_run", "t_query", "t_lecture"}),
+    cases=frozenset({"smoke"}),
 )

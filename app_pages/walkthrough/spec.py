@@ -13,4 +13,5 @@ SPEC = PageSpec(
     stages=True,
     questions=True,
     own=frozenset({"head"}),
+    cases=frozenset({"digests", "load"}),
 )

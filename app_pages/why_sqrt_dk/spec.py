@@ -19,4 +19,5 @@ SPEC = PageSpec(
     ),
     slide_key="sq_slide",
     own=frozenset({"sq_keys", "sq_samples", "sq_query"}),
+    cases=frozenset({"digests", "load", "smoke"}),
 )

@@ -229,6 +229,16 @@ class AttentionConfig:
         sizes = Sizes(self.d_model, self.n_heads, self.kv_heads, self.d_k, self.d_v, **own)
         return dataclasses.replace(sizes, rotary=self.positional == "rotary" and sizes.of(variant.rope_width) > 0)
 
+    @property
+    def d_qk(self) -> int:
+        """The width at which q and k meet: d_k, or MLA's content and rotary parts together (q = [q^C, q^R])."""
+        return VARIANTS[self.variant].qk(self.sizes)[0]
+
+    @property
+    def scale(self) -> float:
+        """What every score is multiplied by before the softmax: 1/√d_qk, or 1 where the scores are not scaled."""
+        return 1.0 / math.sqrt(self.d_qk) if self.scaled else 1.0
+
     def replace(self, **changes) -> AttentionConfig:
         """A copy with some fields changed (and validated again)."""
         return dataclasses.replace(self, **changes)
@@ -239,7 +249,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     b = torch.finfo(config.torch_dtype).bits // 8
     variant, sizes = VARIANTS[config.variant], config.sizes
     h, d, dv = config.n_heads, config.d_model, config.d_v
-    d_qk = variant.qk(sizes)[0]  # MLA: q = [q^C, q^R]
+    d_qk = config.d_qk
     maps = 2 + int(config.scaled) + int(config.causal or bool(config.mask)) + int(bool(config.bend))
     square = b * h * n * n * (maps + 2)
     rows = b * n * (2 * d + h * (2 * d_qk + 2 * dv) + sum(variant.parts(sizes).values()))

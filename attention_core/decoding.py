@@ -29,7 +29,6 @@ elementwise, O(h·t) per step, and not counted.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 
 import torch
@@ -108,8 +107,7 @@ def decode(x, config: AttentionConfig, *, weights: Mapping | None = None, tokens
         made = {name: torch.cat([made[name], part[..., -1:, :]], dim=-2) if name in made else part
                 for name, part in cache.items()}  # fmt: skip
         steps.append(dataclasses.replace(step, keys=(*read, t)))
-    scale = 1.0 / math.sqrt(steps[0].q.shape[-1]) if config.scaled else 1.0
-    return Decoding(tuple(tokens), x, config, params, tuple(steps), made, scale)
+    return Decoding(tuple(tokens), x, config, params, tuple(steps), made, config.scale)
 
 
 def decoded_mask(config: AttentionConfig, tokens) -> torch.Tensor | None:
@@ -150,7 +148,7 @@ def decode_step(
         if name in new
     }
     projected = variant.unpack({"q": new["q"], **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
-    scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
+    scale = config.scale
     device = projected.q.device  # the score_mod at this query's position and at its keys' positions
     at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device, torch.tensor([position], device=device), at)

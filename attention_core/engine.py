@@ -17,7 +17,6 @@ per query head where a variant shares them).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 
 import torch
@@ -269,7 +268,7 @@ def compute_attention(
     x, params, tokens = prepared(x, config, weights, tokens, memory_budget)
     n, device = x.shape[0], x.device
     projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
-    scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0
+    scale = config.scale
     mask = config_mask(n, config, device, tokens)
     if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
         mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)

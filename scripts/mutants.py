@@ -45,9 +45,9 @@ class Mutant:
 
 
 MUTANTS = (
-    Mutant("scale 1/d_k instead of 1/√d_k", "attention_core/engine.py",
-           "scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0",
-           "scale = 1.0 / projected.q.shape[-1] if config.scaled else 1.0", "wrong scale"),
+    Mutant("scale 1/d_k instead of 1/√d_k", "attention_core/config.py",
+           "return 1.0 / math.sqrt(self.d_qk) if self.scaled else 1.0",
+           "return 1.0 / self.d_qk if self.scaled else 1.0", "wrong scale"),
     Mutant("softmax over the queries", "attention_core/engine.py",
            "return scaled_scores, torch.softmax(scaled_scores.to(softmax_dtype), dim=-1)",
            "return scaled_scores, torch.softmax(scaled_scores.to(softmax_dtype), dim=-2)", "wrong axis"),
@@ -92,7 +92,7 @@ MUTANTS = (
            "new = variant.project(x_new, params, config, position)",
            "new = variant.project(x_new, params, config, position + 1)", "position off by one"),
     Mutant("the cached step forgets the scale", "attention_core/decoding.py",
-           "scale = 1.0 / math.sqrt(projected.q.shape[-1]) if config.scaled else 1.0", "scale = 1.0",
+           "scale = config.scale", "scale = 1.0",
            "wrong scale"),
     Mutant("GQA's cache counts every query head", "attention_core/variants/grouped.py",
            '"kv_heads",\n    "g·(d_k + d_v)",', '"heads",\n    "g·(d_k + d_v)",', "wrong cache size"),

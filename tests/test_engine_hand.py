@@ -71,3 +71,22 @@ def test_multi_head_concat_and_output_shapes():
     assert tuple(trace.w_o.shape) == (15, 16)
     assert tuple(trace.output.shape) == (6, 16)
     assert len(trace.head_summary()) == 5
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"d_k": 1}, {"scaled": False}, {"variant": "identity"}, {"variant": "gqa", "n_heads": 4, "kv_heads": 2}],
+    ids=["mha", "d_k=1", "unscaled", "identity", "gqa"],
+)
+def test_the_scale_is_one_over_the_root_of_the_width_at_which_q_and_k_meet(changes):
+    """config.scale, read by the engine and decoding: 1/√(q's width as the trace holds it), or 1 unscaled; MLA's q
+    is its content and rotary parts together (d_k 4 + d_h^R 2 = 6 here)."""
+    configs = [AttentionConfig(d_model=8, **changes)]
+    if "variant" not in changes:
+        configs.append(AttentionConfig(d_model=8, variant="mla", d_rope=2, **changes))
+    for config in configs:
+        trace = compute_attention(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)), config)
+        width = trace.q.shape[-1]
+        assert config.d_qk == width and trace.scale == config.scale
+        assert config.scale == (1 / math.sqrt(width) if config.scaled else 1.0)
+    assert AttentionConfig(variant="mla", d_k=4, d_rope=2).d_qk == 6

@@ -26,12 +26,12 @@ from attention_core.config import (
 from attention_core.device import cpu_threads, describe_device, resolve_device
 from attention_core.engine import (
     attend,
-    causal_mask,
     compute_attention,
     masked_softmax,
     rerun_head,
     trace_sentence,
 )
+from attention_core.masks import causal_mask
 from attention_core.scaling import (
     ScalingResult,
     ScoreVariance,

@@ -27,6 +27,7 @@ from collections.abc import Callable
 import torch
 
 from attention_core.checks import check_int
+from attention_core.masks import causal_mask
 
 MAX_CHARS = 200  # a composition is a line, not a program
 MAX_PIECES = 8
@@ -284,7 +285,7 @@ def empty_row(mask: torch.Tensor) -> int | None:
 
 def later_key(mask: torch.Tensor) -> tuple[int, int] | None:
     """The first (query, key) where a query sees a later key (None: the mask is causal at this length)."""
-    later = (mask & ~torch.ones_like(mask).tril()).nonzero()
+    later = (mask & ~causal_mask(mask.shape[-1], mask.device)).nonzero()
     return (int(later[0, 0]), int(later[0, 1])) if len(later) else None
 
 

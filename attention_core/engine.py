@@ -27,7 +27,7 @@ from attention_core.composed import Mask as Composed
 from attention_core.composed import empty_row, parse_mask
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
-from attention_core.masks import MASKS, Mask, oracle_indexer
+from attention_core.masks import MASKS, Mask, causal_mask, oracle_indexer
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
 from attention_core.variants import VARIANTS, grouped_key
@@ -92,11 +92,6 @@ def sparse_keys(scaled_scores: torch.Tensor, visible: torch.Tensor, k: int) -> t
     (masks.oracle_indexer: Σ_h ReLU of every head's scaled scores [h, n, n]) scores highest, for all heads."""
     index = oracle_indexer(scaled_scores.masked_fill(~visible, float("-inf")))
     return MASKS["dsa"].kept(visible.shape[0], k, index.masked_fill(~visible, float("-inf"))) & visible
-
-
-def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """[n, n] bool, True where query i may attend to key j, i.e. j <= i."""
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def masked_softmax(scaled_scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:

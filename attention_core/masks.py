@@ -45,8 +45,9 @@ class Mask:
         return self.keeps(n, budget, scores)
 
 
-def _causal(n: int) -> torch.Tensor:
-    return torch.ones(n, n, dtype=torch.bool).tril()
+def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """[n, n] bool, True where query i may attend to key j, i.e. j <= i: the causal mask, built here alone."""
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def _window(n: int, w: int) -> torch.Tensor:
@@ -56,7 +57,7 @@ def _window(n: int, w: int) -> torch.Tensor:
 
 
 def _sinks_and_window(n: int, w: int, sinks: int = SINKS) -> torch.Tensor:
-    return _window(n, w) | (_causal(n) & (torch.arange(n)[None, :] < sinks))
+    return _window(n, w) | (causal_mask(n) & (torch.arange(n)[None, :] < sinks))
 
 
 def _top_k(n: int, k: int, scores: torch.Tensor | None) -> torch.Tensor:
@@ -64,7 +65,7 @@ def _top_k(n: int, k: int, scores: torch.Tensor | None) -> torch.Tensor:
     scores [..., n, n] (a head's, or every head's at once) -> a mask of the same shape."""
     if scores is None or tuple(scores.shape[-2:]) != (n, n):
         raise ValueError(f"top-k chooses by the scores: give them as [..., {n}, {n}]")
-    visible = _causal(n).to(scores.device)
+    visible = causal_mask(n, scores.device)
     ranked = scores.masked_fill(~visible, float("-inf"))
     k = min(k, n)
     kth = ranked.topk(k, dim=-1).values[..., -1:]  # the k-th highest score of each row (a sort costs 5x more)
@@ -84,7 +85,7 @@ MASKS: dict[str, Mask] = {
     mask.key: mask
     for mask in (
         Mask("full", "full", "", lambda n, budget, scores: torch.ones(n, n, dtype=torch.bool), lambda t, b: t),
-        Mask("causal", "causal", "", lambda n, budget, scores: _causal(n), lambda t, b: t),
+        Mask("causal", "causal", "", lambda n, budget, scores: causal_mask(n), lambda t, b: t),
         Mask("window", "sliding window", "w", lambda n, w, scores: _window(n, w), lambda t, w: min(t, w)),
         Mask(
             "sinks",
@@ -104,7 +105,7 @@ def window_of(allowed: torch.Tensor) -> tuple[int, int, int] | None:
     where nothing at or before a query is hidden (the causal mask alone, or none). sinks: the leading keys every
     later query keeps; w: the last row's keys after them."""
     n = allowed.shape[0]
-    past = torch.ones(n, n, dtype=torch.bool, device=allowed.device).tril()
+    past = causal_mask(n, allowed.device)
     if not (~allowed & past).any():
         return None
     sinks = next((j for j in range(n) if not bool(allowed[j:, j].all())), n)

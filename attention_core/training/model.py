@@ -17,7 +17,8 @@ from attention_core.config import (
     TRAIN_CHECKPOINTS,
     AttentionConfig,
 )
-from attention_core.engine import attend, causal_mask
+from attention_core.engine import attend
+from attention_core.masks import causal_mask
 from attention_core.training.grammar import POSITIONS
 from attention_core.weights import init_weights
 

@@ -66,3 +66,20 @@ def test_every_refused_link_value_is_said_in_one_sentence():
     assert shown and all(REFUSAL.fullmatch(line) for line in shown), [s for s in shown if not REFUSAL.fullmatch(s)]
     assert all(repr(("no such value " * 5)[:40]) in line for line in shown[:3])  # 40 characters of it, no more
     assert not REFUSAL.fullmatch("The link asked for d_k = '2.5', which is not used.")  # planted: another form
+
+
+def test_every_shown_setting_reaches_the_pages_under_its_own_name():
+    """The settings that change how things are shown (and the Training page's own) are Settings' fields by their
+    declared names, made from the declarations: a value set is the value the pages read."""
+    from ui.controls import Settings
+
+    shown = [c for c in CONTROLS if c.group in ("display", "training") and not c.into]
+    assert {c.key for c in shown} <= {field.name for field in dataclasses.fields(Settings)}
+    changed = {
+        c.key: (not c.default if c.kind == "toggle" else c.choices[-1] if c.kind == "select" else c.low) for c in shown
+    }
+    assert all(changed[key] != DEFAULTS[key] for key in changed), changed
+    settings = settings_from({**DEFAULTS, **changed})
+    assert {key: getattr(settings, key) for key in changed} == changed
+    assert settings.index_base == (1 if changed["count_from_1"] else 0)
+    assert settings_from(DEFAULTS).index_base == 1  # the lectures count from 1

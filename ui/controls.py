@@ -19,24 +19,9 @@ import streamlit as st
 from attention_core import AttentionConfig
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
-from attention_core.training import TrainingConfig
 from attention_core.variants import VARIANTS
 from figures.looks import look_of
-from figures.palettes import DEFAULT_PALETTE
-from figures.settings import (  # noqa: F401  (the sidebar's declarations, read through here by ui/)
-    CONTROLS,
-    DEFAULTS,
-    OTHERS,
-    POSITIONAL,
-    SLIDERS,
-    TEXT,
-    TOGGLES,
-    TRAINING,
-    TYPED,
-    TYPED_FORMAT,
-    VARIANT_CONTROLS,
-    Control,
-)
+from figures.settings import DEFAULTS
 
 # The server's log of refused requests (bad input, link values): one line each on standard error, with the
 # reason; a sentence appears only as its length. Streamlit configures only its own loggers.
@@ -65,23 +50,30 @@ EXAMPLE_LABELS = {example.label: example for example in EXAMPLES}
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Everything the pages need, validated."""
+    """Everything the pages need, validated: the sentence, the layer its settings make, and the settings that change
+    how things are shown and the Training page's own, each under its declared name (figures/settings.py: the
+    sidebar's "display" and "training" groups, made into these fields by ui/sidebar.py's settings_from)."""
 
     text: str
     config: AttentionConfig
-    show_numbers: bool
-    presentation: bool
-    index_base: int  # 1: count from 1 as the lectures do; 0: as Python does
+    numbers: bool = DEFAULTS["numbers"]
+    count_from_1: bool = DEFAULTS["count_from_1"]
+    palette: str = DEFAULTS["palette"]  # figures.palettes
+    present: bool = DEFAULTS["present"]
+    train_causal: bool = DEFAULTS["train_causal"]
+    train_steps: int = DEFAULTS["train_steps"]
     typed: tuple[tuple[str, str], ...] = ()  # (name, text) of every typed matrix, e.g. ("w_q", "0.3,-0.1;...")
-    train_causal: bool = True  # the Training page's own two
-    train_steps: int = TrainingConfig().steps
     typed_as: str = "typed"  # how the typed numbers came to be (typed_as below): "typed", or "trained (...)"
     own: str = ""  # one's own checkpoint's layer, as the address names it (ui.own_weights: "<digest>/<layer>")
-    palette: str = DEFAULT_PALETTE  # figures.palettes
+
+    @property
+    def index_base(self) -> int:
+        """1: tokens and dimensions counted from 1, as the lectures do; 0: as Python does."""
+        return 1 if self.count_from_1 else 0
 
     @property
     def font_size(self) -> int:
-        return 22 if self.presentation else 16
+        return 22 if self.present else 16
 
 
 # ------------------------------------------------------------------------------------------------

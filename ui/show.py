@@ -34,19 +34,19 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
     without the sidebar, in presentation mode); `side_by_side` when a stage's figures share a row;
     `columns` when the page itself is split (Compare: 2); `slide` when the figures take the right-hand
     column of a slide (show_stage); the page's theme for its text colour."""
-    width = slide_pixels(FULL_PAGE_PIXELS) if settings.presentation else PAGE_PIXELS
+    width = slide_pixels(FULL_PAGE_PIXELS) if settings.present else PAGE_PIXELS
     if slide:
         width = width * SLIDE_COLUMNS[1] // sum(SLIDE_COLUMNS)
     style = Style(
-        font_size=slide_pixels(settings.font_size) if settings.presentation else settings.font_size,
-        show_numbers=settings.show_numbers,
+        font_size=slide_pixels(settings.font_size) if settings.present else settings.font_size,
+        show_numbers=settings.numbers,
         width=width // columns,
         side_by_side=side_by_side,
         index_base=settings.index_base,
         theme=st.context.theme.type or "light",
         palette=settings.palette,
     )
-    if not settings.presentation:
+    if not settings.present:
         return style
     return dataclasses.replace(style, max_map_pixels=slide_pixels(PRESENTATION_MAP_PIXELS), band=SLIDE_BAND)
 

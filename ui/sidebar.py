@@ -171,14 +171,5 @@ def settings_from(values) -> Settings:
             raise ValueError(f"{control.label} must be {control.allowed()}; got {state[control.key]!r}")
     config = AttentionConfig(**config_fields(state))
     typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
-    return Settings(
-        state["text"],
-        config,
-        state["numbers"],
-        state["present"],
-        1 if state["count_from_1"] else 0,
-        typed,
-        state["train_causal"],
-        state["train_steps"],
-        palette=state["palette"],
-    )
+    shown = {c.key: state[c.key] for c in CONTROLS if c.group in ("display", "training") and not c.into}
+    return Settings(state["text"], config, typed=typed, **shown)

@@ -105,10 +105,10 @@ def main() -> None:
         settings = current_settings()
         style = style_for(settings, columns=2)
         spec = SPEC
-        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.present)
         slides.steer()
         if slides.shows("compare"):
-            if not settings.presentation:
+            if not settings.present:
                 st.title("Compare two settings")
                 own_weights_box(settings)
             what_place = stage_place = slides.middle or st  # on a slide, the choices in the bar
@@ -120,7 +120,7 @@ def main() -> None:
                     "compare",
                     COMPARISONS,
                     default="causal vs not",
-                    label_visibility="collapsed" if settings.presentation else "visible",
+                    label_visibility="collapsed" if settings.present else "visible",
                     key="cmp_what",
                     bind="query-params",
                 )
@@ -130,7 +130,7 @@ def main() -> None:
                 "stage",
                 [s.key for s in offered],
                 format_func=lambda k: BY_KEY[k].title,
-                label_visibility="collapsed" if settings.presentation else "visible",
+                label_visibility="collapsed" if settings.present else "visible",
                 default="weights",
                 key="cmp_stage",
                 bind="query-params",
@@ -151,7 +151,7 @@ def main() -> None:
                     show_figure(view.figures[0], f"cmp-{side}")
                     summary = trace.head_summary()[0]
                     shown = [stat for stat in PEAKINESS if stat.top == 1.0]  # the two on a 0..1 scale
-                    places = st.columns(len(shown)) if settings.presentation else [st] * len(shown)  # a slide: a row
+                    places = st.columns(len(shown)) if settings.present else [st] * len(shown)  # a slide: a row
                     for place, stat in zip(places, shown, strict=True):
                         place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
                     st.caption(f"Means over {trace.averaged_rows_text}.")

@@ -118,7 +118,7 @@ def main() -> None:
         settings = current_settings()
         style = style_for(settings)
         spec = SPEC
-        if not settings.presentation:
+        if not settings.present:
             introduce(settings.config)
             own_weights_box(settings)
         show_typed_refusals(settings)
@@ -140,7 +140,7 @@ def main() -> None:
         if "dec_next" in st.session_state:  # ▶ play's next step, set on the run before, taken before the slider
             st.session_state["dec_step"] = st.session_state.pop("dec_next")
         slides = Slides(
-            spec.title, spec.slide_key, dict(spec.slides), settings.presentation, inner={"step": ("dec_step", n)}
+            spec.title, spec.slide_key, dict(spec.slides), settings.present, inner={"step": ("dec_step", n)}
         )
         slides.steer()
         check_whole("dec_step", "step", 1, n)
@@ -151,7 +151,7 @@ def main() -> None:
         if slides.shows("step"):
             step_slide(shown, settings, style)
         if slides.shows("cost"):
-            cost_slide(shown, style, settings.presentation)
+            cost_slide(shown, style, settings.present)
 
 
 def introduce(config) -> None:
@@ -253,7 +253,7 @@ def step_slide(shown: Shown, settings, style) -> None:
     keys = f"{read} key{'s' if read > 1 else ''}"
     if read < t + 1:
         keys += f" (the {'mask' if config.mask else 'window'} has dropped {t + 1 - read})"
-    if settings.presentation:  # a slide keeps to one line (the source is on the slide, in its choice)
+    if settings.present:  # a slide keeps to one line (the source is on the slide, in its choice)
         line = f"“{markdown_literal(step.token)}”, its query meets {keys}" + ("; grey: not recomputed" if t else "")
     else:
         line = (
@@ -280,9 +280,9 @@ def step_slide(shown: Shown, settings, style) -> None:
         st.caption(f"The last of the model's {POSITIONS} learned positions: it predicts no word after it.")
     # One-row maps need little height, and on a slide the cache and the rows share what is left of 900 pixels.
     show_figure(step_figure(decoding, t, head, replace(style, max_map_pixels=ROW_MAP_PIXELS)), "dec-step")
-    below = replace(style, max_map_pixels=slide_pixels(SLIDE_MAP_PIXELS)) if settings.presentation else style
+    below = replace(style, max_map_pixels=slide_pixels(SLIDE_MAP_PIXELS)) if settings.present else style
     show_figure(cache_and_rows_figure(decoding, t, head, below), "dec-cache")
-    if t and not settings.presentation:
+    if t and not settings.present:
         st.caption(
             f"Grey: not recomputed at this step. The cache's rows of the {read - 1} earlier "
             f"token{'s' if read > 2 else ''} are read as they were kept, and the rows of attention above the "

@@ -13,9 +13,9 @@ def main() -> None:
     with friendly_errors():
         settings = current_settings()
         spec = SPEC
-        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)  # a slide per term
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.present)  # a slide per term
         slides.steer()
-        if not settings.presentation:
+        if not settings.present:
             st.title("Glossary")
             st.caption("Every term links here from where it first appears on the other pages.")
         for term, definition in TERMS.items():

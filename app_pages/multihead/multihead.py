@@ -51,13 +51,13 @@ def main() -> None:
         stages = ["output", *(key for key in brought_stages() if BY_KEY[key].applies(trace))]
         spec = SPEC
         # On a slide one row of heads at a time: more are paged, and ← → step through the pages before the next slide.
-        pages_of_heads = math.ceil(h / GRID_COLUMNS) if settings.presentation else 1
+        pages_of_heads = math.ceil(h / GRID_COLUMNS) if settings.present else 1
         inner = {"heads": (HEADS_PAGE, pages_of_heads)} if pages_of_heads > 1 else {}
         slides = Slides(
             spec.title,
             spec.slide_key,
             {**dict(spec.slides), **{key: BY_KEY[key].label for key in stages}},
-            settings.presentation,
+            settings.present,
             inner=inner,
         )
         slides.steer()
@@ -76,7 +76,7 @@ def main() -> None:
         # concat·W_O, then what the variant adds: MLA's latent, RoPE, absorption; every variant's cache
         for key in stages:
             if slides.shows(key, marked=True):
-                if settings.presentation:
+                if settings.present:
                     slide = style_for(settings, side_by_side=True, slide=True)
                     show_stage(trace, key, 0, slide, prefix="mh-", places=slide_columns())
                 else:
@@ -86,7 +86,7 @@ def main() -> None:
 def heads_slide(settings, trace, style, shown_heads: range) -> None:
     """Every head's map side by side (on a slide, a row of them at a time), and the choice of map and scale."""
     h = trace.n_heads
-    if not settings.presentation:  # on a slide the bar names it
+    if not settings.present:  # on a slide the bar names it
         st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
         own_weights_box(settings)
     show_typed_refusals(settings)
@@ -96,7 +96,7 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
         if weights_are == "random"
         else f"the weights here are {weights_are}"
     )
-    if settings.presentation:  # a slide: one line, so that the grid keeps its room (lecture 003's 15 tokens)
+    if settings.present:  # a slide: one line, so that the grid keeps its room (lecture 003's 15 tokens)
         st.markdown(f"{own_weights(trace)} ([multi-head](glossary#multi-head)); {here}.")
     else:
         st.markdown(
@@ -105,14 +105,14 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
             f"another what “he” refers to; {here}. Their context vectors are concatenated and W_O maps "
             "them back to d_model."
         )
-    pattern_note(trace, shown_heads, settings.presentation)
-    if h == 1 and not settings.presentation:
+    pattern_note(trace, shown_heads, settings.present)
+    if h == 1 and not settings.present:
         st.info("One head: raise **heads** in the sidebar to see several side by side.")
     choices = [stage.key for stage in grid_stages(trace)]
     check_choice("mh_stage", "map", [BY_KEY[k].label for k in choices])
     check_choice("mh_shared", "one colour scale for all heads", ["true", "false"])
     left, middle, right = st.columns([3, 1, 2], vertical_alignment="bottom")  # the toggle's words whole
-    if settings.presentation:  # the slide is about the heads: their number is on it (the sidebar is hidden)
+    if settings.present:  # the slide is about the heads: their number is on it (the sidebar is hidden)
         st.session_state["heads_slide"] = h
         middle.slider("heads", 1, APP_MAX_HEADS, key="heads_slide", on_change=_set_heads)
     # The stages' short names, as the Walkthrough's pills write them: the titles ran past the column and the
@@ -126,14 +126,14 @@ def heads_slide(settings, trace, style, shown_heads: range) -> None:
         bind="query-params",
     )
     shared = right.toggle("one colour scale for all heads", value=True, key="mh_shared", bind="query-params")
-    tallest = style.max_map_pixels if settings.presentation else None  # a slide: no taller than a map
+    tallest = style.max_map_pixels if settings.present else None  # a slide: no taller than a map
     figure = multihead_grid(trace, stage or "weights", shared, style, tallest, shown_heads)
     show_figure(figure, "multihead-grid")
 
 
 def peaked_slide(settings, trace, style) -> None:
     """How peaked each head is, on average over its rows."""
-    if settings.presentation:
+    if settings.present:
         st.header("How peaked each head is")
     show_figure(head_summary_figure(trace, style), "head-summary")
     st.dataframe(

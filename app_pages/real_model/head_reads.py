@@ -157,7 +157,7 @@ def read_beside(
     """The parts of beside_weights: on a slide each fills its own (words left, figure right); read normally, the
     ones whose switch is on (hiding the first token, words), what each weight moves, and for an encoder, what if
     causal, one under the other."""
-    presentation = settings.presentation
+    presentation = settings.present
     trace = model_trace.layers[layer]
     if presentation:
         style = style_for(settings, side_by_side=True, slide=True)

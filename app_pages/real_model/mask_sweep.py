@@ -55,7 +55,7 @@ def measured(key: str, device: str, start: bool) -> list | None:
 
 def show_mask_sweep(key: str, device: str, info, settings) -> None:
     """The section (read normally) or the slide: loss against keys kept, the words, the heads that lose most."""
-    presentation = settings.presentation
+    presentation = settings.present
     if not presentation:
         st.header("After MLA: windows, sinks and sparse attention, measured")
     if not info.causal:

@@ -64,7 +64,7 @@ def main() -> None:
     with friendly_errors():
         settings = current_settings()
         style = style_for(settings)
-        if not settings.presentation:
+        if not settings.present:
             st.title("A real trained transformer")
             st.markdown(
                 "Random weights show the mechanism; trained weights show what it learns. The sentence from the "
@@ -81,7 +81,7 @@ def main() -> None:
             titles[stage.key] = stage.label
             if stage.key == "weights":
                 titles.update(head_reads)
-        slides = Slides(spec.title, spec.slide_key, titles, settings.presentation)
+        slides = Slides(spec.title, spec.slide_key, titles, settings.present)
         slides.steer()
         if model_trace.truncated:
             st.warning(
@@ -99,7 +99,7 @@ def main() -> None:
         if slides.shows("sinks"):
             sinks_slide(page)
         if slides.shows("rollout"):
-            if not settings.presentation:
+            if not settings.present:
                 st.header("Across layers: attention rollout")
                 st.caption(
                     f"Abnar & Zuidema (2020), {link('attention rollout')}: each layer as ½·(its heads' mean "
@@ -111,7 +111,7 @@ def main() -> None:
         if slides.shows("masks"):
             show_mask_sweep(page.key, page.device, model_trace.info, settings)
         head_slides = {stage.key for stage in heads_stages} | set(head_reads)
-        if not settings.presentation or slides.shown in head_slides:
+        if not settings.present or slides.shown in head_slides:
             one_head(page, slides, head_reads)
 
 
@@ -129,7 +129,7 @@ def choose_model(settings, style) -> Page:
     if linked is None and st.session_state.get("rm_model") in sources:
         chosen = st.session_state["rm_model"]  # the reader's own pick
     # On a slide one row holds the model, and on a stage's slide the layer and head (their choices name themselves).
-    row = st.columns([2, 1, 1], vertical_alignment="bottom") if settings.presentation else (st, None, None)
+    row = st.columns([2, 1, 1], vertical_alignment="bottom") if settings.present else (st, None, None)
     # Not bound to the address by Streamlit, which would write the title there: the key goes there instead.
     key = row[0].selectbox(
         "model",
@@ -142,20 +142,20 @@ def choose_model(settings, style) -> Page:
     keep_in_address("rm_model", key, next(iter(sources)))
     st.session_state[CHOSEN_MODEL] = key  # a widget's own state is forgotten on another page; this is not
     device = str(resolve_device(settings.config.device))
-    model_for(key, device, box=not settings.presentation)
+    model_for(key, device, box=not settings.present)
     return Page(settings, style, key, device, model_trace_for(key, device, settings.text), tuple(row))
 
 
 def shown(settings) -> str:
     """A choice's label: on a slide its choices name themselves."""
-    return "collapsed" if settings.presentation else "visible"
+    return "collapsed" if settings.present else "visible"
 
 
 def tokens_slide(page: Page) -> None:
     """The tokens exactly as the model's tokenizer makes them, and what its architecture fixes."""
     model_trace, style = page.model_trace, page.style
     # On a slide the tokens and the architecture side by side, so that both fit one screen.
-    tokens_place, fixed_place = st.columns(2) if page.settings.presentation else (st.container(), st.container())
+    tokens_place, fixed_place = st.columns(2) if page.settings.present else (st.container(), st.container())
     with tokens_place:
         st.markdown(f"**{len(model_trace.tokens)} tokens, exactly as the model's tokenizer makes them**")
         st.code(
@@ -172,7 +172,7 @@ def tokens_slide(page: Page) -> None:
 
 def switches(page: Page, slides: Slides) -> Page:
     """The display switches: on a slide of the whole model, in the row beside the model; read normally, under it."""
-    presentation = page.settings.presentation
+    presentation = page.settings.present
     places = page.row[1:] if presentation else st.columns(2)
     if not presentation or slides.shown in ("grid", "thumbs", "sinks", "rollout"):
         hide_first = places[0].toggle(
@@ -199,12 +199,12 @@ def switches(page: Page, slides: Slides) -> Page:
 def grid_slide(page: Page) -> None:
     """Every layer and head: how peaked, and what each does."""
     settings, style = page.settings, page.style
-    if not settings.presentation:  # on a slide the bar names it
+    if not settings.present:  # on a slide the bar names it
         st.header("Every layer and head: how peaked, and what each does")
     # On a slide the grids are a little shorter than a map: their slanted head labels take the room of a title.
-    shorter = slide_pixels(GRID_LABELS + ROLE_ROWS) if settings.presentation else 0
+    shorter = slide_pixels(GRID_LABELS + ROLE_ROWS) if settings.present else 0
     grid = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - shorter, side_by_side=True)
-    show_roles(page.key, page.device, page.model_trace, page.hide_first, grid, settings.presentation)
+    show_roles(page.key, page.device, page.model_trace, page.hide_first, grid, settings.present)
 
 
 def thumbs_slide(page: Page) -> None:
@@ -224,13 +224,13 @@ def thumbs_slide(page: Page) -> None:
 def sinks_slide(page: Page) -> None:
     """Attention sinks: where the heads park their weight, and why."""
     settings, style, model_trace = page.settings, page.style, page.model_trace
-    if not settings.presentation:
+    if not settings.present:
         st.header("Attention sinks")
-    words_place, grid_place = slide_columns() if settings.presentation else (st.container(), st.container())
+    words_place, grid_place = slide_columns() if settings.present else (st.container(), st.container())
     with words_place:
         summary = sink_summary(model_trace)
         st.markdown(summary or "One token: there is no other token to park attention on.")
-        st.markdown(SINK_WHY_SHORT if settings.presentation else SINK_WHY)
+        st.markdown(SINK_WHY_SHORT if settings.present else SINK_WHY)
         if any(model_trace.special):
             st.markdown("**Weight on each special token, by layer** (every head, every row)")
             st.dataframe(
@@ -238,7 +238,7 @@ def sinks_slide(page: Page) -> None:
             )
     with grid_place:  # the sink mass of every head: the role grid of the first token
         beside = style
-        if settings.presentation:  # the slide's right-hand column, as short as the other grids on a slide
+        if settings.present:  # the slide's right-hand column, as short as the other grids on a slide
             beside = style_for(settings, side_by_side=True, slide=True)
             beside = dataclasses.replace(beside, max_map_pixels=beside.max_map_pixels - slide_pixels(GRID_LABELS))
         figure = statistic_grid_figure(
@@ -256,9 +256,9 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
     """One head, stage by stage: the layer and head chosen, then each stage (a slide each in presentation)."""
     settings, model_trace = page.settings, page.model_trace
     info = model_trace.info
-    if not settings.presentation:
+    if not settings.present:
         st.header("One head, stage by stage")
-    left, right = page.row[1:] if settings.presentation else st.columns(2)  # the layer and head a stage shows
+    left, right = page.row[1:] if settings.present else st.columns(2)  # the layer and head a stage shows
     check_choice("rm_layer", "layer", [f"layer {i + 1}" for i in range(info.n_layers)])
     check_choice("rm_head", "head", head_labels(model_trace))
     layer = left.selectbox(
@@ -280,7 +280,7 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
     )
     layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
     layer_trace = model_trace.layers[layer]
-    if not settings.presentation:
+    if not settings.present:
         st.markdown(f"{layer_trace.label} · {head_sharing_note(model_trace, head)}")
     elif slides.shown == "qkv" and len(model_trace.heads_sharing(model_trace.kv_head_of[head])) > 1:
         # a slide: one line, on the slide of K and V, where the sharing shows
@@ -293,7 +293,7 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
     special = model_trace.special[0]
     for stage in stages_for(layer_trace):
         if slides.shows(stage.key, marked=True):
-            if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
+            if settings.present:  # words left, figures right, as on the Walkthrough's slides
                 slide = style_for(settings, side_by_side=True, slide=True)
                 show_stage(
                     layer_trace, stage.key, head, slide, prefix="rm-", query_key="rm_query", places=slide_columns()
@@ -305,7 +305,7 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
                 st.info(note, icon="⚓")
         if stage.key == "weights":  # the weights read more ways: each its own slide, read normally below them
             read_beside(model_trace, head_reads, layer, head, page.hide_first, page.words, slides, settings)
-        if not settings.presentation:
+        if not settings.present:
             st.divider()
 
 

@@ -127,7 +127,7 @@ def main() -> None:
         style = style_for(settings)
         _link_run(config)
         spec = SPEC
-        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.present)
         slides.steer()
         parts = {part for part in ("train", "predict", "layer", "projections") if slides.shows(part)}
         if "train" in parts:
@@ -135,7 +135,7 @@ def main() -> None:
         if parts:
             the_run(settings, config, lecture, style, parts)
         if slides.shows("sqrt"):
-            if not settings.presentation:
+            if not settings.present:
                 st.divider()
             sqrt_dk_experiment(settings, config, style)
 
@@ -147,7 +147,7 @@ def introduce(settings, config) -> None:
         f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
         f"seed {config.seed} · {config.steps} steps of AdamW"
     )
-    if settings.presentation:  # the bar names the slide; the sizes in one line
+    if settings.present:  # the bar names the slide; the sizes in one line
         st.caption(sizes)
     else:
         st.title("Watch attention learn")
@@ -193,7 +193,7 @@ def the_run(settings, config, lecture, style, parts: set[str]) -> None:
         "trained weights do; trained once and shipped with the app",
     )
     if lecture is not None:
-        _lecture_caption(lecture, settings.presentation)
+        _lecture_caption(lecture, settings.present)
     if st.session_state.get("t_refusal"):
         st.error(f"⚠️ {markdown_literal(st.session_state.pop('t_refusal'))}")
     if training is not None and not training.running and not training.run.checkpoints:
@@ -204,7 +204,7 @@ def the_run(settings, config, lecture, style, parts: set[str]) -> None:
     if training is None:
         state_col.caption(
             "Step 0, at random: press ▶ Train."
-            if settings.presentation
+            if settings.present
             else "Step 0: W_Q, W_K, W_V drawn at random. Press Train."
         )
         run = untrained(config)
@@ -222,7 +222,7 @@ def the_run(settings, config, lecture, style, parts: set[str]) -> None:
         )
         if training.state == "done" and lecture is None:  # a stopped run is not what a link recomputes
             _recomputed(training.run)
-        scrubber(training.run, settings, style, parts, play_col if settings.presentation else st.container())
+        scrubber(training.run, settings, style, parts, play_col if settings.present else st.container())
 
 
 main()

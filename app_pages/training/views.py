@@ -155,7 +155,7 @@ def _measured(run, checkpoint, style, map_place=None) -> None:
 def layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
     """The run at a checkpoint: its loss and what it measured ("train" in parts), and the layer on the sentence,
     the stages' own views (weights with peakiness, W_Q/W_K/W_V) ("layer" in parts)."""
-    if "train" in parts and settings.presentation:  # on a slide the loss and the map side by side
+    if "train" in parts and settings.present:  # on a slide the loss and the map side by side
         half = style_for(settings, columns=2)
         left, right = st.columns(2)
         with left:
@@ -184,7 +184,7 @@ def layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
             )
             or 0
         )
-    if not settings.presentation:
+    if not settings.present:
         st.markdown(
             "**Training vs inference.** Training changed W_Q, W_K, W_V, W_O and the word embeddings, step by step. "
             "After it they are frozen: typing another sentence in the sidebar only runs the arithmetic below with "
@@ -193,7 +193,7 @@ def layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
     for key, part in (("weights", "layer"), ("projections", "projections")):
         if part not in parts:
             continue
-        if settings.presentation:  # words left, figures right, as on the Walkthrough's slides
+        if settings.present:  # words left, figures right, as on the Walkthrough's slides
             slide = style_for(settings, side_by_side=True, slide=True)
             show_stage(trace, key, head, slide, prefix="train-", query_key="t_query", places=slide_columns())
         else:
@@ -226,7 +226,7 @@ def scrubber(run, settings, style, parts, play_place) -> None:
         if st.session_state.get("t_play"):
             _step(steps, 1)
         check_choice("t_step", "training step", [str(step) for step in steps])
-        if settings.presentation:  # one row; in the fragment: a step reruns only it, not the sidebar and the page
+        if settings.present:  # one row; in the fragment: a step reruns only it, not the sidebar and the page
             back, middle, forward = st.columns([1.3, 6, 1.3], vertical_alignment="bottom")
             back.button("← earlier", on_click=_step, args=(steps, -1), width="stretch")
             forward.button("later →", on_click=_step, args=(steps, 1), width="stretch")

@@ -63,7 +63,7 @@ def main() -> None:
         settings = current_settings()
         trace = trace_for(settings)
         keys = [stage.key for stage in stages_for(trace)]
-        if settings.presentation:
+        if settings.present:
             presented(settings, trace, keys)
         else:
             read(settings, trace, keys)

@@ -76,7 +76,7 @@ def main() -> None:
         style = style_for(settings)
         half = style_for(settings, columns=2)
         spec = SPEC
-        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.presentation)
+        slides = Slides(spec.title, spec.slide_key, dict(spec.slides), settings.present)
         slides.steer()
         if slides.shows("idea"):
             idea_slide(settings)
@@ -100,7 +100,7 @@ def idea_slide(settings) -> None:
         "Feed such wide numbers to a softmax and one key takes almost all the weight. **The one-line reason for "
         "the fix:** Var(a·X) = a²·Var(X), so dividing q·k by √d_k divides its variance by d_k, back to 1."
     )
-    if settings.presentation:
+    if settings.present:
         st.latex(
             r"\operatorname{Var}(q\cdot k) = d_k \quad\Rightarrow\quad "
             r"\operatorname{Var}\!\left(\frac{q\cdot k}{\sqrt{d_k}}\right) = 1"
@@ -109,7 +109,7 @@ def idea_slide(settings) -> None:
 
 def dice_slide(settings, half) -> None:
     """1 · Random vectors: the variance of q·k and the largest weight against d_k, scaled and not."""
-    if not settings.presentation:
+    if not settings.present:
         st.header("1 · Random vectors")
     left, right = st.columns(2)
     check_whole("sq_keys", "keys per softmax row", 2, 256)
@@ -117,7 +117,7 @@ def dice_slide(settings, half) -> None:
     n_keys = left.slider("keys per softmax row", 2, 256, 16, key="sq_keys", bind="query-params")
     samples = right.slider("samples", 200, 5000, 2000, step=100, key="sq_samples", bind="query-params")
     result = cached_scaling(D_KS, n_keys, samples, settings.config.seed)
-    if not settings.presentation:  # a slide says it in its claims below
+    if not settings.present:  # a slide says it in its claims below
         st.caption("q and k drawn with independent N(0, 1) entries; a larger d_k uses more of the same entries.")
     variance, peaks = scaling_figures(result, half)
     left, right = st.columns(2)
@@ -132,15 +132,15 @@ def sentence_slide(sentence: Sentence, settings, style, half) -> int:
     """2 · The sidebar's sentence as a fair experiment; returns the query token chosen."""
     tokens, cut = sentence.tokens, sentence.cut
     scaling = sentence.scaling(settings)
-    if not settings.presentation:
+    if not settings.present:
         st.header("2 · Your sentence, as a fair experiment")
     if cut:
         st.info(
             f"The sentence has {len(tokenize(settings.text))} tokens; this experiment uses the first "
             f"{SENTENCE_TOKENS_MAX}."
         )
-    words, pick = st.columns([4, 1], vertical_alignment="bottom") if settings.presentation else (st, st.container())
-    if settings.presentation:  # the same, as a slide says it
+    words, pick = st.columns([4, 1], vertical_alignment="bottom") if settings.present else (st, st.container())
+    if settings.present:  # the same, as a slide says it
         words.markdown(
             f"Only d_k changes: X standardized, W_Q and W_K drawn N(0, 1/d_model), so q and k have unit "
             f"variance at every d_k. {scaling.draws} draws over {len(tokens)} tokens."
@@ -185,7 +185,7 @@ def row_slide(sentence: Sentence, settings, style, query: int) -> None:
     """One row at the sidebar's d_k, scaled and not."""
     tokens, d_k = sentence.tokens, sentence.d_k
     scaling = sentence.scaling(settings)
-    if settings.presentation:
+    if settings.present:
         st.subheader(f"One row at d_k = {d_k}, scaled and not")
         query = _query_picker(tokens, style)
     unscaled, scaled = scaling.weights_unscaled[query].numpy(), scaling.weights_scaled[query].numpy()

@@ -28,19 +28,19 @@ MAX_CAP = 100.0
 ScoreMod = Callable[..., torch.Tensor]  # (score, b, h, q_idx, kv_idx) -> score
 
 
-def alibi_slopes(n_heads: int) -> torch.Tensor:
+def alibi_slopes(heads: int) -> torch.Tensor:
     """BLOOM's slopes [h], float64: for a power of two H, m_h = 2^(−8(h+1)/H); otherwise those of the power of two
     below H, then every other slope of the next power of two (Press et al. 2022, and BLOOM's build_alibi_tensor)."""
-    closest = 2 ** math.floor(math.log2(n_heads))
+    closest = 2 ** math.floor(math.log2(heads))
     slopes = [2 ** (-8 * (i + 1) / closest) for i in range(closest)]
-    slopes += [2 ** (-8 * (i + 1) / (2 * closest)) for i in range(0, 2 * (n_heads - closest), 2)]
+    slopes += [2 ** (-8 * (i + 1) / (2 * closest)) for i in range(0, 2 * (heads - closest), 2)]
     return torch.tensor(slopes, dtype=torch.float64)
 
 
-def relative_table(n_heads: int, seed: int) -> torch.Tensor:
+def relative_table(heads: int, seed: int) -> torch.Tensor:
     """r [h, 2·RELATIVE_REACH + 1], float64: column RELATIVE_REACH + d holds distance q − kv = d, drawn N(0, 1)."""
     generator = torch.Generator().manual_seed(seed + RELATIVE_SEED_OFFSET)
-    return torch.randn(n_heads, 2 * RELATIVE_REACH + 1, generator=generator, dtype=torch.float64)
+    return torch.randn(heads, 2 * RELATIVE_REACH + 1, generator=generator, dtype=torch.float64)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,15 +60,15 @@ class Bend:
             "relative": "a relative position bias: a number per head and distance, added",
         }[self.key]
 
-    def mod(self, n_heads: int, seed: int, dtype: torch.dtype, device) -> ScoreMod:
-        """This bend's score_mod for a layer of n_heads heads (the relative table drawn from `seed`)."""
+    def mod(self, heads: int, seed: int, dtype: torch.dtype, device) -> ScoreMod:
+        """This bend's score_mod for a layer of heads heads (the relative table drawn from `seed`)."""
         if self.key == "softcap":
             cap = self.cap
             return lambda score, b, h, q, kv: cap * torch.tanh(score / cap)
         if self.key == "alibi":
-            slopes = alibi_slopes(n_heads).to(dtype=dtype, device=device)
+            slopes = alibi_slopes(heads).to(dtype=dtype, device=device)
             return lambda score, b, h, q, kv: score - slopes[h] * (q - kv).abs()
-        table = relative_table(n_heads, seed).to(dtype=dtype, device=device)
+        table = relative_table(heads, seed).to(dtype=dtype, device=device)
         return lambda score, b, h, q, kv: (
             score + table[h, (q - kv).clamp(-RELATIVE_REACH, RELATIVE_REACH) + RELATIVE_REACH]
         )

@@ -108,9 +108,9 @@ class AttentionConfig:
     variant: how q, k and v are made: the key of a record of attention_core/variants/ (VARIANTS).
     (no projections, Q = K = V = X: lecture 003's first attempt; then d_k = d_v = d_model and one head).
     d_model: width of each input row of X.  d_k: width of each head's queries and keys (MLA: their content
-    part).  d_v: width of each head's values (defaults to d_k).  n_heads: query heads; W_O maps the
-    concatenated n_heads * d_v back to d_model.  kv_heads: GQA's key/value heads, each read by n_heads/kv_heads
-    query heads (default: variants.default_kv_heads; MHA: n_heads, MQA: 1).
+    part).  d_v: width of each head's values (defaults to d_k).  heads: query heads; W_O maps the
+    concatenated heads * d_v back to d_model.  kv_heads: GQA's key/value heads, each read by heads/kv_heads
+    query heads (default: variants.default_kv_heads; MHA: heads, MQA: 1).
     d_c, d_cq, d_rope: MLA's key-value latent, its query latent (0: none) and its rotary width (even; 0: none).
     positional: "none", "sinusoidal" (added to X where a sentence is embedded) or "rotary" (RoPE on q and k,
     or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  window: with causal, each
@@ -133,7 +133,7 @@ class AttentionConfig:
     d_model: int = 8
     d_k: int = 4
     d_v: int | None = None
-    n_heads: int = 1
+    heads: int = 1
     causal: bool = False
     window: int = 0
     sinks: bool = False
@@ -160,7 +160,7 @@ class AttentionConfig:
         set_(self, "d_k", check_int("d_k", self.d_k, 1, MAX_DIM))
         d_v = self.d_k if self.d_v is None else self.d_v
         set_(self, "d_v", check_int("d_v", d_v, 1, MAX_DIM))
-        set_(self, "n_heads", check_int("n_heads", self.n_heads, 1, MAX_HEADS))
+        set_(self, "heads", check_int("heads", self.heads, 1, MAX_HEADS))
         check_bool("causal", self.causal)
         set_(self, "window", check_int("window", self.window, 0, MAX_TOKENS))
         check_bool("sinks", self.sinks)
@@ -226,7 +226,7 @@ class AttentionConfig:
         """The widths the variant's shapes are made of (a size only other variants use: 0)."""
         variant = VARIANTS[self.variant]
         own = {name: getattr(self, name) for name in variant.uses if name != "kv_heads"}
-        sizes = Sizes(self.d_model, self.n_heads, self.kv_heads, self.d_k, self.d_v, **own)
+        sizes = Sizes(self.d_model, self.heads, self.kv_heads, self.d_k, self.d_v, **own)
         return dataclasses.replace(sizes, rotary=self.positional == "rotary" and sizes.of(variant.rope_width) > 0)
 
     @property
@@ -248,7 +248,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     """Peak bytes to build an AttentionTrace for n tokens (formula in the module docstring)."""
     b = torch.finfo(config.torch_dtype).bits // 8
     variant, sizes = VARIANTS[config.variant], config.sizes
-    h, d, dv = config.n_heads, config.d_model, config.d_v
+    h, d, dv = config.heads, config.d_model, config.d_v
     d_qk = config.d_qk
     maps = 2 + int(config.scaled) + int(config.causal or bool(config.mask)) + int(bool(config.bend))
     square = b * h * n * n * (maps + 2)
@@ -264,7 +264,7 @@ def check_request(n: int, config: AttentionConfig, budget: int | None = None) ->
     need = estimate_trace_bytes(n, config)
     if need > budget:
         raise ValueError(
-            f"this trace would need about {need / 2**20:,.0f} MB ({n} tokens, {config.n_heads} heads, "
+            f"this trace would need about {need / 2**20:,.0f} MB ({n} tokens, {config.heads} heads, "
             f"{config.dtype}), more than the memory budget of {budget / 2**20:,.0f} MB: "
             "use fewer tokens or heads, or raise ATTENTION_MEMORY_BUDGET_MB"
         )

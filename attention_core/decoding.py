@@ -210,7 +210,7 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None
     variant = VARIANTS[variant_key]
     rows = 1 if cached else t
     row_name = "" if cached else "t·"
-    heads, h_name = (s.n_heads, variant.heads_name) if variant.heads_name else (1, "")
+    heads, h_name = (s.heads, variant.heads_name) if variant.heads_name else (1, "")
     d_v, d_v_name = s.of(variant.v_name), variant.v_name
     terms = []
     for spec in variant.weight_specs(s):

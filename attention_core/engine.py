@@ -72,13 +72,13 @@ def composed_mask(config: AttentionConfig) -> str:
     return composed.written()
 
 
-def bend_of(config: AttentionConfig, n_heads: int, dtype: torch.dtype, device, queries=None, keys=None):
+def bend_of(config: AttentionConfig, heads: int, dtype: torch.dtype, device, queries=None, keys=None):
     """The config's score bend as a function of the scaled scores [h, n_q, n_k] (None without one); queries and
     keys: their positions where they are not 0 … n − 1 (a decoding step's row and its cache)."""
     bent = parse_bend(config.bend)
     if bent is None:
         return None
-    mod = bent.mod(n_heads, config.seed, dtype, device)
+    mod = bent.mod(heads, config.seed, dtype, device)
     return lambda scaled: bend_scores(scaled, mod, queries, keys)
 
 
@@ -193,8 +193,8 @@ def rerun_head(trace: AttentionTrace, head: int, mask: torch.Tensor | None, labe
     Returns a one-head trace (no X or W matrices: they are not recomputed), labelled `label`
     (default: the trace's label and the head).
     """
-    if not 0 <= head < trace.n_heads:
-        raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
+    if not 0 <= head < trace.heads:
+        raise ValueError(f"head must be between 1 and {trace.heads}; got {head + 1}")
     q, k, v = (t[head : head + 1] for t in (trace.q, trace.k, trace.v))  # [1, n, d]
     stages = attend(q, k, v, scale=trace.scale, mask=mask, softcap=trace.softcap)
     label = label or f"{trace.label} · head {head + 1}"

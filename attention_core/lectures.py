@@ -100,7 +100,7 @@ class Pattern:
             return ""
         query, key, instead = where
         row = trace.weights[head, query].tolist()
-        heads = f"in head {head + 1}, " if trace.n_heads > 1 else ""
+        heads = f"in head {head + 1}, " if trace.heads > 1 else ""
 
         def on(j: int, word: str) -> str:
             masked = trace.mask is not None and not bool(trace.mask[query, j])

@@ -184,7 +184,7 @@ def typed_from_npz(data: bytes) -> tuple[dict[str, str], dict]:
             )
     sizes = {"d_model": d_model, "d_k": d_k, "d_v": d_v, "heads": h}
     n_tokens = shapes["x"][0] if "x" in shapes else 1
-    config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, n_heads=h)
+    config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, heads=h)
     reason = can_type(config, n_tokens)
     if reason:
         raise ValueError(f"these weights cannot be shown as typed numbers: {reason}")

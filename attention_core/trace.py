@@ -128,7 +128,7 @@ class AttentionTrace:
             object.__setattr__(self, name, value)
 
     @property
-    def n_heads(self) -> int:
+    def heads(self) -> int:
         return self.q.shape[0]
 
     @property
@@ -160,10 +160,10 @@ class AttentionTrace:
         def width(part: str) -> int:
             return self.parts[part].shape[-1] if part in self.parts else 0
 
-        d_model = self.x.shape[-1] if self.x is not None else self.n_heads * self.d_v
+        d_model = self.x.shape[-1] if self.x is not None else self.heads * self.d_v
         return Sizes(
             d_model,
-            self.n_heads,
+            self.heads,
             self.kv_heads,
             self.d_k - width("k_r"),
             self.d_v,
@@ -180,7 +180,7 @@ class AttentionTrace:
     def copy_for(self, head: int, copies: int) -> int:
         """Which of `copies` per-head tensors (one per query head, or one per key/value head) query head `head`
         uses: its own, or its key/value head's."""
-        return head if copies == self.n_heads else self.kv_head_of[head]
+        return head if copies == self.heads else self.kv_head_of[head]
 
     @property
     def n_tokens(self) -> int:
@@ -224,7 +224,7 @@ class AttentionTrace:
         means = {statistic.key: self.statistic(statistic.key) for statistic in PEAKINESS}
         return [
             {"head": head, **{f"mean_{key}": float(values[head]) for key, values in means.items()}}
-            for head in range(self.n_heads)
+            for head in range(self.heads)
         ]
 
     def to(self, device: torch.device | str) -> AttentionTrace:

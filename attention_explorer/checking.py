@@ -137,7 +137,7 @@ def _judge_case(fn: Callable, case: Case) -> CaseResult:
     shape = [made.n_tokens, inputs["x"].shape[1]]
     try:
         got = fn(
-            inputs["x"], inputs["w_q"], inputs["w_k"], inputs["w_v"], inputs["w_o"], made.n_heads, made.mask is not None
+            inputs["x"], inputs["w_q"], inputs["w_k"], inputs["w_v"], inputs["w_o"], made.heads, made.mask is not None
         )
     except Exception as error:  # the student's code: say what it raised, in this case
         return CaseResult(case, None, f"your function raised {type(error).__name__}: {error}")

@@ -45,13 +45,13 @@ def show_model(
     """The heads' grid of every layer, and one head's stages (layer and head counted from 1, as the app counts;
     default: the last layer's first head), displayed inline in Jupyter and returned."""
     traced = model_trace(model, tokenizer, text)
-    n_layers, n_heads = len(traced.layers), traced.layers[0].n_heads
+    n_layers, heads = len(traced.layers), traced.layers[0].heads
     layer = n_layers if layer is None else layer
     head = 1 if head is None else head
     if not 1 <= layer <= n_layers:
         raise ValueError(f"layer must be between 1 and {n_layers}; got {layer}")
-    if not 1 <= head <= n_heads:
-        raise ValueError(f"head must be between 1 and {n_heads}; got {head}")
+    if not 1 <= head <= heads:
+        raise ValueError(f"head must be between 1 and {heads}; got {head}")
     chosen = traced.layers[layer - 1]
     shown = ShownModel(
         traced, thumbnails_figure(traced).plotly, shown_stages(chosen, [s.key for s in stages_for(chosen)], head)

@@ -12,7 +12,9 @@ from figures.settings import CONTROLS, config_fields
 # The sidebar's settings that compute (figures/settings.py, each declared once), with their defaults: lecture 000's
 # example, 5 tokens, d_model 8, d_k = d_v = 4, one head, Xavier's weights. The notebook computes on the CPU.
 DEFAULTS: dict[str, object] = {
-    control.key: control.default for control in CONTROLS if control.key == "text" or control.into not in ("", "device")
+    control.key: control.default
+    for control in CONTROLS
+    if control.key == "text" or (control.computes and control.key != "device")
 }
 MADE: weakref.WeakKeyDictionary[AttentionTrace, dict] = weakref.WeakKeyDictionary()  # trace() -> its settings
 

@@ -47,8 +47,8 @@ def show(
     for key in wanted:
         if key not in keys:
             raise ValueError(f"stage {key!r} is not shown for this trace; the stages are {', '.join(keys)}")
-    if not 1 <= head <= made.n_heads:
-        raise ValueError(f"head must be between 1 and {made.n_heads}; got {head}")
+    if not 1 <= head <= made.heads:
+        raise ValueError(f"head must be between 1 and {made.heads}; got {head}")
     shown = shown_stages(made, wanted, head)
     if display:
         display_stages(shown)

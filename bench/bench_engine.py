@@ -35,13 +35,13 @@ def main():
     threads = torch.get_num_threads()
     print(f"machine: {platform.machine()}, {threads} threads, torch {torch.__version__}")
     for n, repeats in ((32, 200), (512, 30)):
-        config = AttentionConfig(d_model=512, d_k=64, n_heads=8, causal=True, device="cpu")
+        config = AttentionConfig(d_model=512, d_k=64, heads=8, causal=True, device="cpu")
         x = embed([f"w{i}" for i in range(n)], 512)
         ms = median_ms(lambda x=x, config=config: compute_attention(x, config), repeats)
         print(f"CPU  n={n:<5} d_model 512, 8 heads, causal: {ms:8.2f} ms")
     if torch.cuda.is_available():
         sync = torch.cuda.synchronize
-        config = AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True, device="cuda")
+        config = AttentionConfig(d_model=768, d_k=64, heads=12, causal=True, device="cuda")
         x = embed([f"w{i}" for i in range(4096)], 768).cuda()
         full = median_ms(lambda: compute_attention(x, config, memory_budget=16 * 2**30), 20, sync)
         trace = compute_attention(x, config, memory_budget=16 * 2**30)

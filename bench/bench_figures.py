@@ -25,7 +25,7 @@ from figures.stages import STAGES, stage_view  # noqa: E402
 from figures.style import Style  # noqa: E402
 
 STYLE = Style()
-CONFIG = AttentionConfig(d_k=8, n_heads=2, device="cpu")
+CONFIG = AttentionConfig(d_k=8, heads=2, device="cpu")
 
 
 def walkthrough(sentence: str) -> None:

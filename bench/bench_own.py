@@ -47,7 +47,7 @@ def median_seconds(work, runs: int = RUNS) -> float:
 
 def check_at_the_caps() -> tuple[float, float]:
     words = " ".join(["word"] * 128)
-    trace = trace_sentence(words, AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True))
+    trace = trace_sentence(words, AttentionConfig(d_model=768, d_k=64, heads=12, causal=True))
     inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
     settings = inputs_settings(trace)
     files = {}

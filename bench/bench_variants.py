@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from attention_core import AttentionConfig, compute_attention, embed  # noqa: E402
 from attention_core.config import check_request, estimate_trace_bytes, memory_budget_bytes  # noqa: E402
 
-SIZES = {"d_model": 512, "d_k": 64, "d_v": 64, "n_heads": 8, "causal": True, "device": "cpu"}
+SIZES = {"d_model": 512, "d_k": 64, "d_v": 64, "heads": 8, "causal": True, "device": "cpu"}
 VARIANTS = {
     "MHA": {"variant": "mha"},
     "GQA (2 kv heads)": {"variant": "gqa", "kv_heads": 2},
@@ -84,7 +84,7 @@ def main():
     print(f"\nAt the cap, n = {n} (budget {budget / 2**20:,.0f} MB):")
     for heads in (8, 4):
         for name, extra in VARIANTS.items():
-            extra = {**extra, "n_heads": heads}
+            extra = {**extra, "heads": heads}
             config = AttentionConfig(**{**SIZES, **extra})
             estimate = estimate_trace_bytes(n, config)
             peak = peak_bytes(n, extra)

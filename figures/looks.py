@@ -53,10 +53,10 @@ def _mla_heads(heads: str, s: Sizes) -> str:
 
 LOOKS: dict[str, Look] = {
     "identity": Look("#6b6b6b", caption="d_k = d_v = d_model and one head, whatever the sliders say"),
-    "mha": Look("#2e6fb0", compared_at=lambda s: dataclasses.replace(s, kv_heads=s.n_heads)),
+    "mha": Look("#2e6fb0", compared_at=lambda s: dataclasses.replace(s, kv_heads=s.heads)),
     "gqa": Look(
         "#7a5195",
-        compared_at=lambda s: dataclasses.replace(s, kv_heads=default_kv_heads(s.n_heads)),
+        compared_at=lambda s: dataclasses.replace(s, kv_heads=default_kv_heads(s.heads)),
         detail=lambda s: f" (g = {s.kv_heads})",
         heads_line=lambda heads, s: f"{heads} sharing {plural(s.kv_heads, 'key/value head')}",
         suits=_suit_gqa,

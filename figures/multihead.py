@@ -38,7 +38,7 @@ def multihead_grid(
     if field is None:
         raise ValueError(f"stage {stage!r} has no map per head; choose one of scores, scaled_scores, mask, weights")
     n = trace.n_tokens
-    heads = range(trace.n_heads) if heads is None else heads
+    heads = range(trace.heads) if heads is None else heads
     h = len(heads)
     cols = min(h, GRID_COLUMNS)
     rows = math.ceil(h / cols)
@@ -86,7 +86,7 @@ def multihead_grid(
         place = GridPlace(i, cols, h, panel, plot_height)
         layout |= panel_axes(place, suffix, ticks, label_font, len(row_blocks), len(col_blocks))
         layout.setdefault("annotations", []).append(place.title(f"head {head + 1}", style.font_size - 2))
-    which, scale_note = grid_title(trace.n_heads, heads, shared_scale)
+    which, scale_note = grid_title(trace.heads, heads, shared_scale)
     figure_layout = style.layout(
         **layout,
         title=style.title(f"{field.replace('_', ' ')} of {which}", scale_note),
@@ -164,16 +164,16 @@ def panel_axes(place: GridPlace, suffix: str, ticks: dict, label_font: int, rows
     }
 
 
-def grid_title(n_heads: int, heads: range, shared_scale: bool) -> tuple[str, str]:
+def grid_title(count: int, heads: range, shared_scale: bool) -> tuple[str, str]:
     """Which heads the grid shows, and what its colour scale means."""
     h = len(heads)
     scale_note = "one colour scale for all heads" if shared_scale else "a colour scale per head: hover for values"
     which = f"all {h} heads"
-    if n_heads == 1:  # not "all 1 heads", and one head's one scale is nothing to remark on
+    if count == 1:  # not "all 1 heads", and one head's one scale is nothing to remark on
         scale_note, which = "", "head 1"
-    if h < n_heads:  # a page of them
+    if h < count:  # a page of them
         first, last = heads[0] + 1, heads[-1] + 1
-        which = f"heads {first}–{last} of {n_heads}" if h > 1 else f"head {first} of {n_heads}"
+        which = f"heads {first}–{last} of {count}" if h > 1 else f"head {first} of {count}"
     return which, scale_note
 
 

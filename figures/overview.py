@@ -59,9 +59,9 @@ def thumbnail_mosaic(
     first token's column blank and each row re-normalized over the others (statistics.without_first);
     `groups`: by words (reading.word_groups), each word's pieces merged (reading.merge_words)."""
     n = len(groups) if groups else len(model_trace.tokens)
-    n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
-    t = max(1, min(n, size, math.isqrt(MOSAIC_CELLS // (n_layers * n_heads)) - 1))  # - 1: the gap
-    mosaic = np.full((n_layers * (t + 1) - 1, n_heads * (t + 1) - 1), np.nan, dtype=np.float32)
+    n_layers, heads = len(model_trace.layers), len(model_trace.kv_head_of)
+    t = max(1, min(n, size, math.isqrt(MOSAIC_CELLS // (n_layers * heads)) - 1))  # - 1: the gap
+    mosaic = np.full((n_layers * (t + 1) - 1, heads * (t + 1) - 1), np.nan, dtype=np.float32)
     for layer_index, layer in enumerate(model_trace.layers):
         weights = layer.weights.detach().cpu().double()  # heads x n x n
         pieces = weights.shape[-1]
@@ -75,7 +75,7 @@ def thumbnail_mosaic(
         weights = weights.numpy()
         small, _, _ = pool(weights, allowed, limit=t)  # every head of the layer at once: heads x t x t
         peaks = np.nan_to_num(small).max(axis=(1, 2))  # weights are >= 0: a block with no allowed cell counts 0
-        for head in range(n_heads):
+        for head in range(heads):
             top, left = layer_index * (t + 1), head * (t + 1)
             mosaic[top : top + t, left : left + t] = small[head] / (peaks[head] or 1.0)
     return mosaic, t
@@ -86,15 +86,15 @@ def thumbnails_figure(
 ) -> Figure:
     """Small attention maps of every layer x head, in one heatmap (see thumbnail_mosaic)."""
     mosaic, t = thumbnail_mosaic(model_trace, size, hide_first, groups)
-    n_layers, n_heads = len(model_trace.layers), len(model_trace.kv_head_of)
+    n_layers, heads = len(model_trace.layers), len(model_trace.kv_head_of)
     centres_y = [i * (t + 1) + (t - 1) / 2 for i in range(n_layers)]
-    centres_x = [j * (t + 1) + (t - 1) / 2 for j in range(n_heads)]
+    centres_x = [j * (t + 1) + (t - 1) / 2 for j in range(heads)]
     pooled = f", each averaged down to {t}x{t}" if t < (len(groups) if groups else len(model_trace.tokens)) else ""
     axis = {"tickmode": "array", "showgrid": False, "zeroline": False}
     hidden = ("; the first token hidden, rows re-normalized" if hide_first else "") + ("; by words" if groups else "")
     subtitle = f"rows = query, columns = key; each map scaled to its own maximum{pooled}{hidden}"
     layout = style.layout(
-        title=style.title(f"Attention weights of all {n_layers} layers x {n_heads} heads", subtitle),
+        title=style.title(f"Attention weights of all {n_layers} layers x {heads} heads", subtitle),
         # read normally up to 1,500 px; on a slide (smaller maps) no taller than a map and its title
         height=int(
             min(

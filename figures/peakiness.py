@@ -42,7 +42,7 @@ def peakiness_figure(trace, head: int, style: Style = DEFAULT_STYLE) -> Figure:
         traces.append(trace_)
         layout_axes[f"xaxis{index + 1 if index else ''}"] = axis
         titles.append({"text": shown, **title, "font": {"size": title_font}})
-    which = f"head {head + 1} of {trace.n_heads}" if trace.n_heads > 1 else ""
+    which = f"head {head + 1} of {trace.heads}" if trace.heads > 1 else ""
     # The note is the title's detail: it moves to the subtitle line, and goes where there is no room for it.
     asked = "How peaked is each row?"  # where that takes two lines, a slide's narrow column: the short question
     if label_width(asked, font) * BOLD > style.width - 24:

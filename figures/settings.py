@@ -1,9 +1,10 @@
 """Every setting of the app, declared once: one Control record each, with its name (the same in the address, the
-notebook's keywords and the code), widget, default, range or choices, label, help, the group a page reads it by,
-and the AttentionConfig field it sets. From them: the sidebar (ui/sidebar.py), a link's check and its refusal
-sentence (ui/links.py), the server's validation and the AttentionConfig it builds (ui/sidebar.py), the pages'
-groups (ui/pages.py), and the notebook's `trace(**settings)` and its defaults (attention_explorer/settings.py).
-No Streamlit here (the notebook reads these too): what a widget does on a change is ui/controls.py's ON_CHANGE.
+notebook's keywords, the layer's config and the code), widget, default, range or choices, label, help, the group a
+page reads it by, and whether it computes (sets AttentionConfig's field of its name). From them: the sidebar
+(ui/sidebar.py), a link's check and its refusal sentence (ui/links.py), the server's validation and the config it
+builds (ui/sidebar.py), the pages' groups (ui/pages.py), and the notebook's `trace(**settings)` and its defaults
+(attention_explorer/settings.py). No Streamlit here (the notebook reads these too): what a widget does on a change
+is ui/controls.py's ON_CHANGE.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class Control:
     help: str | Callable[[], str] = ""  # a callable: read when drawn, as options
     step: int = 1  # a slider's values are multiples of this (MLA's rotary width: even)
     group: str = "settings"  # one of GROUPS: what a page reads it with
-    into: str = ""  # the AttentionConfig field it sets ("" for none: it changes how things are shown)
+    computes: bool = False  # it sets AttentionConfig's field of the same name (else it changes how things are shown)
 
     @property
     def choices(self) -> tuple:
@@ -108,7 +109,7 @@ SLIDERS = (
         APP_MAX_D_MODEL,
         help="Width of each row of X.",
         group="sizes",
-        into="d_model",
+        computes=True,
     ),
     Control(
         "d_k",
@@ -119,7 +120,7 @@ SLIDERS = (
         APP_MAX_WIDTH,
         help="Each head projects d_model → d_k (MLA: the content part of each query and key).",
         group="sizes",
-        into="d_k",
+        computes=True,
     ),
     Control(
         "d_v",
@@ -130,7 +131,7 @@ SLIDERS = (
         APP_MAX_WIDTH,
         help="Width of each head's values and context.",
         group="sizes",
-        into="d_v",
+        computes=True,
     ),
     Control(
         "heads",
@@ -141,7 +142,7 @@ SLIDERS = (
         APP_MAX_HEADS,
         help="Query heads; W_O maps heads · d_v back to d_model.",
         group="sizes",
-        into="n_heads",
+        computes=True,
     ),
 )
 
@@ -161,7 +162,7 @@ VARIANT_CONTROLS = (
         options=lambda: tuple(VARIANTS),
         help=_variant_help,
         group="sizes",
-        into="variant",
+        computes=True,
     ),
     Control(
         "kv_heads",
@@ -172,7 +173,7 @@ VARIANT_CONTROLS = (
         APP_MAX_HEADS,
         help="Each key/value head is read by heads ÷ key/value heads query heads: it must divide the heads.",
         group="sizes",
-        into="kv_heads",
+        computes=True,
     ),
     Control(
         "d_c",
@@ -183,7 +184,7 @@ VARIANT_CONTROLS = (
         APP_MAX_WIDTH,
         help="c_KV = X·W_DKV: every key and value is up-projected from it, and the cache keeps only it (and k^R).",
         group="sizes",
-        into="d_c",
+        computes=True,
     ),
     Control(
         "d_cq",
@@ -194,7 +195,7 @@ VARIANT_CONTROLS = (
         APP_MAX_WIDTH,
         help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2.",
         group="sizes",
-        into="d_cq",
+        computes=True,
     ),
     Control(
         "d_rope",
@@ -206,7 +207,7 @@ VARIANT_CONTROLS = (
         step=2,
         help="The part of each query and key that RoPE turns; the key part k^R is one for all heads.",
         group="sizes",
-        into="d_rope",
+        computes=True,
     ),
 )
 TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
@@ -216,7 +217,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         "toggle",
         False,
         help="Each token sees only itself and the tokens before it (as in GPT).",
-        into="causal",
+        computes=True,
     ),
     Control(
         "window",
@@ -227,7 +228,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         APP_MAX_WINDOW,
         help="With the causal mask: each token sees only the last w tokens, itself included (Mistral, Gemma), and "
         "a decoder's KV cache stops growing at w. 0: every token before it.",
-        into="window",
+        computes=True,
     ),
     Control(
         "sinks",
@@ -235,7 +236,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         "toggle",
         False,
         help="With a window: the first 4 tokens stay visible to every token (StreamingLLM's attention sinks).",
-        into="sinks",
+        computes=True,
     ),
     Control(
         "top_k",
@@ -246,7 +247,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         APP_MAX_WINDOW,
         help="With the causal mask: each token keeps only the k keys DeepSeek-V3.2's indexer scores highest, the "
         "same for every head (here an oracle indexer: the layer's own q·k). 0: every key the mask leaves.",
-        into="top_k",
+        computes=True,
     ),
     Control(
         "mask",
@@ -257,7 +258,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         help="Pieces: causal, window w, sinks s, prefix p, document (its own sentence), dilated s; joined by & "
         "(and), | (or) and parentheses, e.g. causal & (window 8 | sinks 4). With the causal mask on, taken with it. "
         "Empty: the causal mask, the window and top-k above.",
-        into="mask",
+        computes=True,
     ),
     Control(
         "bend",
@@ -267,7 +268,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         options=BEND_CHOICES,
         help="Before the mask: ALiBi (BLOOM's slopes per head; not with rotary positions), a soft cap c·tanh(s/c) "
         "(Gemma 2 caps at 50), or a relative position bias (a number per head and distance, drawn from the seed).",
-        into="bend",
+        computes=True,
     ),
     Control(
         "scaled",
@@ -275,7 +276,7 @@ TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i
         "toggle",
         True,
         help="Divide the scores by √d_k before the softmax; off shows what it is for.",
-        into="scaled",
+        computes=True,
     ),
     Control(
         "numbers",
@@ -303,7 +304,7 @@ POSITIONAL = Control(
     help="Sinusoidal: added to X, so word order changes X. Rotary: q and k turned by their "
     "position, so scores depend on how far apart two tokens are (MLA: its rotary "
     "parts).",
-    into="positional",
+    computes=True,
 )
 OTHERS = (
     Control(
@@ -314,7 +315,7 @@ OTHERS = (
         0,
         MAX_SEED,
         help="Draws X and the W matrices: same seed, same numbers.",
-        into="seed",
+        computes=True,
     ),
     Control(
         "init",
@@ -323,7 +324,7 @@ OTHERS = (
         "xavier",
         options=INIT_CHOICES,
         help="  \n".join(f"**{name}**: {what}" for name, what in INITS.items()),
-        into="init",
+        computes=True,
     ),
     Control(
         "palette",
@@ -335,7 +336,7 @@ OTHERS = (
         + "".join(f"  \n**{p.key}**: {p.name}. {p.why}" for p in PALETTES.values()),
         group="display",
     ),
-    Control("device", "device", "select", "auto", options=DEVICE_CHOICES, group="display", into="device"),
+    Control("device", "device", "select", "auto", options=DEVICE_CHOICES, group="display", computes=True),
     Control(
         "present",
         "presentation mode",
@@ -389,5 +390,5 @@ BY_KEY = {control.key: control for control in CONTROLS}
 
 
 def config_fields(values) -> dict[str, object]:
-    """The AttentionConfig fields that the settings' values make, each under its field's name."""
-    return {control.into: values[control.key] for control in CONTROLS if control.into}
+    """The AttentionConfig fields that the settings' values make: each setting that computes, by its name."""
+    return {control.key: values[control.key] for control in CONTROLS if control.computes}

@@ -244,7 +244,7 @@ MUTANTS = (
            "blocks", ("tests/test_app_real_model.py::"
                       "test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs",)),
     Mutant("check(fn) never tells the student's fn the mask is causal", "attention_explorer/checking.py",
-           'inputs["w_o"], made.n_heads, made.mask is not None', 'inputs["w_o"], made.n_heads, False',
+           'inputs["w_o"], made.heads, made.mask is not None', 'inputs["w_o"], made.heads, False',
            "wrong input"),
     Mutant("a chart's changed figure sent under its old number", "ui/chart.py",
            "if last is None or last[0] != spec:", "if last is None:", "order of figures"),

@@ -58,8 +58,7 @@ def no_problems(at):
 
 
 def default_config(**changes):
-    fields = {"d_model": "d_model", "d_k": "d_k", "d_v": "d_v", "heads": "n_heads"}
-    base = {fields[k]: DEFAULTS[k] for k in fields}
+    base = {name: DEFAULTS[name] for name in ("d_model", "d_k", "d_v", "heads")}
     base.update(causal=DEFAULTS["causal"], scaled=DEFAULTS["scaled"], seed=DEFAULTS["seed"], init=DEFAULTS["init"])
     return AttentionConfig(**{**base, **changes})
 
@@ -100,7 +99,7 @@ def test_sidebar_changes_reach_the_heatmaps(app):
     app.run()
     no_problems(app)
     app.segmented_control(key="head").set_value(2).run()
-    trace = trace_sentence("the cat saw the <b>dog</b>", default_config(d_k=6, n_heads=3, causal=True, seed=42))
+    trace = trace_sentence("the cat saw the <b>dog</b>", default_config(d_k=6, heads=3, causal=True, seed=42))
     weights = panel(app, "attention weights")
     assert weights.subtitle.endswith("head 3 of 3")
     z = weights.z
@@ -259,7 +258,7 @@ def test_a_link_opens_mla_and_every_stage_holds_the_engines_numbers():
     at.query_params.update({"variant": "mla", "heads": "2", "d_c": "3", "d_rope": "2", "positional": "rotary"})
     at.run()
     no_problems(at)
-    config = default_config(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary")
+    config = default_config(variant="mla", heads=2, d_c=3, d_rope=2, positional="rotary")
     trace = trace_sentence(DEFAULT_TEXT, config)
     assert stage_headings(at)[: len(stages_for(trace))] == [heading(stage.key, trace) for stage in stages_for(trace)]
     assert {"latent", "rope", "absorb", "cache"} <= {stage.key for stage in stages_for(trace)}
@@ -276,7 +275,7 @@ def test_choosing_gqa_gives_heads_to_share_and_the_heads_share_keys():
     app.selectbox(key="variant").set_value("gqa").run()
     no_problems(app)
     assert (app.slider(key="heads").value, app.slider(key="kv_heads").value) == (4, 2)  # default_kv_heads(4)
-    trace = trace_sentence(DEFAULT_TEXT, default_config(variant="gqa", n_heads=4, kv_heads=2))
+    trace = trace_sentence(DEFAULT_TEXT, default_config(variant="gqa", heads=4, kv_heads=2))
     assert trace.kv_head_of == (0, 0, 1, 1)
     np.testing.assert_allclose(panel(app, "K = X·W_K").z, trace.k[0].numpy(), rtol=1e-6)
     np.testing.assert_allclose(panel(app, "attention weights").z, trace.weights[0].numpy(), rtol=1e-6)
@@ -312,7 +311,7 @@ def test_the_cache_stage_takes_its_choices_from_the_link_and_names_a_bad_one():
         ({"text": "   "}, "text is empty"),
         ({"text": "word " * 5000}, "Sentence has 25,000 characters; at most 20,000 are allowed"),
         ({"d_model": 0}, "d_model must be between 1 and 4096; got 0"),
-        ({"heads": 100}, "n_heads must be between 1 and 64; got 100"),
+        ({"heads": 100}, "heads must be between 1 and 64; got 100"),
         ({"seed": -1}, "seed must be between 0 and 4294967295; got -1"),
         ({"seed": 1.5}, "seed must be an integer between 0 and 4294967295; got 1.5"),
         ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps; got 'tpu'"),
@@ -384,7 +383,7 @@ def test_a_refused_link_value_shows_what_the_message_says(raw):
     no_problems(at)
     assert any(f"= '{raw}', which is not used" in shown(w) and "Showing 4 instead" in shown(w) for w in at.warning)
     assert at.slider(key="d_k").value == 4 and at.slider(key="heads").value == 2  # the other values still taken
-    trace = trace_sentence(DEFAULT_TEXT, default_config(n_heads=2))
+    trace = trace_sentence(DEFAULT_TEXT, default_config(heads=2))
     np.testing.assert_allclose(panel(at, "Q = X·W_Q").z, trace.q[0].numpy(), rtol=1e-6)  # d_k 4
 
 
@@ -485,7 +484,7 @@ def test_multihead_page_shows_every_head(app):
     app.switch_page("app_pages/multihead/multihead.py").run()
     no_problems(app)
     assert app.title[0].value == "4 heads in parallel"
-    trace = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4))
+    trace = trace_sentence(DEFAULT_TEXT, default_config(heads=4))
     grid = chart_titled(app, "weights of all 4 heads")
     heads = [d for d in grid["data"] if d["type"] == "heatmap" and d.get("showscale") is not None]
     heads = [d for d in heads if "value = " in d.get("hovertemplate", "")]
@@ -546,8 +545,8 @@ def test_compare_two_variants_shows_what_each_caches(app):
     app.segmented_control(key="cmp_what").set_value("two variants").run()
     no_problems(app)
     sides = [p for spec in charts(app) for p in panels(spec) if p.name.startswith("attention weights")]
-    mha = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4))
-    mla = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="mla"))
+    mha = trace_sentence(DEFAULT_TEXT, default_config(heads=4))
+    mla = trace_sentence(DEFAULT_TEXT, default_config(heads=4, variant="mla"))
     np.testing.assert_allclose(sides[0].z, mha.weights[0].numpy(), rtol=1e-6)
     np.testing.assert_allclose(sides[1].z, mla.weights[0].numpy(), rtol=1e-6)
     kept = [m.value for m in app.metric if m.label == "KV cache per token and layer"]
@@ -563,7 +562,7 @@ def test_multihead_page_says_which_heads_share_keys_and_adds_the_variants_stages
     app.switch_page("app_pages/multihead/multihead.py").run()
     no_problems(app)
     assert any("heads 1, 2 read key/value head 1; heads 3, 4 read key/value head 2" in m.value for m in app.markdown)
-    gqa = trace_sentence(DEFAULT_TEXT, default_config(n_heads=4, variant="gqa"))
+    gqa = trace_sentence(DEFAULT_TEXT, default_config(heads=4, variant="gqa"))
     assert heading("cache", gqa) in stage_headings(app)
 
 
@@ -609,7 +608,7 @@ def test_many_heads_on_a_slide_are_paged_a_row_at_a_time_and_the_arrows_step_thr
         [b for b in app.button if b.label == label][0].click().run()
         no_problems(app)
 
-    trace = trace_sentence(DEFAULT_TEXT, default_config(d_model=48, n_heads=12))
+    trace = trace_sentence(DEFAULT_TEXT, default_config(d_model=48, heads=12))
     for first in (1, 5, 9):
         spec = grid()
         assert title_of(spec).startswith(f"weights of heads {first}–{first + 3} of 12")

@@ -68,7 +68,7 @@ def test_every_variant_decodes_and_its_cache_holds_what_the_registry_says(page, 
     page.slider(key="dec_step").set_value(3).run()
     no_problems(page)
     config = settings_from({k: page.session_state[k] for k in DEFAULTS if k in page.session_state}).config
-    assert config.variant == variant and config.n_heads == (1 if variant == "identity" else 4)  # X: one head
+    assert config.variant == variant and config.heads == (1 if variant == "identity" else 4)  # X: one head
     decoding = decode_sentence(DEFAULT_TEXT, config)
     spec, sizes = VARIANTS[variant], config.sizes
     cache = decoding.cache_at(3)

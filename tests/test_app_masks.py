@@ -35,7 +35,7 @@ def config(**changes) -> AttentionConfig:
 def test_a_link_opens_the_composed_mask_and_the_bend_with_the_engines_numbers():
     at = opened(mask=COMPOSED, bend="alibi", heads="2")
     no_problems(at)
-    trace = trace_sentence(DEFAULT_TEXT, config(n_heads=2, mask=COMPOSED, bend="alibi"))
+    trace = trace_sentence(DEFAULT_TEXT, config(heads=2, mask=COMPOSED, bend="alibi"))
     assert stage_headings(at)[: len(stages_for(trace))] == [heading(stage.key, trace) for stage in stages_for(trace)]
     assert "6 · Bend the scores" in stage_headings(at) and "7 · Composed mask" in stage_headings(at)
     # The page draws the engine's own float32 numbers: on one machine the same code on the same inputs gives the same
@@ -109,7 +109,7 @@ def test_multihead_offers_the_bent_scores_and_compare_draws_both_sides_each_with
     assert [option.content for option in maps.proto.options] == ["QKᵀ", "/√d_k", "bend", "mask", "softmax"]
     maps.set_value("bend").run()
     no_problems(at)
-    trace = trace_sentence(DEFAULT_TEXT, config(n_heads=2, mask=COMPOSED, bend="softcap 2"))
+    trace = trace_sentence(DEFAULT_TEXT, config(heads=2, mask=COMPOSED, bend="softcap 2"))
     maps = [decode(t["z"]) for spec in charts(at) for t in spec["data"] if t.get("type") == "heatmap" and "z" in t]
     assert any(m.size == 25 and np.array_equal(m.reshape(5, 5), trace.bent_scores[1].numpy()) for m in maps)
     at = opened("app_pages/compare/compare.py", mask=COMPOSED, bend="alibi")

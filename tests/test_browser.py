@@ -639,7 +639,7 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
     arrow keys; with 13 awkward tokens the ones MLA adds or changes, each opened by its address. (There a 13-token
     output slide needs scrolling for every variant, MHA too: issue 25's, as are the other long inputs.)"""
     trace = trace_sentence(
-        text, AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
+        text, AttentionConfig(variant="mla", heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
     )
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()

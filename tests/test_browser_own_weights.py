@@ -68,7 +68,7 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     x = torch.as_tensor(shown["x"], dtype=torch.float64)  # the module reads the page's (float32) X from here on
     with torch.no_grad():
         _, module_weights = module(x[None])
-    config = AttentionConfig(d_model=16, d_k=8, n_heads=2, variant="mha", causal=True, dtype="float64")
+    config = AttentionConfig(d_model=16, d_k=8, heads=2, variant="mha", causal=True, dtype="float64")
     weights = {name: torch.as_tensor(shown[name], dtype=torch.float64) for name in ("w_q", "w_k", "w_v", "w_o")}
     _within_float32_of(shown, module_weights[0], config, x, weights)
 
@@ -132,7 +132,7 @@ def test_a_deepseek_checkpoint_opens_in_the_walkthrough_with_its_mla(server, bro
         future = ~torch.ones(len(x), len(x), dtype=torch.bool).tril()
         mask = torch.zeros(len(x), len(x), dtype=torch.float64).masked_fill(future, hidden)
         _, module_weights = module(x[None], turn, mask[None, None])
-    config = AttentionConfig(d_model=16, d_k=4, d_v=3, n_heads=3, variant="mla", d_c=5, d_cq=6, d_rope=4,
+    config = AttentionConfig(d_model=16, d_k=4, d_v=3, heads=3, variant="mla", d_c=5, d_cq=6, d_rope=4,
                              positional="rotary", causal=True, dtype="float64")  # fmt: skip
     names = ("w_dq", "g_q", "w_uq", "w_qr", "w_dkv", "g_kv", "w_uk", "w_uv", "w_kr", "w_o")
     weights = {name: torch.as_tensor(shown[name], dtype=torch.float64) for name in names}

@@ -131,20 +131,20 @@ def students(trace, mistake: str | None = None) -> dict[str, np.ndarray]:
 
 
 CONFIGS = {
-    "mha": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True),
-    "gqa": AttentionConfig(d_model=8, d_k=2, n_heads=4, kv_heads=2, variant="gqa", causal=True),
-    "rope": AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, positional="rotary"),
-    "bent": AttentionConfig(d_model=8, d_k=4, n_heads=2, mask="causal & (window 3 | sinks 1)", bend="alibi"),
+    "mha": AttentionConfig(d_model=8, d_k=4, heads=2, causal=True),
+    "gqa": AttentionConfig(d_model=8, d_k=2, heads=4, kv_heads=2, variant="gqa", causal=True),
+    "rope": AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, positional="rotary"),
+    "bent": AttentionConfig(d_model=8, d_k=4, heads=2, mask="causal & (window 3 | sinks 1)", bend="alibi"),
 }
 
 
 # The app's caps (128 tokens, 768 wide, 12 heads): with a normal init the scores reach ~800, and a softmax of
 # those moves with the last bits of its inputs. A fixed allowance failed a right float32 implementation here.
 CAPS = {
-    "mha": AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True),
-    "gqa": AttentionConfig(d_model=768, d_k=64, n_heads=12, kv_heads=4, variant="gqa", causal=True),
-    "rope": AttentionConfig(d_model=768, d_k=64, n_heads=12, causal=True, positional="rotary"),
-    "bent": AttentionConfig(d_model=768, d_k=64, n_heads=12, mask="causal & dilated 3", bend="relative"),
+    "mha": AttentionConfig(d_model=768, d_k=64, heads=12, causal=True),
+    "gqa": AttentionConfig(d_model=768, d_k=64, heads=12, kv_heads=4, variant="gqa", causal=True),
+    "rope": AttentionConfig(d_model=768, d_k=64, heads=12, causal=True, positional="rotary"),
+    "bent": AttentionConfig(d_model=768, d_k=64, heads=12, mask="causal & dilated 3", bend="relative"),
 }
 CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))
 SIZES = {"small": (TEXT, CONFIGS), "caps": (CAPS_TEXT, CAPS)}
@@ -381,7 +381,7 @@ def mla_student(inputs: dict, settings: dict, mistake: str | None = None) -> dic
             "z": context.transpose(1, 0, 2), "attn_output": output}  # fmt: skip
 
 
-MLA = AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
+MLA = AttentionConfig(variant="mla", heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
 
 
 def test_mla_is_checked_through_its_latent_its_rotary_key_and_its_absorbed_scores():
@@ -457,7 +457,7 @@ def test_a_sliding_window_its_sinks_and_top_k_are_in_the_settings_and_a_student_
     window, sinks, top_k
 ):
     text = "one two three four five six seven eight nine"
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks, top_k=top_k)
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, window=window, sinks=sinks, top_k=top_k)
     trace = trace_sentence(text, config)
     settings = inputs_settings(trace)
     assert (settings["window"], settings["sinks"], settings["top_k"]) == (window, 4 if sinks else 0, top_k)

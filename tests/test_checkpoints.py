@@ -51,7 +51,7 @@ def _opened(filename: str, data: bytes, heads: int | None = None, causal: bool =
     layer = find_layers(checkpoint)[0]
     sizes, weights = split(layer, heads or checkpoint.facts["heads"])
     settings = {k: v for k, v in sizes.items() if k not in ("heads", "variant")}
-    config = AttentionConfig(n_heads=sizes["heads"], variant=sizes["variant"], causal=causal, dtype="float64",
+    config = AttentionConfig(heads=sizes["heads"], variant=sizes["variant"], causal=causal, dtype="float64",
                              **(settings | config))  # fmt: skip
     return checkpoint, layer, config, weights
 
@@ -126,7 +126,7 @@ def test_a_nanogpt_checkpoint_gives_nanogpt_attention():
     checkpoint, layer, config, weights = _opened("ckpt.pt", data)
     assert (layer.prefix, layer.layout.key, checkpoint.facts) == ("transformer.h.0.attn", "nanogpt", {"heads": 4})
     assert layer.unplaced == ("transformer.h.0.attn.bias",) and layer.biases == ()  # the mask buffer, not a bias
-    assert (config.n_heads, config.d_k, VARIANTS[config.variant].label) == (4, 8, "MHA")
+    assert (config.heads, config.d_k, VARIANTS[config.variant].label) == (4, 8, "MHA")
     x = _x(32)
     with torch.no_grad():
         output, attention = module(x[None])
@@ -324,13 +324,13 @@ def test_a_link_to_own_weights_opens_them_and_a_size_changed_by_hand_is_named_an
     at.query_params.update(link)
     at.run()
     no_problems(at)
-    config = default_config(d_model=16, d_k=8, d_v=8, n_heads=2)
+    config = default_config(d_model=16, d_k=8, d_v=8, heads=2)
     yours = trace_sentence(DEFAULT_TEXT, config, weights=weights)  # the app's own X (the file holds no embedding)
     np.testing.assert_allclose(panel(at, "attention weights").z, yours.weights[0].numpy(), rtol=1e-6)  # same kernels
     at.slider(key="d_k").set_value(4).run()  # the file's W_Q is 16 wide: 2 heads of 8, not of 4
     refusal = "Your weights (ckpt.pt, h.0.attn) need d_k 8 with 2 heads; the settings differ, so drawn weights"
     assert any(refusal in shown(w) for w in at.warning), [shown(w) for w in at.warning]
-    drawn = trace_sentence(DEFAULT_TEXT, default_config(d_model=16, d_k=4, d_v=8, n_heads=2))
+    drawn = trace_sentence(DEFAULT_TEXT, default_config(d_model=16, d_k=4, d_v=8, heads=2))
     np.testing.assert_allclose(panel(at, "attention weights").z, drawn.weights[0].numpy(), rtol=1e-6)
     at.button(key="own_sizes_back").click().run()
     assert at.slider(key="d_k").value == 8 and not any(refusal in shown(w) for w in at.warning)

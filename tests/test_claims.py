@@ -38,7 +38,7 @@ pytestmark = pytest.mark.numeric
 
 SENTENCES = ("The next day is bright", "The dog chased the ball but it couldn't catch it")
 CONFIGS = [
-    AttentionConfig(d_model=d_model, d_k=d_k, n_heads=2, causal=causal, scaled=scaled, init=init, seed=seed)
+    AttentionConfig(d_model=d_model, d_k=d_k, heads=2, causal=causal, scaled=scaled, init=init, seed=seed)
     for init in INIT_CHOICES
     for d_model, d_k in ((8, 4), (64, 16), (8, 64))
     for causal, scaled, seed in ((False, True, 0), (True, True, 3), (True, False, 5))
@@ -57,7 +57,7 @@ def traces(request):
 
 def test_scores_claim_their_range(traces):
     for trace in traces:
-        for head in range(trace.n_heads):
+        for head in range(trace.heads):
             text = stage_view(trace, "scores", head).explanation
             values = trace.scores[head].double()
             assert f"Here they run from {float(values.min()):.2f} to {float(values.max()):.2f}." in text
@@ -65,7 +65,7 @@ def test_scores_claim_their_range(traces):
 
 def test_scaling_claims_hold_for_the_variances_shown(traces):
     for trace in traces:
-        for head in range(trace.n_heads):
+        for head in range(trace.heads):
             stats = score_variances(trace, head)
             notes = " ".join(scaling_notes(trace, head))
             assert notes in stage_view(trace, "scaled_scores", head).explanation
@@ -155,7 +155,7 @@ def test_mask_claims_count_the_hidden_cells(traces):
 
 def test_weights_claims_rows_sum_to_one_and_name_the_most_peaked_row(traces):
     for trace in traces:
-        for head in range(trace.n_heads):
+        for head in range(trace.heads):
             text = stage_view(trace, "weights", head).explanation
             assert "Each row now sums to 1" in text
             torch.testing.assert_close(trace.weights[head].sum(-1), torch.ones(trace.n_tokens))
@@ -259,7 +259,7 @@ def test_the_lectures_printed_numbers_are_reproduced_or_corrected():
         x = typed.pop("x", None)
         s = example.sizes
         config = AttentionConfig(
-            d_model=s["d_model"], d_k=s["d_k"], d_v=s["d_v"], n_heads=s["heads"], causal=s["causal"],
+            d_model=s["d_model"], d_k=s["d_k"], d_v=s["d_v"], heads=s["heads"], causal=s["causal"],
             scaled=s["scaled"], variant=s["variant"],
         )  # fmt: skip
         trace = trace_sentence(example.text, config, x=x, weights=typed)
@@ -305,11 +305,11 @@ def test_compare_holds_what_it_says_it_holds():
 # too (one token, d_k = 1, no rotary part, a query latent, GQA with one key/value head).
 
 VARIANT_CONFIGS = [
-    AttentionConfig(variant="mla", n_heads=2, d_c=3, d_rope=2, positional="rotary", causal=True),
-    AttentionConfig(variant="mla", n_heads=3, d_k=1, d_c=1, d_rope=0, seed=4),
-    AttentionConfig(variant="mla", n_heads=2, d_k=6, d_c=5, d_cq=3, d_rope=4, seed=2, init="kaiming"),
-    AttentionConfig(variant="gqa", n_heads=4, kv_heads=2, positional="rotary", seed=1),
-    AttentionConfig(variant="mqa", n_heads=3, d_k=2, positional="rotary", causal=True),
+    AttentionConfig(variant="mla", heads=2, d_c=3, d_rope=2, positional="rotary", causal=True),
+    AttentionConfig(variant="mla", heads=3, d_k=1, d_c=1, d_rope=0, seed=4),
+    AttentionConfig(variant="mla", heads=2, d_k=6, d_c=5, d_cq=3, d_rope=4, seed=2, init="kaiming"),
+    AttentionConfig(variant="gqa", heads=4, kv_heads=2, positional="rotary", seed=1),
+    AttentionConfig(variant="mqa", heads=3, d_k=2, positional="rotary", causal=True),
     AttentionConfig(variant="mha", d_k=2, positional="rotary"),
 ]
 VARIANT_TEXTS = ("The next day is bright", "Hi")
@@ -334,7 +334,7 @@ def test_latent_claims_count_what_the_cache_keeps(variant_traces):
         rope, per_token, mha = kept.groups()
         assert int(per_token) == (c_kv.numel() + (k_r.numel() if k_r is not None else 0)) // trace.n_tokens
         assert (rope is None) == (k_r is None or k_r.shape[-1] == 0)
-        assert int(mha) == trace.n_heads * (trace.parts["q_c"].shape[-1] + trace.d_v)
+        assert int(mha) == trace.heads * (trace.parts["q_c"].shape[-1] + trace.d_v)
         assert ("all ones here" in text) == all(bool((g == 1).all()) for n, g in trace.params.items() if n[0] == "g")
 
 
@@ -433,7 +433,7 @@ def test_cache_claims_equal_the_bytes_of_what_the_variant_keeps(variant_traces):
 @pytest.mark.parametrize("causal", [True, False])
 def test_means_over_rows_leave_out_a_row_that_sees_only_itself_and_say_so(text, causal):
     """Issue 25: a causal mean counted row 1, one-hot whatever the numbers (Compare: 0.437, 0.543 without)."""
-    trace = trace_sentence(text, AttentionConfig(n_heads=2, causal=causal))
+    trace = trace_sentence(text, AttentionConfig(heads=2, causal=causal))
     n, summary = trace.n_tokens, trace.head_summary()
     first = 1 if causal and n > 1 else 0
     for head in range(2):
@@ -465,7 +465,7 @@ def test_a_lecture_pattern_says_what_its_row_puts_on_the_two_words(example, caus
     right occurrence of the query), where its most goes when elsewhere, and "masked" exactly where it is."""
     pattern = example.pattern
     assert pattern_for(tokenize(example.text.upper())) is pattern
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=causal, seed=seed)
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, causal=causal, seed=seed)
     trace = trace_sentence(example.text, config)
     query, key, instead = pattern.positions(trace.tokens)
     assert trace.tokens[query].lower() == pattern.query.lower()

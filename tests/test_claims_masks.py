@@ -128,7 +128,7 @@ def assert_the_result_is_said_as_it_agrees(trace, text: str, block: int, head: i
     gap = float((tiled - trace.context[head].double()).abs().max())
     said_gap = float(found[1]) if found[1] else 0.0
     assert said_gap == pytest.approx(gap, rel=0.06, abs=0.0), (said_gap, gap)  # written with 2 figures
-    mod = alibi_mod(trace.n_heads) if trace.bend == "alibi" else None
+    mod = alibi_mod(trace.heads) if trace.bend == "alibi" else None
     within = bound(trace, trace.mask, mod, F32)[head]
     assert said_gap <= float((2 * within.error).max()), (said_gap, text)  # no further apart than rounding allows
 
@@ -156,7 +156,7 @@ def test_tiles_that_say_a_result_far_from_the_context_fail_the_check(monkeypatch
 def test_the_tiles_with_a_bend_and_skipped_tiles_equal_the_context():
     """The tiles' online softmax, bent tile by tile and skipping the empty tiles, is the ·V stage within the rounding
     of either (float64 here: tests/numerics.py's bound for the bent scores, the softmax and the sum)."""
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, mask="document", bend="relative", dtype="float64", seed=2)
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, mask="document", bend="relative", dtype="float64", seed=2)
     trace = trace_sentence(TEXT, config)
     for head in range(2):
         tiled = tiled_output(trace.q[head], trace.k[head], trace.v[head], 4, trace.scale, ~trace.mask,
@@ -166,7 +166,7 @@ def test_the_tiles_with_a_bend_and_skipped_tiles_equal_the_context():
 
 
 def test_alibi_says_its_slope_and_the_farthest_pairs_penalty():
-    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, n_heads=4, causal=True, bend="alibi"))
+    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, heads=4, causal=True, bend="alibi"))
     slopes = build_alibi_tensor(torch.ones(1, 2), 4, torch.float64)[:, 0, 1]
     n = trace.n_tokens
     for head in range(4):
@@ -190,7 +190,7 @@ def test_the_soft_cap_says_the_largest_score_before_and_after(cap):
 
 
 def test_the_relative_bias_says_the_range_it_added():
-    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, n_heads=2, bend="relative", seed=4))
+    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, heads=2, bend="relative", seed=4))
     added = (trace.bent_scores[1] - trace.scaled_scores[1]).double()
     text = said(trace, "bend", 1)
     assert f"Head 2 adds from {float(added.min()):.3g} to {float(added.max()):.3g} here" in text

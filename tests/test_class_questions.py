@@ -18,7 +18,7 @@ def weights_of(tokens, rows):
 
 
 def test_every_kind_answers_from_the_numbers_the_pages_compute():
-    trace = trace_sentence("The animal didn't cross the street because it was tired", AttentionConfig(n_heads=4))
+    trace = trace_sentence("The animal didn't cross the street because it was tired", AttentionConfig(heads=4))
     weights = trace.weights.numpy().astype(np.float64)
     text, options, answer = most_weighed(trace)
     assert answer == trace.tokens[int(np.argmax(weights[0, -1]))] and answer in options and "'tired'" in text

@@ -77,9 +77,9 @@ COMPOSED = {
 }
 
 
-def alibi_mod(n_heads):
+def alibi_mod(heads):
     # BLOOM's own slopes (transformers): build_alibi_tensor gives slope·position; position 1 is the slope.
-    slopes = build_alibi_tensor(torch.ones(1, 2), n_heads, torch.float64)[:, 0, 1]
+    slopes = build_alibi_tensor(torch.ones(1, 2), heads, torch.float64)[:, 0, 1]
     return lambda score, b, h, q, kv: score - slopes[h] * (q - kv).abs()
 
 
@@ -87,8 +87,8 @@ def softcap_mod(cap):
     return lambda score, b, h, q, kv: cap * torch.tanh(score / cap)
 
 
-def relative_mod(n_heads, seed):
-    table = relative_table(n_heads, seed)  # the drawn numbers; the lookup is written here
+def relative_mod(heads, seed):
+    table = relative_table(heads, seed)  # the drawn numbers; the lookup is written here
     return lambda score, b, h, q, kv: (
         score + table[h, torch.clamp(q - kv, -RELATIVE_REACH, RELATIVE_REACH) + RELATIVE_REACH]
     )
@@ -124,7 +124,7 @@ def scored(trace, q: Bound, k: Bound, v: Bound, mask, score_mod, u: float) -> di
     touches), the softmax over the kept keys and the weighted sum of values."""
     scaled = scale(matmul(q, k.map(lambda t: t.transpose(-2, -1)), u), trace.scale, u)
     if score_mod is not None:
-        h, n = trace.n_heads, trace.n_tokens
+        h, n = trace.heads, trace.n_tokens
         heads, rows, cols = torch.arange(h)[:, None, None], torch.arange(n)[None, :, None], torch.arange(n)[None, None]
         value = score_mod(scaled.value, 0, heads, rows, cols)
         scaled = Bound(value, scaled.error + BEND_ROUNDINGS * u * (scaled.value.abs() + value.abs()))
@@ -141,7 +141,7 @@ def bound(trace, mask, score_mod, u: float = F64) -> Bound:
 @pytest.mark.parametrize("composition", COMPOSED)
 @pytest.mark.parametrize("bent", BENT)
 def test_a_composed_mask_and_a_bend_equal_flex_attention(composition, bent):
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=3, seed=5, mask=composition, bend=bent, dtype="float64")
+    config = AttentionConfig(d_model=8, d_k=4, heads=3, seed=5, mask=composition, bend=bent, dtype="float64")
     trace = trace_sentence(TEXT, config)
     mask_mod = COMPOSED[composition](trace.tokens)
     score_mod = BENT[bent](3, 5) if bent else None
@@ -161,9 +161,7 @@ def test_a_composed_mask_and_a_bend_equal_flex_attention(composition, bent):
 
 def test_a_planted_fault_is_outside_the_bound():
     """The comparison sees a mask one key wider and a slope off by one head: each moves the output far past it."""
-    config = AttentionConfig(
-        d_model=8, d_k=4, n_heads=2, seed=5, mask="causal & window 3", bend="alibi", dtype="float64"
-    )
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, seed=5, mask="causal & window 3", bend="alibi", dtype="float64")
     trace = trace_sentence(TEXT, config)
     n = trace.n_tokens
     wider = flex(trace, and_masks(causal, window(4)), alibi_mod(2))
@@ -215,7 +213,7 @@ def test_one_token_and_a_block_larger_than_n(n):
 
 
 def test_a_row_that_keeps_one_key_copies_its_value():
-    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, n_heads=2, mask="window 1", bend="softcap 2"))
+    trace = trace_sentence(TEXT, AttentionConfig(d_model=8, d_k=4, heads=2, mask="window 1", bend="softcap 2"))
     assert torch.equal(trace.weights, torch.eye(trace.n_tokens).expand_as(trace.weights))
     assert torch.equal(trace.context, trace.v)
 
@@ -352,19 +350,19 @@ DECODED = [
     {"mask": "document", "causal": True},
     {"causal": True, "bend": "alibi"},
     {"mask": "causal & dilated 2", "bend": "relative"},
-    {"causal": True, "bend": "softcap 2", "variant": "gqa", "n_heads": 4},
+    {"causal": True, "bend": "softcap 2", "variant": "gqa", "heads": 4},
 ]
 
 
 @pytest.mark.parametrize("settings", DECODED)
 def test_decoding_keeps_to_the_mask_and_the_bend(settings):
     """Each step's row is the full pass's row: the cache read at the keys the mask keeps, bent at their positions."""
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=settings.pop("n_heads", 2), dtype="float64", **settings)
+    config = AttentionConfig(d_model=8, d_k=4, heads=settings.pop("heads", 2), dtype="float64", **settings)
     full, decoded = trace_sentence(TEXT, config), decode_sentence(TEXT, config)
     # Both from X and the weights, in float64: the projections, the scores, the bend and the softmax, each path
     # summing in its own order (the step projects one token, the full pass all of them).
     projected = trace_bound(full, Rounding.throughout("float64"))
-    mod = BENT[full.bend](full.n_heads, full.bend_seed) if full.bend else None
+    mod = BENT[full.bend](full.heads, full.bend_seed) if full.bend else None
     weights = scored(full, projected["q"], projected["k"], projected["v"], full.mask, mod, F64)["weights"]
     for step in decoded.steps:
         kept = full.mask[step.position].nonzero()[:, 0].tolist() if full.mask is not None else None

@@ -18,15 +18,15 @@ pytestmark = pytest.mark.numeric
 
 SENTENCE = "the quick brown fox jumps over the lazy dog"
 CONFIGS = {
-    "mha": dict(n_heads=2),
-    "mha-rotary": dict(n_heads=2, positional="rotary"),
-    "gqa": dict(variant="gqa", n_heads=4, kv_heads=2, positional="rotary"),
-    "mqa": dict(variant="mqa", n_heads=3),
-    "mla": dict(variant="mla", n_heads=2, d_c=6, d_rope=4, positional="rotary"),
-    "mla-query-latent": dict(variant="mla", n_heads=2, d_c=6, d_cq=5, d_rope=4, positional="rotary"),
-    "mla-no-rope": dict(variant="mla", n_heads=2, d_c=6),
+    "mha": dict(heads=2),
+    "mha-rotary": dict(heads=2, positional="rotary"),
+    "gqa": dict(variant="gqa", heads=4, kv_heads=2, positional="rotary"),
+    "mqa": dict(variant="mqa", heads=3),
+    "mla": dict(variant="mla", heads=2, d_c=6, d_rope=4, positional="rotary"),
+    "mla-query-latent": dict(variant="mla", heads=2, d_c=6, d_cq=5, d_rope=4, positional="rotary"),
+    "mla-no-rope": dict(variant="mla", heads=2, d_c=6),
     "identity": dict(variant="identity", positional="rotary"),
-    "unscaled": dict(scaled=False, n_heads=2),
+    "unscaled": dict(scaled=False, heads=2),
 }
 
 

@@ -17,7 +17,7 @@ from tests.test_figures import _every_figure
 
 
 def test_every_figure_the_app_builds_has_a_name_and_a_summary():
-    decoding = decode_sentence("the cat saw the dog", AttentionConfig(n_heads=2, causal=True))
+    decoding = decode_sentence("the cat saw the dog", AttentionConfig(heads=2, causal=True))
     figures = [*_every_figure(), ("decode step", step_figure(decoding, 2, 1)),
                ("decode cache", cache_and_rows_figure(decoding, 2, 1))]  # fmt: skip
     for where, figure in figures:
@@ -89,7 +89,7 @@ def test_the_multi_head_grid_names_each_map_as_its_title_says():
     """The keyboard walk (chart.js) and the summary call a head's map as the grid titles it, "head 2"."""
     from figures.multihead import multihead_grid
 
-    trace = trace_sentence("Alice will eat pizza", AttentionConfig(n_heads=3))
+    trace = trace_sentence("Alice will eat pizza", AttentionConfig(heads=3))
     name, summary = describe(multihead_grid(trace))
     assert name == "weights of all 3 heads"
     assert summary.startswith("head 1: 4 × 4 weights") and "head 3: " in summary

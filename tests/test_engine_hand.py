@@ -66,7 +66,7 @@ def test_lecture_shape_table_the_next_day_is_bright():
 
 def test_multi_head_concat_and_output_shapes():
     # The "All about transformers" lecture: concat is (N, h·d_v), W_O maps it back to (N, d).
-    trace = compute_attention(embed(list("abcdef"), 16), AttentionConfig(d_model=16, d_k=4, d_v=3, n_heads=5))
+    trace = compute_attention(embed(list("abcdef"), 16), AttentionConfig(d_model=16, d_k=4, d_v=3, heads=5))
     assert tuple(trace.concat.shape) == (6, 15)
     assert tuple(trace.w_o.shape) == (15, 16)
     assert tuple(trace.output.shape) == (6, 16)
@@ -75,7 +75,7 @@ def test_multi_head_concat_and_output_shapes():
 
 @pytest.mark.parametrize(
     "changes",
-    [{}, {"d_k": 1}, {"scaled": False}, {"variant": "identity"}, {"variant": "gqa", "n_heads": 4, "kv_heads": 2}],
+    [{}, {"d_k": 1}, {"scaled": False}, {"variant": "identity"}, {"variant": "gqa", "heads": 4, "kv_heads": 2}],
     ids=["mha", "d_k=1", "unscaled", "identity", "gqa"],
 )
 def test_the_scale_is_one_over_the_root_of_the_width_at_which_q_and_k_meet(changes):

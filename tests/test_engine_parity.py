@@ -26,7 +26,7 @@ def _random_x(n, d_model, dtype, seed):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d_model,d_k,d_v,heads", MHA_CONFIGS)
 def test_output_matches_nn_multihead_attention(d_model, d_k, d_v, heads, causal, dtype):
-    config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, n_heads=heads, causal=causal, seed=7, dtype=dtype)
+    config = AttentionConfig(d_model=d_model, d_k=d_k, d_v=d_v, heads=heads, causal=causal, seed=7, dtype=dtype)
     x = _random_x(6, d_model, config.torch_dtype, seed=1)
     trace = compute_attention(x, config, tokens=list("abcdef")).to("cpu")  # computed on CUDA where present
 
@@ -53,7 +53,7 @@ def test_output_matches_nn_multihead_attention(d_model, d_k, d_v, heads, causal,
 @pytest.mark.parametrize("d_model,d_k,d_v,heads", FREE_CONFIGS)
 def test_context_matches_scaled_dot_product_attention(d_model, d_k, d_v, heads, causal, scaled, dtype):
     config = AttentionConfig(
-        d_model=d_model, d_k=d_k, d_v=d_v, n_heads=heads, causal=causal, scaled=scaled, seed=3, dtype=dtype
+        d_model=d_model, d_k=d_k, d_v=d_v, heads=heads, causal=causal, scaled=scaled, seed=3, dtype=dtype
     )
     x = _random_x(7, d_model, config.torch_dtype, seed=2)
     trace = compute_attention(x, config).to("cpu")
@@ -68,7 +68,7 @@ def test_context_matches_scaled_dot_product_attention(d_model, d_k, d_v, heads, 
 
 
 def test_stages_are_each_others_definitions():
-    config = AttentionConfig(d_model=6, d_k=3, n_heads=2, causal=True, seed=5, dtype="float64")
+    config = AttentionConfig(d_model=6, d_k=3, heads=2, causal=True, seed=5, dtype="float64")
     trace = compute_attention(_random_x(5, 6, torch.float64, seed=4), config).to("cpu")
     torch.testing.assert_close(trace.q, trace.x @ trace.w_q)
     torch.testing.assert_close(trace.scores, trace.q @ trace.k.transpose(-2, -1))

@@ -18,7 +18,7 @@ configs = st.builds(
     d_model=st.integers(1, 12),
     d_k=st.integers(1, 8),
     d_v=st.integers(1, 8),
-    n_heads=st.integers(1, 4),
+    heads=st.integers(1, 4),
     causal=st.booleans(),
     scaled=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
@@ -101,7 +101,7 @@ def test_softmax_runs_in_float32_for_half_inputs():
 
 
 def test_huge_inputs_stay_finite_in_float32():
-    config = AttentionConfig(d_model=64, d_k=16, n_heads=4, causal=True)
+    config = AttentionConfig(d_model=64, d_k=16, heads=4, causal=True)
     x = embed([f"w{i}" for i in range(20)], 64) * 1e3
     trace = compute_attention(x, config).to("cpu")
     for name in ("scores", "scaled_scores", "weights", "context", "output", "entropy", "normalized_entropy"):

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def causal_trace():
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, init="xavier")
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, init="xavier")
     return trace_sentence("<b>x</b> the cat saw the dog", config)
 
 
@@ -276,9 +276,9 @@ def test_side_by_side_maps_are_never_squeezed_and_same_rows_are_named_once(width
     left), and where even that is too narrow the maps are stacked."""
     text = "The dog chased the ball but it couldn't catch it"
     traces = [
-        trace_sentence(text, AttentionConfig(causal=True, n_heads=2)),
-        trace_sentence(text, AttentionConfig(causal=True, n_heads=4, variant="mla", positional="rotary")),
-        trace_sentence(text, AttentionConfig(causal=True, n_heads=4, variant="gqa", positional="rotary")),
+        trace_sentence(text, AttentionConfig(causal=True, heads=2)),
+        trace_sentence(text, AttentionConfig(causal=True, heads=4, variant="mla", positional="rotary")),
+        trace_sentence(text, AttentionConfig(causal=True, heads=4, variant="gqa", positional="rotary")),
     ]
     style = Style(font_size=font, width=width, side_by_side=True, max_map_pixels=400)
     for trace, stage in ((t, stage) for t in traces for stage in stages_for(t)):
@@ -470,7 +470,7 @@ def _model_trace(n_layers=2, causal=True, kv_head_of=(0, 0, 1, 1), text="the cat
     layers = tuple(
         trace_sentence(
             text,
-            AttentionConfig(d_model=8, d_k=4, n_heads=heads, causal=causal, seed=s, variant=variant, kv_heads=kv_heads),
+            AttentionConfig(d_model=8, d_k=4, heads=heads, causal=causal, seed=s, variant=variant, kv_heads=kv_heads),
         )  # fmt: skip
         for s in range(n_layers)
     )
@@ -566,22 +566,22 @@ def _every_figure():
 
     long_text = " ".join(f"w{i}" for i in range(150))
     traces = {
-        "causal, 2 heads": trace_sentence("<b>x</b> the cat saw the dog", AttentionConfig(n_heads=2, causal=True)),
+        "causal, 2 heads": trace_sentence("<b>x</b> the cat saw the dog", AttentionConfig(heads=2, causal=True)),
         "no projections": trace_sentence("the cat", AttentionConfig(variant="identity")),
         "one token": trace_sentence("cat", AttentionConfig()),
         "150 tokens, pooled": trace_sentence(long_text, AttentionConfig(d_model=16, d_k=4, causal=True)),
-        "GQA, rotary": trace_sentence("the cat saw", AttentionConfig(n_heads=4, variant="gqa", positional="rotary")),
+        "GQA, rotary": trace_sentence("the cat saw", AttentionConfig(heads=4, variant="gqa", positional="rotary")),
         "MLA, query latent, rotary": trace_sentence("<i>a</i> cat", AttentionConfig(
-            n_heads=2, variant="mla", d_cq=3, positional="rotary", causal=True)),
+            heads=2, variant="mla", d_cq=3, positional="rotary", causal=True)),
         "MLA, one token": trace_sentence("cat", AttentionConfig(variant="mla", d_rope=0)),
         "composed, ALiBi": trace_sentence("The cat sat. It ran!", AttentionConfig(
-            n_heads=2, mask="causal & (window 2 | sinks 1)", bend="alibi")),
+            heads=2, mask="causal & (window 2 | sinks 1)", bend="alibi")),
         "one token, document, soft cap": trace_sentence("cat", AttentionConfig(mask="document", bend="softcap 2")),
     }  # fmt: skip
     styles = (Style(), Style(font_size=22, show_numbers=False, theme="dark", index_base=1, width=1340))
     for (name, trace), style in ((t, s) for t in traces.items() for s in styles):
         for stage in stages_for(trace):
-            for k, fig in enumerate(stage_view(trace, stage.key, trace.n_heads - 1, style).figures):
+            for k, fig in enumerate(stage_view(trace, stage.key, trace.heads - 1, style).figures):
                 yield f"{stage.key} {k}, {name}", fig
         for stage in grid_stages(trace):
             for shared in (True, False):
@@ -653,7 +653,7 @@ def test_the_pages_plotly_bundle_draws_every_trace_the_app_makes_at_plotlys_vers
     version = re.search(r"plotly\.js \(cartesian - minified\) (v[\d.]+)", bundle[:200]).group(1)
     assert f"plotly.js {version}\n" in full
     drawable = set(re.findall(r'moduleType:"trace",name:"(\w+)"', bundle))
-    decoding = decode_sentence("the cat saw the dog", AttentionConfig(n_heads=2, causal=True))
+    decoding = decode_sentence("the cat saw the dog", AttentionConfig(heads=2, causal=True))
     figures = [fig for _, fig in _every_figure()] + [step_figure(decoding, 2, 1), cache_and_rows_figure(decoding, 2, 1)]
     used = {trace.get("type", "scatter") for fig in figures for trace in fig.to_plotly_json()["data"]}
     assert {"heatmap", "bar", "scatter"} <= used <= drawable, used - drawable
@@ -704,7 +704,7 @@ def test_typed_arrays_are_written_as_plotly_writes_them():
 # Long inputs on a slide (issue 25): a band of 768-wide matrices, never of tokens; crowded maps in two rows.
 
 SLIDE = Style(font_size=22, width=804, side_by_side=True, max_map_pixels=400, band=6)  # ui.show's slide style
-GPT2 = AttentionConfig(d_model=768, d_k=64, d_v=64, n_heads=12, causal=True)
+GPT2 = AttentionConfig(d_model=768, d_k=64, d_v=64, heads=12, causal=True)
 
 
 def test_on_a_slide_a_768_wide_matrix_draws_a_band_says_so_and_exports_every_number():
@@ -722,13 +722,13 @@ def test_on_a_slide_a_768_wide_matrix_draws_a_band_says_so_and_exports_every_num
 
 def test_a_band_never_cuts_tokens_and_says_nothing_where_nothing_is_cut():
     text = "Vatsal studies a lot, Madd does not. Yet he gets high scores."
-    trace = trace_sentence(text, AttentionConfig(n_heads=2, causal=True))
+    trace = trace_sentence(text, AttentionConfig(heads=2, causal=True))
     for key in ("weights", "qkv", "context"):
         view = stage_view(trace, key, 0, SLIDE)
         assert "On this slide" not in view.explanation  # d_model 8, d_k 4: within the band
         for panel in panels(view.figures[0].to_plotly_json()):
             assert panel.z.shape[0] == 15  # every token's row
-    wide = trace_sentence(text, AttentionConfig(d_model=64, d_k=16, n_heads=2, causal=True))
+    wide = trace_sentence(text, AttentionConfig(d_model=64, d_k=16, heads=2, causal=True))
     view = stage_view(wide, "weights", 0, SLIDE)
     assert panels(view.figures[0].to_plotly_json())[0].z.shape == (15, 15) and "On this slide" not in view.explanation
 

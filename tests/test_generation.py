@@ -75,7 +75,7 @@ def test_each_step_is_the_stock_models_full_pass_without_the_cache(smollm2, stoc
         nm.assert_like_reference(position.rows, rows["eager"], rows["float64"], f"rows at step {written}")
         logits = {name: out.logits[0, -1] for name, out in full.items()}
         nm.assert_like_reference(running.logits, logits["eager"], logits["float64"], f"logits at step {written}")
-        assert position.rows.shape == (smollm2.info.n_layers, smollm2.info.n_heads, prompt + written)
+        assert position.rows.shape == (smollm2.info.n_layers, smollm2.info.heads, prompt + written)
     first = running.generation.positions[0]
     assert first.rows.shape[-1] == 1 and torch.all(first.rows == 1)  # the first token sees itself alone
 

@@ -101,7 +101,7 @@ def windowed(text: str, window: int, sinks: bool = False):
     from attention_core import AttentionConfig
     from attention_core.engine import trace_sentence
 
-    return trace_sentence(text, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, window=window, sinks=sinks))
+    return trace_sentence(text, AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, window=window, sinks=sinks))
 
 
 TEN = "one two three four five six seven eight nine ten"
@@ -160,8 +160,8 @@ def test_dsa_top_k_in_the_layer_keeps_the_indexers_k_keys_for_every_head_and_say
     from figures.style import DEFAULT_STYLE
 
     k = 3
-    trace = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True, top_k=k))
-    plain = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, n_heads=2, causal=True))
+    trace = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, top_k=k))
+    plain = trace_sentence(TEN, AttentionConfig(d_model=8, d_k=4, heads=2, causal=True))
     index = plain.scaled_scores.double().clamp(min=0).sum(0)  # the oracle indexer, by hand
     for i in range(10):
         order = sorted(range(i + 1), key=lambda j: (-float(index[i, j]), j))[:k]

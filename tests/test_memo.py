@@ -48,7 +48,7 @@ def test_a_traces_views_and_their_json_go_when_the_trace_goes():
     from attention_core import AttentionConfig, trace_sentence
     from figures.stages import stage_view, stages_for
 
-    trace = trace_sentence("the cat saw the dog", AttentionConfig(n_heads=2, dtype="float64"))
+    trace = trace_sentence("the cat saw the dog", AttentionConfig(heads=2, dtype="float64"))
     objects = [trace]
     shown = stages_for(trace)
     for stage in shown:

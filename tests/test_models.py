@@ -179,7 +179,7 @@ def test_what_if_causal_reruns_one_head_with_a_mask(bert):
     unchanged = rerun_head(layer, 2, None)
     torch.testing.assert_close(unchanged.weights[0], layer.weights[2])
     what_if = rerun_head(layer, 2, causal_mask(7))
-    assert what_if.n_heads == 1
+    assert what_if.heads == 1
     assert torch.all(what_if.weights.triu(1) == 0)
     torch.testing.assert_close(what_if.weights.sum(-1), torch.ones(1, 7))
     assert what_if.weights[0, 0, 0] == 1.0  # the first token can only see itself
@@ -220,6 +220,6 @@ def test_a_local_model_folder_loads_and_is_captured(monkeypatch, tmp_path):
     tokenizer.save_pretrained(tmp_path)
     monkeypatch.setenv("ATTENTION_MODEL_DIRS", str(tmp_path))
     loaded = load_model(f"dir:{tmp_path}", device="cpu")
-    assert (loaded.info.family, loaded.info.n_layers, loaded.info.n_heads, loaded.info.causal) == ("bert", 2, 4, False)
+    assert (loaded.info.family, loaded.info.n_layers, loaded.info.heads, loaded.info.causal) == ("bert", 2, 4, False)
     traced = trace_text(loaded, "ab")
     assert traced.tokens[0] == "[CLS]" and traced.tokens[-1] == "[SEP]"

@@ -56,7 +56,7 @@ def _assert_the_models_own(traced, loaded, text):
 
 def test_minilm_is_the_encoder_it_claims(minilm):
     info = minilm.info
-    assert (info.family, info.causal, info.n_layers, info.n_heads, info.n_kv_heads, info.d_k, info.d_model) == (
+    assert (info.family, info.causal, info.n_layers, info.heads, info.n_kv_heads, info.d_k, info.d_model) == (
         "bert",
         False,
         6,
@@ -69,7 +69,7 @@ def test_minilm_is_the_encoder_it_claims(minilm):
 
 def test_smollm2_is_the_grouped_query_decoder_it_claims(smollm2):
     info = smollm2.info
-    assert (info.family, info.causal, info.n_layers, info.n_heads, info.n_kv_heads, info.d_k, info.d_model) == (
+    assert (info.family, info.causal, info.n_layers, info.heads, info.n_kv_heads, info.d_k, info.d_model) == (
         "llama",
         True,
         30,
@@ -158,7 +158,7 @@ def test_norm_based_attention_is_made_of_the_models_own_output_projection(name, 
                                                        strict=True):  # fmt: skip
         assert torch.equal(layer.concat, inputs)  # the very numbers the model projects
         bias = module.bias.detach() if module.bias is not None else torch.zeros(outputs.shape[-1])
-        h, n, d_v = layer.n_heads, layer.n_tokens, layer.d_v
+        h, n, d_v = layer.heads, layer.n_tokens, layer.d_v
         w_o = module.weight.detach().T  # [h·d_v, d_model]
         total = sum(weighted_vectors(layer.weights[i], layer.v[i], w_o[i * d_v : (i + 1) * d_v]).sum(dim=1)
                     for i in range(h))  # fmt: skip

@@ -65,8 +65,8 @@ def test_the_notebooks_defaults_are_the_sidebars_and_its_trace_is_the_apps():
 
 
 def test_a_setting_the_sidebar_does_not_have_or_cannot_take_is_named():
-    with pytest.raises(ValueError, match="unknown setting 'n_heads'"):
-        ax.trace("a b", n_heads=2)
+    with pytest.raises(ValueError, match="unknown setting 'num_heads'"):  # transformers' name; ours is heads
+        ax.trace("a b", num_heads=2)
     with pytest.raises(ValueError, match="d_k"):
         ax.trace("a b", d_k=0)
     with pytest.raises(ValueError, match="text must be text"):

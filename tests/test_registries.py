@@ -55,10 +55,10 @@ TIED = Variant(
     ),
     project=_project_tied,
     unpack=_unpack_tied,
-    parts=lambda s: {"k_kv": s.n_heads * s.d_k, "v_kv": s.n_heads * s.d_k},
+    parts=lambda s: {"k_kv": s.heads * s.d_k, "v_kv": s.heads * s.d_k},
     cached=("k_kv",),
     formula="h·d_k",
-    settle=lambda fields, top: {"kv_heads": fields["n_heads"], "d_v": fields["d_k"]},  # values as wide as keys
+    settle=lambda fields, top: {"kv_heads": fields["heads"], "d_v": fields["d_k"]},  # values as wide as keys
 )
 TIED_LOOK = Look("#8c564b", compared_at=lambda s: s)  # how it is drawn: its colour, beside the others as it is
 
@@ -77,7 +77,7 @@ def tied():
 
 
 def test_a_registered_variant_is_computed_with_its_own_weights_and_cache(tied):
-    trace = trace_sentence("The next day is bright", AttentionConfig(variant="tied", d_k=4, d_v=2, n_heads=2))
+    trace = trace_sentence("The next day is bright", AttentionConfig(variant="tied", d_k=4, d_v=2, heads=2))
     assert trace.d_v == 4  # its record made the values as wide as the keys
     torch.testing.assert_close(trace.k, trace.v)  # tied: the keys are the values
     assert set(trace.params) == {"w_q", "w_kv", "w_o"}
@@ -210,7 +210,7 @@ def top_two():
 
 
 def test_a_registered_statistic_is_computed_per_head(top_two):
-    trace = trace_sentence("The next day is bright", AttentionConfig(n_heads=2))
+    trace = trace_sentence("The next day is bright", AttentionConfig(heads=2))
     assert STATISTICS["top_two"] is TOP_TWO and PEAKINESS[-1] is TOP_TWO
     expected = trace.weights.double().topk(2, dim=-1).values.sum(dim=-1).mean(dim=-1)  # no mask: every row counts
     torch.testing.assert_close(trace.statistic("top_two").double().cpu(), expected.cpu())

@@ -24,16 +24,16 @@ BAD = {"toggle": "yes", "select": "no such choice", "text": "x" * 20_001, "line"
 
 def test_every_setting_that_computes_sets_a_field_of_the_layer_and_the_notebook_takes_it_by_the_same_name():
     fields = {field.name for field in dataclasses.fields(AttentionConfig)}
-    into = [control.into for control in CONTROLS if control.into]
-    assert len(into) == len(set(into)) and set(into) <= fields
-    computing = {control.key for control in CONTROLS if control.into} - {"device"}  # the notebook's is the CPU
+    computing = {control.key for control in CONTROLS if control.computes}
+    assert computing <= fields  # each the layer's field of its own name
+    computing -= {"device"}  # the notebook's is the CPU
     assert set(ax.settings.DEFAULTS) == computing | {"text"}
     assert {name: DEFAULTS[name] for name in ax.settings.DEFAULTS} == ax.settings.DEFAULTS
     # each of them reaches the layer: a value other than its default is the layer's field's value
     changed = {"d_k": 3, "heads": 2, "causal": True, "window": 2, "seed": 7, "init": "unit", "bend": "alibi"}
     config = ax.settings.config_of(changed)
     for name, value in changed.items():
-        assert getattr(config, next(c.into for c in CONTROLS if c.key == name)) == value
+        assert getattr(config, name) == value
     with pytest.raises(KeyError):  # planted: a setting whose value is not given is not made up
         config_fields({})
 
@@ -52,7 +52,7 @@ def test_the_server_refuses_a_bad_value_of_every_setting_by_its_name(control: Co
     with pytest.raises(ValueError) as refused:
         settings_from({**DEFAULTS, control.key: BAD[control.kind]})
     said = str(refused.value)
-    assert control.key in said or control.label in said or (control.into and control.into in said), said
+    assert control.key in said or control.label in said, said
     settings_from(DEFAULTS)  # and takes the defaults
 
 
@@ -73,7 +73,7 @@ def test_every_shown_setting_reaches_the_pages_under_its_own_name():
     declared names, made from the declarations: a value set is the value the pages read."""
     from ui.controls import Settings
 
-    shown = [c for c in CONTROLS if c.group in ("display", "training") and not c.into]
+    shown = [c for c in CONTROLS if c.group in ("display", "training") and not c.computes]
     assert {c.key for c in shown} <= {field.name for field in dataclasses.fields(Settings)}
     changed = {
         c.key: (not c.default if c.kind == "toggle" else c.choices[-1] if c.kind == "select" else c.low) for c in shown

@@ -163,7 +163,7 @@ def test_the_weight_a_window_drops_in_layer_1_is_the_models_own_weight_outside_i
     # The same weights (layer 1, the same input, the same code), summed twice: in float32 over up to n keys, where
     # the total is at most 1 (γ_n), and in float64 here.
     assert torch.allclose(point.lost[0], outside, rtol=0, atol=gamma(TOKENS, F32))
-    assert point.lost.shape == (smollm2.info.n_layers, smollm2.info.n_heads)
+    assert point.lost.shape == (smollm2.info.n_layers, smollm2.info.heads)
     assert point.lost_rows.shape == (TOKENS,) and not point.lost_rows[:w].any()  # rows 1 … w keep every key
     assert bool((point.lost_rows[w:] > 0).all()) and float(point.lost_rows.max()) <= 1.0
 

@@ -188,14 +188,14 @@ def test_all_identity_layers_roll_out_to_the_identity_and_one_layer_is_half_a_pl
 
 
 def test_the_norm_weighted_vectors_sum_back_to_the_heads_output():
-    trace = trace_sentence("The cat sat on the mat", AttentionConfig(d_model=8, d_k=4, n_heads=2, seed=3))
+    trace = trace_sentence("The cat sat on the mat", AttentionConfig(d_model=8, d_k=4, heads=2, seed=3))
     d_v = trace.d_v
     norms = value_norms(trace.v, trace.w_o)
     mapped = weighted_norms(trace.weights, norms)
     # The vectors are summed in float64 from the float32 weights and values; the context the trace holds was summed
     # in float32 (n products): they differ by that rounding at most (tests/numerics.py).
     context = nm.matmul(nm.exact(trace.weights), nm.exact(trace.v), nm.F32)
-    for head in range(trace.n_heads):
+    for head in range(trace.heads):
         w_o = trace.w_o[head * d_v : (head + 1) * d_v]  # this head's rows of W_O
         vectors = weighted_vectors(trace.weights[head], trace.v[head], w_o)
         output = trace.context[head].double() @ w_o.double()

@@ -54,7 +54,7 @@ def test_resolve_device():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and this machine has none")
 def test_cpu_and_cuda_agree():
     tokens = tokenize("The dog chased the ball but it couldn't catch it")
-    config = AttentionConfig(d_model=64, d_k=16, n_heads=4, causal=True, seed=11)
+    config = AttentionConfig(d_model=64, d_k=16, heads=4, causal=True, seed=11)
     x = embed(tokens, 64, seed=11)
     on_cpu = compute_attention(x, config.replace(device="cpu"), tokens=tokens)
     on_gpu = compute_attention(x, config.replace(device="cuda"), tokens=tokens)

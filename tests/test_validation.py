@@ -25,8 +25,8 @@ from attention_core.trace import AttentionTrace
         ({"d_model": "8"}, "d_model must be an integer between 1 and 4096; got '8'"),
         ({"d_k": -1}, "d_k must be between 1 and 4096; got -1"),
         ({"d_v": 0}, "d_v must be between 1 and 4096; got 0"),
-        ({"n_heads": 0}, "n_heads must be between 1 and 64; got 0"),
-        ({"n_heads": 65}, "n_heads must be between 1 and 64; got 65"),
+        ({"heads": 0}, "heads must be between 1 and 64; got 0"),
+        ({"heads": 65}, "heads must be between 1 and 64; got 65"),
         ({"seed": -3}, "seed must be between 0 and 4294967295; got -3"),
         ({"seed": 2**32}, "seed must be between 0 and 4294967295; got 4294967296"),
         ({"causal": "yes"}, "causal must be True or False; got 'yes'"),
@@ -90,7 +90,7 @@ def test_too_many_tokens_is_refused_before_allocating():
 
 
 def test_memory_budget_refuses_with_an_estimate():
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=8, causal=True)
+    config = AttentionConfig(d_model=8, d_k=4, heads=8, causal=True)
     need = estimate_trace_bytes(1000, config)
     with pytest.raises(ValueError, match=r"would need about \d+ MB .*memory budget of 1 MB"):
         compute_attention(torch.zeros(1000, 8), config, memory_budget=2**20)
@@ -107,7 +107,7 @@ def test_memory_budget_from_environment(monkeypatch):
 
 
 def test_estimate_covers_what_a_trace_holds():
-    config = AttentionConfig(d_model=32, d_k=8, n_heads=4, causal=True)
+    config = AttentionConfig(d_model=32, d_k=8, heads=4, causal=True)
     trace = compute_attention(torch.randn(50, 32), config)
     held = {
         id(t): t.numel() * t.element_size()

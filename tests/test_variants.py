@@ -89,7 +89,7 @@ ROUNDING = {
 @pytest.mark.parametrize("positional", ["sinusoidal", "rotary"])
 def test_gqa_with_as_many_key_value_heads_as_heads_is_mha_and_mqa_is_gqa_with_one(positional):
     x = _x(8, "float64")
-    base = dict(d_model=8, d_k=4, n_heads=4, causal=True, seed=3, dtype="float64", positional=positional)
+    base = dict(d_model=8, d_k=4, heads=4, causal=True, seed=3, dtype="float64", positional=positional)
     mha = compute_attention(x, AttentionConfig(**base, variant="mha"))
     gqa_all = compute_attention(x, AttentionConfig(**base, variant="gqa", kv_heads=4))
     for name in ("q", "k", "v", "scores", "weights", "context", "output"):
@@ -208,7 +208,7 @@ def _positions(reference_rotary, x: torch.Tensor, positional: str) -> tuple[torc
 @pytest.mark.parametrize(("dtype", "implementation", "positional"), REFERENCE_CASES)
 def test_gqa_equals_transformers_llama_attention(dtype, implementation, positional):
     d_model, heads, kv, d_k = 24, 6, 2, 4
-    config = AttentionConfig(d_model=d_model, d_k=d_k, n_heads=heads, variant="gqa", kv_heads=kv, causal=True,
+    config = AttentionConfig(d_model=d_model, d_k=d_k, heads=heads, variant="gqa", kv_heads=kv, causal=True,
                              positional=positional, seed=5, dtype=dtype)  # fmt: skip
     x = _x(d_model, dtype)
     ours = compute_attention(x, config)
@@ -237,7 +237,7 @@ def test_gqa_equals_transformers_llama_attention(dtype, implementation, position
 
 def _deepseek(config: AttentionConfig, implementation: str, layout: str):
     reference_config = DeepseekV3Config(
-        hidden_size=config.d_model, num_attention_heads=config.n_heads, num_key_value_heads=config.n_heads,
+        hidden_size=config.d_model, num_attention_heads=config.heads, num_key_value_heads=config.heads,
         q_lora_rank=config.d_cq or None, kv_lora_rank=config.d_c, qk_rope_head_dim=config.d_rope,
         qk_nope_head_dim=config.d_k, v_head_dim=config.d_v, rope_interleave=layout == "interleaved",
         attention_bias=False, num_hidden_layers=1, intermediate_size=16, moe_intermediate_size=8, n_routed_experts=2,
@@ -261,7 +261,7 @@ MLA_CASES = [(*case, layout) for case in REFERENCE_CASES for layout in ("half", 
 def test_mla_equals_transformers_deepseek_v3_attention(dtype, implementation, positional, layout, query_latent):
     """Our MLA, with the same weights, against DeepSeek-V3's reference MLA, its RMSNorm on the latents and its own
     rotary module, in both rotary layouts (interleaved: W_QR's and W_KR's columns loaded in DeepSeek's pair order)."""
-    config = AttentionConfig(d_model=16, d_k=4, d_v=3, n_heads=3, variant="mla", d_c=5, d_cq=query_latent, d_rope=4,
+    config = AttentionConfig(d_model=16, d_k=4, d_v=3, heads=3, variant="mla", d_c=5, d_cq=query_latent, d_rope=4,
                              causal=True, positional=positional, seed=11, dtype=dtype)  # fmt: skip
     x = _x(16, dtype)
     ours = compute_attention(x, config)
@@ -301,7 +301,7 @@ def test_mla_equals_transformers_deepseek_v3_attention(dtype, implementation, po
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_absorbed_scores_equal_the_unabsorbed_ones(dtype):
-    config = AttentionConfig(d_model=12, d_k=6, n_heads=4, variant="mla", d_c=5, d_rope=2, positional="rotary",
+    config = AttentionConfig(d_model=12, d_k=6, heads=4, variant="mla", d_c=5, d_rope=2, positional="rotary",
                              causal=True, seed=2, dtype=dtype)  # fmt: skip
     trace = compute_attention(_x(12, dtype), config)
     parts, u = trace.parts, nm.Rounding.throughout(dtype).u
@@ -324,7 +324,7 @@ def test_absorbed_scores_equal_the_unabsorbed_ones(dtype):
 def test_a_fold_through_rotated_keys_is_exact_in_one_column_only():
     """Why MLA keeps its rotary key apart: were k^C turned by RoPE, W_UK folded into the query for one key
     position gives that column's scores and misses the others."""
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, variant="mla", positional="rotary", seed=4, dtype="float64")
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, variant="mla", positional="rotary", seed=4, dtype="float64")
     trace = compute_attention(_x(8, "float64"), config)
     for fold_at in (0, 3):
         exact, folded = folded_with_rotated_keys(trace.parts, trace.params, config.rope_base, fold_at)
@@ -336,7 +336,7 @@ def test_a_fold_through_rotated_keys_is_exact_in_one_column_only():
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("positional", ["none", "rotary"])
 def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant, positional):
-    config = AttentionConfig(d_model=8, d_k=4, d_v=2, n_heads=4, variant=variant, kv_heads=2, d_c=3, d_rope=2,
+    config = AttentionConfig(d_model=8, d_k=4, d_v=2, heads=4, variant=variant, kv_heads=2, d_c=3, d_rope=2,
                              positional=positional, dtype="float64")  # fmt: skip
     trace = compute_attention(_x(8, "float64"), config)
     spec = VARIANTS[variant]
@@ -361,7 +361,7 @@ def test_published_presets_give_the_papers_numbers():
 
 
 def test_mla_trace_keeps_every_intermediate_and_its_scores_are_made_of_them():
-    config = AttentionConfig(d_model=8, d_k=4, n_heads=2, variant="mla", d_cq=3, positional="rotary", causal=True,
+    config = AttentionConfig(d_model=8, d_k=4, heads=2, variant="mla", d_cq=3, positional="rotary", causal=True,
                              seed=7, dtype="float64")  # fmt: skip
     trace = trace_sentence("the cat saw the dog", config)
     p, w = trace.parts, trace.params
@@ -377,7 +377,7 @@ def test_mla_trace_keeps_every_intermediate_and_its_scores_are_made_of_them():
 
 def test_bad_variant_settings_are_refused_by_name():
     for changes, message in (
-        ({"variant": "gqa", "n_heads": 4, "kv_heads": 3}, "4 heads cannot be shared evenly by 3; with 4 heads choose "
+        ({"variant": "gqa", "heads": 4, "kv_heads": 3}, "4 heads cannot be shared evenly by 3; with 4 heads choose "
                                                           "one of 1, 2, 4"),
         ({"variant": "mla", "d_rope": 5}, r"d_h\^R \(MLA's rotary width\) must be even"),
         ({"variant": "mla", "d_c": 0}, r"d_c \(MLA's latent width\) must be between 1 and 4096; got 0"),
@@ -390,7 +390,7 @@ def test_bad_variant_settings_are_refused_by_name():
             AttentionConfig(**changes)
     # Widths a variant does not use are its defaults: equal layers have equal configs.
     assert AttentionConfig(variant="mha", d_c=9) == AttentionConfig(variant="mha")
-    assert AttentionConfig(variant="mqa", n_heads=4).kv_heads == 1 and AttentionConfig(n_heads=4).kv_heads == 4
+    assert AttentionConfig(variant="mqa", heads=4).kv_heads == 1 and AttentionConfig(heads=4).kv_heads == 4
     with pytest.raises(ValueError, match="weights has 'w_k', which MLA does not have"):
         compute_attention(_x(8, "float32"), AttentionConfig(variant="mla"), weights={"w_k": torch.zeros(1, 8, 4)})
 
@@ -401,7 +401,7 @@ def test_typed_numbers_for_a_matrix_the_variant_does_not_have_are_named_and_left
     texts = {"w_k": "1,0;0,1", "w_q": "1,0;0,1"}
     used, refused = fit_typed(texts, AttentionConfig(d_model=2, d_k=2, variant="mla", d_cq=2), 3)
     assert used == {} and refused[0].startswith("W_K is typed, but MLA has no W_K: its weights are W_DQ, g_Q, W_UQ")
-    gqa = AttentionConfig(d_model=2, d_k=2, n_heads=2, variant="gqa", kv_heads=1)
+    gqa = AttentionConfig(d_model=2, d_k=2, heads=2, variant="gqa", kv_heads=1)
     used, refused = fit_typed({"w_k": "1,0;0,1|1,0;0,1"}, gqa, 3)
     assert "these settings need 2×2" in refused[0]  # one key/value head: one block, not one per query head
     used, refused = fit_typed({"w_k": "1,0;0,1"}, gqa, 3)
@@ -416,7 +416,7 @@ def test_the_memory_estimate_covers_what_every_variants_trace_holds(variant, pos
     from attention_core import estimate_trace_bytes
 
     heads = 1 if variant == "identity" else 4
-    config = AttentionConfig(d_model=32, d_k=8, n_heads=heads, variant=variant, kv_heads=2, d_c=6, d_cq=5, d_rope=4,
+    config = AttentionConfig(d_model=32, d_k=8, heads=heads, variant=variant, kv_heads=2, d_c=6, d_cq=5, d_rope=4,
                              causal=True, positional=positional)  # fmt: skip
     trace = compute_attention(torch.randn(50, 32), config)
     tensors = [getattr(trace, f) for f in trace.__dataclass_fields__]
@@ -438,7 +438,7 @@ def test_the_glossary_gives_deepseek_v2s_cache_as_the_presets_compute_it():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU, and this machine has none")
 @pytest.mark.parametrize("variant", ["gqa", "mqa", "mla"])
 def test_every_variant_gives_the_cpus_numbers_on_cuda(variant):
-    config = AttentionConfig(d_model=64, d_k=16, n_heads=4, kv_heads=2, variant=variant, d_c=12, d_cq=10, d_rope=8,
+    config = AttentionConfig(d_model=64, d_k=16, heads=4, kv_heads=2, variant=variant, d_c=12, d_cq=10, d_rope=8,
                              positional="rotary", causal=True, seed=11)  # fmt: skip
     on_cpu = trace_sentence("The dog chased the ball but it couldn't catch it", config.replace(device="cpu"))
     on_gpu = trace_sentence("The dog chased the ball but it couldn't catch it", config.replace(device="cuda"))
@@ -457,8 +457,8 @@ def test_compare_holds_head_1s_keys_and_values_fixed_across_the_grouped_variants
     """Compare's "two variants" says GQA's and MQA's key/value heads are MHA's first ones, so head 1 reads the
     same K and V under all three (and X is the same for every variant)."""
     text = "The dog chased the ball but it couldn't catch it"
-    traces = {v: trace_sentence(text, AttentionConfig(n_heads=4, kv_heads=2, variant=v)) for v in ("mha", "gqa", "mqa")}
-    traces["mla"] = trace_sentence(text, AttentionConfig(n_heads=4, variant="mla"))
+    traces = {v: trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant=v)) for v in ("mha", "gqa", "mqa")}
+    traces["mla"] = trace_sentence(text, AttentionConfig(heads=4, variant="mla"))
     for variant in ("gqa", "mqa"):
         for name in ("k", "v", "weights"):
             assert torch.equal(getattr(traces[variant], name)[0], getattr(traces["mha"], name)[0]), (variant, name)

@@ -38,14 +38,14 @@ def test_nn_linear_default_init_has_the_same_bound_as_kaiming():
 
 
 def test_raising_d_k_adds_columns_and_adding_a_head_keeps_the_others():
-    small = init_weights(AttentionConfig(d_k=4, d_v=4, n_heads=2, init="normal"))
-    large = init_weights(AttentionConfig(d_k=9, d_v=4, n_heads=3, init="normal"))
+    small = init_weights(AttentionConfig(d_k=4, d_v=4, heads=2, init="normal"))
+    large = init_weights(AttentionConfig(d_k=9, d_v=4, heads=3, init="normal"))
     assert torch.equal(small["w_q"], large["w_q"][:2, :, :4]) and torch.equal(small["w_k"], large["w_k"][:2, :, :4])
     assert torch.equal(small["w_v"], large["w_v"][:2])
 
 
 def test_draws_are_the_same_in_every_thread_and_on_every_call():
-    config = AttentionConfig(d_model=16, d_k=8, n_heads=4, seed=123)
+    config = AttentionConfig(d_model=16, d_k=8, heads=4, seed=123)
     expected = init_weights(config)
     with ThreadPoolExecutor(max_workers=4) as pool:
         for drawn in pool.map(lambda _: init_weights(config), range(8)):
@@ -82,7 +82,7 @@ def test_bad_typed_numbers_name_the_matrix_the_place_and_the_value(text, message
 
 
 def test_typed_numbers_that_do_not_fit_the_sizes_are_refused_and_say_why():
-    config = AttentionConfig(d_model=3, d_k=2, n_heads=1)
+    config = AttentionConfig(d_model=3, d_k=2, heads=1)
     used, refused = fit_typed({"w_q": "1,0;0,1;1,1", "w_k": "1,0;0,1", "x": "1,2,3"}, config, n_tokens=2)
     assert set(used) == {"w_q"} and used["w_q"] == (((1.0, 0.0), (0.0, 1.0), (1.0, 1.0)),)
     assert "The typed W_K is 2×2, but these settings need 3×2" in refused[0]
@@ -102,8 +102,8 @@ def test_typed_numbers_make_every_stage():
 
 def test_without_projections_q_k_and_v_are_x():
     """Lecture 003's first attempt: W_ij = softmax(x_i · x_j), context = Σ_j W_ij x_j."""
-    config = AttentionConfig(d_model=4, d_k=2, n_heads=3, variant="identity", scaled=False, causal=True)
-    assert (config.d_k, config.d_v, config.n_heads) == (4, 4, 1)  # X's widths, one head
+    config = AttentionConfig(d_model=4, d_k=2, heads=3, variant="identity", scaled=False, causal=True)
+    assert (config.d_k, config.d_v, config.heads) == (4, 4, 1)  # X's widths, one head
     x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
     trace = compute_attention(x, config).to("cpu")
     assert trace.w_q is None and trace.w_o is None and trace.output is None

@@ -143,7 +143,7 @@ def numbers_editor(trace, settings: Settings, head: int) -> None:
             with place:
                 suffix = ""
                 if others and len(others) > 1:
-                    suffix = f" (head {head + 1})" if len(others) == trace.n_heads else f" (key/value head {copy + 1})"
+                    suffix = f" (head {head + 1})" if len(others) == trace.heads else f" (key/value head {copy + 1})"
                 typed = trace.typed_as.split(" (")[0] if name in trace.given else "drawn"
                 st.markdown(f"**{TYPED_NAMES[name]}**{suffix} · {typed}")
                 st.data_editor(

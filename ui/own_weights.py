@@ -118,7 +118,7 @@ def own_given(value: str, config, text: str) -> dict[str, torch.Tensor]:
     """The layer that `value` names, cut as `config` has its heads, and X where the file gives it; ValueError
     naming what does not fit."""
     shown = opened(value)
-    sizes, weights = split(shown.layer, config.n_heads)
+    sizes, weights = split(shown.layer, config.heads)
     held_sizes = config.sizes
     widths = ("d_model", "d_k", "d_v", "kv_heads", "d_c", "d_cq", "d_rope")
     differs = [f"{name} {sizes.get(name, 0)}" for name in widths if sizes.get(name, 0) != getattr(held_sizes, name)]
@@ -127,7 +127,7 @@ def own_given(value: str, config, text: str) -> dict[str, torch.Tensor]:
     if differs:
         raise ValueError(
             f"Your weights ({shown.checkpoint.name}, {shown.layer.label}) need {', '.join(differs)} with "
-            f"{config.n_heads} heads; the settings differ, so drawn weights are shown. “Set the sizes back” under "
+            f"{config.heads} heads; the settings differ, so drawn weights are shown. “Set the sizes back” under "
             "“Your own weights” shows them again."
         )
     given = check_given_weights(weights, config)
@@ -248,7 +248,7 @@ def own_weights_box(settings: Settings) -> None:
         _mapping(shown, settings)
         left, right = st.columns(2)
         if own_refusal(settings.own, settings.config, settings.text):
-            heads = settings.config.n_heads
+            heads = settings.config.heads
             if heads not in counts_for(shown.checkpoint, shown.layer):
                 heads = _first_heads(shown.checkpoint, shown.layer)
             left.button("Set the sizes back", on_click=_use, args=(shown.checkpoint, shown.layer, heads),
@@ -262,7 +262,7 @@ def _mapping(shown: Opened, settings: Settings) -> None:
     st.session_state["own_layer"] = layer.label
     left.selectbox("layer", [x.label for x in shown.layers], key="own_layer", on_change=_choose, args=(shown,))
     counts = counts_for(checkpoint, layer)
-    st.session_state["own_heads"] = settings.config.n_heads if settings.config.n_heads in counts else counts[0]
+    st.session_state["own_heads"] = settings.config.heads if settings.config.heads in counts else counts[0]
     said = "the file says" if "heads" in checkpoint.facts else "the file does not say: choose your model's"
     right.selectbox(f"heads ({said})", counts, key="own_heads", on_change=_choose, args=(shown,))
     st.markdown(f"**{layer.layout.label}**: how the file's tensors became this page's matrices")

@@ -167,9 +167,9 @@ def settings_from(values) -> Settings:
             raise ValueError(f"{control.key} must be on or off; got {state[control.key]!r}")
         if control.kind in ("text", "line"):
             check_text(state[control.key], control.label)
-        if control.kind == "select" and not control.into and state[control.key] not in control.choices:
+        if control.kind == "select" and not control.computes and state[control.key] not in control.choices:
             raise ValueError(f"{control.label} must be {control.allowed()}; got {state[control.key]!r}")
     config = AttentionConfig(**config_fields(state))
     typed = tuple((name, state[name]) for name in TYPED_NAMES if state[name])
-    shown = {c.key: state[c.key] for c in CONTROLS if c.group in ("display", "training") and not c.into}
+    shown = {c.key: state[c.key] for c in CONTROLS if c.group in ("display", "training") and not c.computes}
     return Settings(state["text"], config, typed=typed, **shown)

@@ -98,7 +98,7 @@ def inputs(trace) -> None:
     st.markdown(
         f"**Inputs**: X [{trace.n_tokens} × {trace.x.shape[1]}] and {variant.label}'s weights "
         f"({', '.join(weights)}), with the sidebar's settings: {mask_words(trace)}, scale {trace.scale:.4g}, "
-        f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}{', RoPE' if trace.rope_base else ''}"
+        f"{trace.heads} head{'s' if trace.heads > 1 else ''}{', RoPE' if trace.rope_base else ''}"
         f"{bend_words(trace)}."
     )
     left, right = st.columns(2)

@@ -45,7 +45,7 @@ def _variant_changes(key: str, config) -> dict:
     divide the heads and are fewer (fit_kv_heads)."""
     changes = {"variant": key}
     if "kv_heads" in VARIANTS[key].uses:
-        changes["kv_heads"] = fit_kv_heads(config.n_heads, config.kv_heads)
+        changes["kv_heads"] = fit_kv_heads(config.heads, config.kv_heads)
     return changes
 
 

@@ -146,7 +146,7 @@ def main() -> None:
         check_whole("dec_step", "step", 1, n)
         if st.session_state.get("dec_step", 1) > n:  # a shorter sentence than the step shown: its last step
             st.session_state["dec_step"] = n
-        t, head = controls_row(n, decoding.config.n_heads)  # one head for Q = K = V = X: its config says so
+        t, head = controls_row(n, decoding.config.heads)  # one head for Q = K = V = X: its config says so
         shown = Shown(decoding, t, head, continued, run, typed)
         if slides.shows("step"):
             step_slide(shown, settings, style)

@@ -32,7 +32,7 @@ def own_weights(trace) -> str:
     """What each head has of its own, in the trace's variant."""
     if own := look_of(trace.variant).own_weights:
         return own
-    if trace.kv_heads < trace.n_heads:
+    if trace.kv_heads < trace.heads:
         groups = "; ".join(
             f"heads {', '.join(str(h + 1) for h in trace.heads_sharing(g))} read key/value head {g + 1}"
             for g in range(trace.kv_heads)
@@ -46,7 +46,7 @@ def main() -> None:
         settings = current_settings()
         trace = trace_for(settings)
         style = style_for(settings)
-        h = trace.n_heads
+        h = trace.heads
         # Presentation mode: a slide for the heads, one for how peaked they are, one per stage after them.
         stages = ["output", *(key for key in brought_stages() if BY_KEY[key].applies(trace))]
         spec = SPEC
@@ -85,7 +85,7 @@ def main() -> None:
 
 def heads_slide(settings, trace, style, shown_heads: range) -> None:
     """Every head's map side by side (on a slide, a row of them at a time), and the choice of map and scale."""
-    h = trace.n_heads
+    h = trace.heads
     if not settings.present:  # on a slide the bar names it
         st.title(f"{h} head{'s' if h > 1 else ''} in parallel")
         own_weights_box(settings)

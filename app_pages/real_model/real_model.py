@@ -272,13 +272,13 @@ def one_head(page: Page, slides: Slides, head_reads: dict[str, str]) -> None:
     labels = head_labels(model_trace)
     head = right.selectbox(
         "head",
-        range(info.n_heads),
+        range(info.heads),
         format_func=lambda i: labels[i],
         key="rm_head",
         bind="query-params",
         label_visibility=shown(settings),
     )
-    layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.n_heads - 1)
+    layer, head = min(layer or 0, info.n_layers - 1), min(head or 0, info.heads - 1)
     layer_trace = model_trace.layers[layer]
     if not settings.present:
         st.markdown(f"{layer_trace.label} · {head_sharing_note(model_trace, head)}")

@@ -39,7 +39,7 @@ def fixed_by_architecture(info) -> None:
         [
             {"": "kind", "value": info.kind},
             {"": "layers", "value": str(info.n_layers)},
-            {"": "query heads per layer", "value": str(info.n_heads)},
+            {"": "query heads per layer", "value": str(info.heads)},
             {"": "key/value heads per layer", "value": str(info.n_kv_heads)},
             {"": "d_k (per head)", "value": str(info.d_k)},
             {"": "d_model", "value": str(info.d_model)},
@@ -234,7 +234,7 @@ def show_generation(key: str, device: str, text: str, info, model_trace, style) 
     left, right = st.columns(2)
     layer = left.selectbox("layer ", range(info.n_layers), format_func=lambda i: f"layer {i + 1}", key="rm_glayer")
     labels = head_labels(model_trace)
-    head = right.selectbox("head ", range(info.n_heads), format_func=lambda i: labels[i], key="rm_ghead")
+    head = right.selectbox("head ", range(info.heads), format_func=lambda i: labels[i], key="rm_ghead")
     made = "written at this step, from the cache" if position.generated else "in the prompt, read in one pass"
     bytes_now = kept.cache_bytes_per_position * position.cached
     st.markdown(

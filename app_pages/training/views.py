@@ -177,10 +177,10 @@ def layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
     lecture_row(run, checkpoint, words)
     trace = trace_at(run, checkpoint, words)
     head = 0
-    if trace.n_heads > 1:
+    if trace.heads > 1:
         head = (
             st.segmented_control(
-                "head", list(range(trace.n_heads)), format_func=lambda i: f"head {i + 1}", default=0, key="t_head"
+                "head", list(range(trace.heads)), format_func=lambda i: f"head {i + 1}", default=0, key="t_head"
             )
             or 0
         )

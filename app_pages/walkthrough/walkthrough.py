@@ -20,7 +20,7 @@ from ui.traces import show_typed_refusals, trace_for
 def settings_line(trace, config) -> list[str]:
     """The settings this page shows, for its caption: sizes, variant, mask, scaling, positions, seed."""
     variant, sizes = VARIANTS[trace.variant], trace.sizes
-    heads = f"{trace.n_heads} head{'s' if trace.n_heads > 1 else ''}"
+    heads = f"{trace.heads} head{'s' if trace.heads > 1 else ''}"
     shape = look_of(trace.variant).heads_line(heads, sizes)
     return [
         f"{trace.n_tokens} token{'s' if trace.n_tokens > 1 else ''}",
@@ -43,19 +43,19 @@ def _switch_mask() -> None:
 HEAD_PILLS_MAX = 6  # more heads than this get a menu, not a row of pills (GPT-2's 12 do not fit a slide's column)
 
 
-def _head_picker(place, n_heads: int, label: str = "visible") -> int:
+def _head_picker(place, count: int, label: str = "visible") -> int:
     """The head shown: pills, or a menu past HEAD_PILLS_MAX heads; `label`: "collapsed" on a slide, whose choices
     name themselves ("head 3")."""
-    if n_heads == 1:
+    if count == 1:
         return 0
-    check_choice("head", "head", [f"head {i + 1}" for i in range(n_heads)])
-    heads, name = list(range(n_heads)), lambda i: f"head {i + 1}"
+    check_choice("head", "head", [f"head {i + 1}" for i in range(count)])
+    heads, name = list(range(count)), lambda i: f"head {i + 1}"
     common = dict(format_func=name, key="head", bind="query-params", label_visibility=label)
-    if n_heads <= HEAD_PILLS_MAX:
+    if count <= HEAD_PILLS_MAX:
         head = place.segmented_control("head", heads, default=0, **common)
     else:
         head = place.selectbox("head", heads, **common)
-    return 0 if head is None else min(head, n_heads - 1)
+    return 0 if head is None else min(head, count - 1)
 
 
 def main() -> None:
@@ -76,7 +76,7 @@ def presented(settings, trace, keys: list[str]) -> None:
     slides = Slides("Walkthrough", "stage", {key: BY_KEY[key].label for key in keys}, presentation=True)
     key = slides.steer()
     places = slide_columns()
-    head = _head_picker(places[0], trace.n_heads, label="collapsed")
+    head = _head_picker(places[0], trace.heads, label="collapsed")
     if key == "mask":  # the slide tells the room to switch the mask: the switch is on the slide
         st.session_state["causal_slide"] = settings.config.causal
         places[0].toggle("causal mask", key="causal_slide", on_change=_switch_mask)
@@ -94,7 +94,7 @@ def read(settings, trace, keys: list[str]) -> None:
     st.caption(" · ".join(settings_line(trace, settings.config)))
     show_typed_refusals(settings)
     lecture_panel(trace)
-    head = _head_picker(st.empty(), trace.n_heads)  # its place kept with one head: nothing below it moves
+    head = _head_picker(st.empty(), trace.heads)  # its place kept with one head: nothing below it moves
     pattern_note(trace, head)
     own_weights_box(settings)
     numbers_editor(trace, settings, head)

@@ -25,9 +25,9 @@ def inputs_arrays(trace: AttentionTrace) -> dict[str, torch.Tensor]:
         arrays["mask"] = trace.mask.detach().cpu().float().contiguous()
     bend = parse_bend(trace.bend)
     if bend is not None and bend.key == "alibi":
-        arrays["alibi_slopes"] = alibi_slopes(trace.n_heads).float()
+        arrays["alibi_slopes"] = alibi_slopes(trace.heads).float()
     if bend is not None and bend.key == "relative":  # column RELATIVE_REACH + d: distance i − j = d, clipped
-        arrays["relative_bias"] = relative_table(trace.n_heads, trace.bend_seed).float()
+        arrays["relative_bias"] = relative_table(trace.heads, trace.bend_seed).float()
     return arrays
 
 
@@ -37,7 +37,7 @@ def inputs_settings(trace: AttentionTrace) -> dict:
     return {
         "variant": trace.variant,
         "tokens": list(trace.tokens),
-        "heads": trace.n_heads,
+        "heads": trace.heads,
         "kv_head_of": list(trace.kv_head_of),
         "d_k": trace.q.shape[-1],
         "d_v": trace.v.shape[-1],

@@ -230,9 +230,9 @@ def capture(
             "family does not route its attention through transformers' AttentionInterface, so this app cannot read "
             "it and shows no maps rather than wrong ones"
         )
-    n_heads = record[0]["q"].shape[0]
-    groups = n_heads // record[0]["kv_heads"]
-    kv_head_of = tuple(head // groups for head in range(n_heads))
+    heads = record[0]["q"].shape[0]
+    groups = heads // record[0]["kv_heads"]
+    kv_head_of = tuple(head // groups for head in range(heads))
     layers = [
         _layer_trace(entry, tokens, f"{title} · layer {index + 1}", str(device), kv_head_of)
         for index, entry in enumerate(record)

@@ -22,7 +22,7 @@ class ModelInfo:
     family: str  # config.model_type, e.g. "bert", "llama"
     causal: bool
     n_layers: int
-    n_heads: int
+    heads: int
     n_kv_heads: int
     d_k: int
     d_model: int

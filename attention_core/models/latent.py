@@ -57,9 +57,9 @@ def latent_layer(module: torch.nn.Module, x: torch.Tensor, captured: AttentionTr
     weights = {name: tensor.detach().float().cpu() for name, tensor in module.state_dict().items()}
     try:
         layer = find_layers(Checkpoint("layer", "", weights, {}))[0]
-        sizes, given = split(layer, captured.n_heads)
+        sizes, given = split(layer, captured.heads)
         widths = {name: sizes[name] for name in ("d_model", "d_k", "d_v", "d_c", "d_cq", "d_rope", "positional")}
-        config = AttentionConfig(n_heads=sizes["heads"], variant=sizes["variant"], causal=captured.mask is not None,
+        config = AttentionConfig(heads=sizes["heads"], variant=sizes["variant"], causal=captured.mask is not None,
                                  rope_base=base, **widths)  # fmt: skip
         ours = compute_attention(x.detach().float().cpu(), config, weights=given, tokens=list(captured.tokens))
     except ValueError:

@@ -204,7 +204,7 @@ def model_info(model: torch.nn.Module, tokenizer, key: str, title: str) -> Model
         family=config.model_type,
         causal=probe[0].mask is not None and not bool(probe[0].mask.triu(1).any()),
         n_layers=config.num_hidden_layers,
-        n_heads=config.num_attention_heads,
+        heads=config.num_attention_heads,
         n_kv_heads=max(kv_head_of) + 1,
         d_k=probe[0].d_k,
         d_model=config.hidden_size,

@@ -136,7 +136,7 @@ def measure(loaded, mask: str, budget: int, tokens: int = SWEEP_TOKENS) -> Point
     ids = sweep_ids(loaded.tokenizer, tokens)
     dropping = Dropping(mask, budget) if mask != "causal" else None
     loss = next_token_loss(loaded, ids, dropping)
-    shape = (loaded.info.n_layers, loaded.info.n_heads, len(ids))
+    shape = (loaded.info.n_layers, loaded.info.heads, len(ids))
     lost = torch.stack(dropping.lost) if dropping else torch.zeros(shape, dtype=torch.float64)  # [layers, h, n]
     return Point(mask, budget, loss, lost.mean(dim=-1), lost.mean(dim=(0, 1)))
 

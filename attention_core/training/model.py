@@ -77,7 +77,7 @@ class TrainingConfig:
         return AttentionConfig(
             d_model=self.d_model,
             d_k=self.d_k,
-            n_heads=self.n_heads,
+            heads=self.n_heads,
             causal=self.causal,
             scaled=self.scaled,
             seed=self.seed,

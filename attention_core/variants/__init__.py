@@ -21,7 +21,7 @@ context. Adding a variant is one record here, its tests, and for new pictures a 
     MLA   keys and values are up-projected, per head, from one small latent c_KV per token, and a rotary key
           k^R shared by all heads carries the position (DeepSeek-V2, section 2.1); the cache keeps only c_KV, k^R
 
-Sizes: n tokens, h = n_heads, g = kv_heads, d = d_model, d_k, d_v; MLA: d_c (c_KV's width), d_cq (c_Q's, 0 = no
+Sizes: n tokens, h = heads, g = kv_heads, d = d_model, d_k, d_v; MLA: d_c (c_KV's width), d_cq (c_Q's, 0 = no
 query latent), d_r = d_rope (the rotary part of each query and key). Weights are stored at their true shapes
 ([g, d, d_k] for a GQA's W_K, as TransformerLens keeps them); k and v are expanded to one per query head only
 where they meet the queries (`expand_kv`, also used for real models' grouped heads).

@@ -30,15 +30,15 @@ def _project_grouped(x, w, config, start) -> dict[str, torch.Tensor]:
 
 
 def _unpack_grouped(parts, w, config) -> Projected:
-    groups = config.n_heads // config.kv_heads
-    kv_head_of = tuple(head // groups for head in range(config.n_heads))
+    groups = config.heads // config.kv_heads
+    kv_head_of = tuple(head // groups for head in range(config.heads))
     k, v = expand_kv(parts["k_kv"], groups), expand_kv(parts["v_kv"], groups)  # one per query head
     return Projected(parts["q"], k, v, kv_head_of, without_q(parts))
 
 
 def _grouped_parts(s: Sizes) -> dict[str, int]:
     return {"k_kv": s.kv_heads * s.d_k, "v_kv": s.kv_heads * s.d_v} | rotary_parts(
-        s, s.n_heads * s.d_k, s.kv_heads * s.d_k
+        s, s.heads * s.d_k, s.kv_heads * s.d_k
     )
 
 
@@ -70,7 +70,7 @@ def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formul
 
 def _settle_gqa(f: Mapping[str, object], top: int) -> dict[str, object]:
     """GQA's key/value heads (by default the most that leave each two or more query heads) must divide the heads."""
-    h = f["n_heads"]
+    h = f["heads"]
     g = check_int("key/value heads", default_kv_heads(h) if f["kv_heads"] is None else f["kv_heads"], 1, h)
     if h % g:
         raise ValueError(
@@ -94,7 +94,7 @@ MHA = _grouped(
     "Every query head has a key and value head of its own: h of each (the original Transformer, GPT-2, BERT).",
     "heads",
     "h·(d_k + d_v)",
-    settle=lambda f, top: {"kv_heads": f["n_heads"]},
+    settle=lambda f, top: {"kv_heads": f["heads"]},
 )
 GQA = _grouped(
     "gqa",

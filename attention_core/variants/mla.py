@@ -47,16 +47,16 @@ def _unpack_mla(parts, w, config) -> Projected:
     k = k_c
     if config.d_rope:
         k_r = parts["k_r"]  # [n, d_r]: one rotary key for all heads
-        k = torch.cat([k_c, k_r.expand(config.n_heads, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
-    return Projected(parts["q"], k, v_c, tuple(range(config.n_heads)), without_q(parts) | {"k_c": k_c, "v_c": v_c})
+        k = torch.cat([k_c, k_r.expand(config.heads, *k_r.shape)], dim=-1)  # q·k = q^C·k^C + q^R·k^R
+    return Projected(parts["q"], k, v_c, tuple(range(config.heads)), without_q(parts) | {"k_c": k_c, "v_c": v_c})
 
 
 def _mla_parts(s: Sizes) -> dict[str, int]:
-    parts = {"q_c": s.n_heads * s.d_k, "c_kv": s.d_c, "k_c": s.n_heads * s.d_k, "v_c": s.n_heads * s.d_v}
+    parts = {"q_c": s.heads * s.d_k, "c_kv": s.d_c, "k_c": s.heads * s.d_k, "v_c": s.heads * s.d_v}
     if s.d_cq:
         parts["c_q"] = s.d_cq
     if s.d_rope:
-        parts |= {"q_r": s.n_heads * s.d_rope, "k_r": s.d_rope} | rotary_parts(s, s.n_heads * s.d_rope, s.d_rope)
+        parts |= {"q_r": s.heads * s.d_rope, "k_r": s.d_rope} | rotary_parts(s, s.heads * s.d_rope, s.d_rope)
     return parts
 
 
@@ -87,7 +87,7 @@ def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
         raise ValueError(f"d_h^R (MLA's rotary width) must be even: RoPE turns pairs of dimensions; got {d_rope}")
     d_c = check_int("d_c (MLA's latent width)", f["d_c"], 1, top)
     d_cq = check_int("d_cq (MLA's query latent width; 0: none)", f["d_cq"], 0, top)
-    return {"kv_heads": f["n_heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
+    return {"kv_heads": f["heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
 
 
 MLA = Variant(

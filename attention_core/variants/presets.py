@@ -30,14 +30,14 @@ class Preset:
 
 PRESETS = (
     Preset("DeepSeek-V2 (MLA)", MLA.key, 60,
-           Sizes(d_model=5120, n_heads=128, kv_heads=128, d_k=128, d_v=128, d_c=512, d_cq=1536, d_rope=64),
+           Sizes(d_model=5120, heads=128, kv_heads=128, d_k=128, d_v=128, d_c=512, d_cq=1536, d_rope=64),
            "DeepSeek-V2 paper, section 2.1 and appendix: 60 layers, 128 heads of 128, d_c 512, d_h^R 64"),
     Preset("DeepSeek-V2 sizes as MHA", MHA.key, 60,
-           Sizes(d_model=5120, n_heads=128, kv_heads=128, d_k=128, d_v=128),
+           Sizes(d_model=5120, heads=128, kv_heads=128, d_k=128, d_v=128),
            "the same heads with a key and value head each"),
-    Preset("SmolLM2-135M (GQA)", GQA.key, 30, Sizes(d_model=576, n_heads=9, kv_heads=3, d_k=64, d_v=64),
+    Preset("SmolLM2-135M (GQA)", GQA.key, 30, Sizes(d_model=576, heads=9, kv_heads=3, d_k=64, d_v=64),
            "its config: 30 layers, 9 query heads sharing 3 key/value heads of 64"),
-    Preset("GPT-2 small (MHA)", MHA.key, 12, Sizes(d_model=768, n_heads=12, kv_heads=12, d_k=64, d_v=64),
+    Preset("GPT-2 small (MHA)", MHA.key, 12, Sizes(d_model=768, heads=12, kv_heads=12, d_k=64, d_v=64),
            "12 layers, 12 heads of 64"),
 )  # fmt: skip
 

@@ -19,7 +19,7 @@ class Sizes:
     """The widths a variant's shapes and cache are made of (plain numbers: a real model's too, unchecked)."""
 
     d_model: int
-    n_heads: int
+    heads: int
     kv_heads: int
     d_k: int
     d_v: int
@@ -30,7 +30,7 @@ class Sizes:
 
     def of(self, name: str) -> int:
         """A width by name: "d_model", "d_k", ..., or "concat" (every head's context side by side: h·d_v)."""
-        return self.n_heads * self.d_v if name == "concat" else getattr(self, name)
+        return self.heads * self.d_v if name == "concat" else getattr(self, name)
 
 
 def default_kv_heads(heads: int) -> int:
@@ -68,7 +68,7 @@ class WeightSpec:
     def shape(self, sizes: Sizes) -> tuple[int, ...]:
         if self.kind == "gain":
             return (sizes.of(self.cols),)
-        copies = {"heads": (sizes.n_heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
+        copies = {"heads": (sizes.heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
         return (*copies, sizes.of(self.rows), sizes.of(self.cols))
 
     def flops_per_row(self, sizes: Sizes) -> int:
@@ -76,7 +76,7 @@ class WeightSpec:
         multiply and an add per entry. A gain is elementwise, not a matrix product: 0 (not counted)."""
         if self.kind == "gain":
             return 0
-        copies = {"heads": sizes.n_heads, "kv_heads": sizes.kv_heads, "": 1}[self.copies]
+        copies = {"heads": sizes.heads, "kv_heads": sizes.kv_heads, "": 1}[self.copies]
         return 2 * copies * sizes.of(self.rows) * sizes.of(self.cols)
 
 
@@ -144,7 +144,7 @@ SYMBOLS = {
     "d_k": "d_k",
     "d_v": "d_v",
     "d_c": "d_c",
-    "h": "n_heads",
+    "h": "heads",
     "g": "kv_heads",
 }
 SYMBOL_PATTERN = r"d_h\^R|d_model|d_k|d_v|d_c|\b[hg]\b"

@@ -27,6 +27,6 @@ def sizes_only_some_use() -> set[str]:
     return {name for variant in VARIANTS.values() for name in variant.uses}
 
 
-def grouped_key(n_heads: int, kv_heads: int) -> str:
+def grouped_key(heads: int, kv_heads: int) -> str:
     """The grouped variant a real model's heads are: every head its own key/value head, one for all, or groups."""
-    return (MHA if kv_heads == n_heads else MQA if kv_heads == 1 else GQA).key
+    return (MHA if kv_heads == heads else MQA if kv_heads == 1 else GQA).key

@@ -60,7 +60,7 @@ def bend_notes(trace, head: int) -> list[str]:
     """What this bend did to this head's scores, from its own numbers (tests/test_claims_masks.py checks them)."""
     bend = parse_bend(trace.bend)
     scaled, bent = as_numpy(trace.scaled_scores[head]).astype(np.float64), as_numpy(trace.bent_scores[head])
-    n, h = trace.n_tokens, trace.n_heads
+    n, h = trace.n_tokens, trace.heads
     if bend.key == "alibi":
         slope = float(alibi_slopes(h)[head])
         far = slope * (n - 1)

@@ -28,7 +28,7 @@ def build_x(trace, head: int, style: Style, query: int | None) -> Built:
 def _copy_of(trace, name: str, head: int) -> tuple[int, str]:
     """Which copy of a per-head weight query head `head` uses, and how to say so."""
     copies = trace.params[name].shape[0]
-    if copies == trace.n_heads:
+    if copies == trace.heads:
         return head, head_title(trace, head)
     kv = trace.copy_for(head, copies)
     readers = ", ".join(str(h + 1) for h in trace.heads_sharing(kv))
@@ -62,11 +62,11 @@ def build_projections(trace, head: int, style: Style, query: int | None) -> Buil
     figures, matrices = laid_out(_weight_parts(trace, head, style, names), style)
     variant = VARIANTS[trace.variant]
     notes = []
-    if trace.kv_heads < trace.n_heads:
+    if trace.kv_heads < trace.heads:
         notes.append(
-            f"{variant.label}: {trace.n_heads} query heads share {trace.kv_heads} key/value "
+            f"{variant.label}: {trace.heads} query heads share {trace.kv_heads} key/value "
             f"head{'s' if trace.kv_heads > 1 else ''}, so W_K and W_V have {trace.kv_heads} "
-            f"cop{'ies' if trace.kv_heads > 1 else 'y'} and W_Q has {trace.n_heads}."
+            f"cop{'ies' if trace.kv_heads > 1 else 'y'} and W_Q has {trace.heads}."
         )
     if note := look_of(trace.variant).weights_note(set(trace.params)):
         notes.append(note)
@@ -101,12 +101,12 @@ def build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
                 f"{shape_text(n, d_model)}·{shape_text(d_model, width)} = {shape_text(n, width)}",
             )
         subtitle = ""
-        if name != "Q" and trace.kv_heads < trace.n_heads:
+        if name != "Q" and trace.kv_heads < trace.heads:
             subtitle = _copy_of(trace, "w_k" if name == "K" else "w_v", head)[1] if trace.params else ""
         parts.append(rows_panel(trace, values, name, title, style, subtitle))
     if trace.x is None:
         notes.append(CAPTURED_NOTE)
-    if trace.kv_heads < trace.n_heads:
+    if trace.kv_heads < trace.heads:
         notes.append(
             f"This head reads key/value head {trace.kv_head_of[head] + 1}, with "
             f"{len(trace.heads_sharing(trace.kv_head_of[head])) - 1} other query head"

@@ -59,7 +59,7 @@ def build_context(trace, head: int, style: Style, query: int | None) -> Built:
 
 
 def build_output(trace, head: int, style: Style, query: int | None) -> Built:
-    n, h, dv = trace.n_tokens, trace.n_heads, trace.d_v
+    n, h, dv = trace.n_tokens, trace.heads, trace.d_v
     if trace.x is not None and not trace.params:
         return Built([], [], idea="Without projections there is no W_O: the context vectors are the output.")
     concat = as_numpy(trace.concat)
@@ -126,7 +126,7 @@ def build_latent(trace, head: int, style: Style, query: int | None) -> Built:
     mha = MHA.cache_per_token(sizes)
     kept = variant.cache_per_token(sizes)
     rotary = f" and k^R (d_h^R = {sizes.d_rope})" if sizes.d_rope else ""
-    heads = "this one head" if trace.n_heads == 1 else f"these {trace.n_heads} heads"
+    heads = "this one head" if trace.heads == 1 else f"these {trace.heads} heads"
     notes = [
         f"A cache keeps c_KV (d_c = {d_c} numbers){rotary} per token and layer: {kept} numbers, where MHA with "
         f"{heads} keeps h·(d_k + d_v) = {mha}. Each head's k^C and V are made from c_KV when needed, or folded "

@@ -30,7 +30,7 @@ def dim_labels(count: int, style: Style, prefix: str = "d") -> list[str]:
 
 def head_title(trace, head: int) -> str:
     """Which head a figure shows; a one-head trace names itself by its label (e.g. a what-if)."""
-    return f"head {head + 1} of {trace.n_heads}" if trace.n_heads > 1 else trace.label
+    return f"head {head + 1} of {trace.heads}" if trace.heads > 1 else trace.label
 
 
 def allowed_cells(trace) -> np.ndarray | None:

@@ -257,8 +257,8 @@ def stage_view(
     stage with choices, `options` by key: missing ones take their defaults)."""
     if key not in BY_KEY:
         raise ValueError(f"stage must be one of {', '.join(BY_KEY)}; got {key!r}")
-    if not 0 <= head < trace.n_heads:
-        raise ValueError(f"head must be between 1 and {trace.n_heads}; got {head + 1}")
+    if not 0 <= head < trace.heads:
+        raise ValueError(f"head must be between 1 and {trace.heads}; got {head + 1}")
     stage = BY_KEY[key]
     if not stage.applies(trace):
         raise ValueError(f"the stage {stage.title!r} does not apply to this trace ({VARIANTS[trace.variant].label})")

@@ -104,7 +104,7 @@ def tile_bend(trace, head: int):
     """The trace's score_mod for one head, as a tile calls it: (scores, query positions, key positions)."""
     if not trace.bend:
         return None
-    mod = parse_bend(trace.bend).mod(trace.n_heads, trace.bend_seed, trace.q.dtype, trace.q.device)
+    mod = parse_bend(trace.bend).mod(trace.heads, trace.bend_seed, trace.q.dtype, trace.q.device)
     return lambda scores, rows, keys: mod(scores, 0, head, rows[:, None], keys[None, :])
 
 

@@ -125,9 +125,8 @@ def under_apptest(kind: str, steps: int) -> list[float]:
 
 
 def sampling(pid: int, raw: Path) -> subprocess.Popen:
-    spy = subprocess.Popen([str(PY_SPY), "record", "--pid", str(pid), "--rate", str(RATE), "--format", "raw",
-                            "--threads", "--nonblocking", "-o", str(raw)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    options = f"record --pid {pid} --rate {RATE} --format raw --threads --nonblocking".split()
+    spy = subprocess.Popen([str(PY_SPY), *options, "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # attached
     return spy
 
@@ -182,10 +181,12 @@ def run(steps: int) -> dict:
 def say(kind: str, result: dict) -> list[str]:
     ms = {key: result[key] * 1000 for key in ("latency_s", "first_element_s", "client_reading_s", "apptest_s")}
     low, high = (t * 1000 for t in result["latency_spread_s"])
-    lines = [f"{kind}: {ms['latency_s']:.0f} ms from sent to finished ({low:.0f}-{high:.0f}); its first element back "
-             f"at {ms['first_element_s']:.0f} ms; the client's own reading {ms['client_reading_s']:.1f} ms of "
-             f"{result['bytes'] / 1000:.0f} kB; the script alone (AppTest) {ms['apptest_s']:.0f} ms; the server's CPU "
-             "per action (py-spy):"]  # fmt: skip
+    lines = [
+        f"{kind}: {ms['latency_s']:.0f} ms from sent to finished ({low:.0f}-{high:.0f}); its first element back "
+        f"at {ms['first_element_s']:.0f} ms; the client's own reading {ms['client_reading_s']:.1f} ms of "
+        f"{result['bytes'] / 1000:.0f} kB; the script alone (AppTest) {ms['apptest_s']:.0f} ms; the server's CPU "
+        "per action (py-spy):"
+    ]
     for where, seconds in sorted(result["server_cpu_s"].items(), key=lambda item: -item[1]):
         lines.append(f"  {seconds * 1000:6.1f} ms  {where}")
     return lines

@@ -386,7 +386,6 @@ TEXT = Control(
 )
 CONTROLS = (TEXT, *SLIDERS, *VARIANT_CONTROLS, *TOGGLES, POSITIONAL, *OTHERS, *TRAINING, *TYPED)
 DEFAULTS = {control.key: control.default for control in CONTROLS}
-BY_KEY = {control.key: control for control in CONTROLS}
 
 
 def config_fields(values) -> dict[str, object]:

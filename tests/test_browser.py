@@ -752,9 +752,11 @@ def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server,
 def trained_as_the_server_trains(steps: int) -> str:
     """The fingerprint of the default run of `steps` trained in a fresh process whose threads are fitted as the
     server's are (app.py: fit_threads())."""
-    script = ("from attention_core.device import fit_threads; fit_threads()\n"
-              "from attention_core.training import TrainingConfig, train\n"
-              f"print(train(TrainingConfig(steps={steps}))[1].fingerprint())")  # fmt: skip
+    script = (
+        "from attention_core.device import fit_threads; fit_threads()\n"
+        "from attention_core.training import TrainingConfig, train\n"
+        f"print(train(TrainingConfig(steps={steps}))[1].fingerprint())"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=Path(__file__).resolve().parents[1],

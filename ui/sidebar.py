@@ -162,7 +162,7 @@ def settings_from(values) -> Settings:
     """Validate raw control values (missing ones take their defaults). Raises ValueError with a
     message that names the field, the value and what is allowed."""
     state = {key: values.get(key, default) for key, default in DEFAULTS.items()}
-    for control in CONTROLS:  # what AttentionConfig checks with its own words, it checks below
+    for control in CONTROLS:  # each value by its kind; a computing setting's choice AttentionConfig checks below
         if control.kind == "toggle" and not isinstance(state[control.key], bool):
             raise ValueError(f"{control.key} must be on or off; got {state[control.key]!r}")
         if control.kind in ("text", "line"):

@@ -8,6 +8,7 @@ maths), `trace` (the result object every view reads, with the alias table of nam
 Only `models` (real pretrained transformers) imports transformers; import it explicitly.
 """
 
+from attention_core.composed import causal_mask
 from attention_core.config import (
     INIT_CHOICES,
     INITS,
@@ -31,7 +32,6 @@ from attention_core.engine import (
     rerun_head,
     trace_sentence,
 )
-from attention_core.masks import causal_mask
 from attention_core.scaling import (
     ScalingResult,
     ScoreVariance,

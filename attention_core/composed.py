@@ -27,7 +27,6 @@ from collections.abc import Callable
 import torch
 
 from attention_core.checks import check_int
-from attention_core.masks import causal_mask
 
 MAX_CHARS = 200  # a composition is a line, not a program
 MAX_PIECES = 8
@@ -136,9 +135,19 @@ class Mask:
 
     def kept(self, tokens, device: torch.device | str = "cpu") -> torch.Tensor:
         """[n, n] bool for these tokens, True where query q may see key kv."""
-        n = len(tokens)
-        q, kv = torch.arange(n, device=device)[:, None], torch.arange(n, device=device)[None, :]
-        return self.mod(sentences(tokens).to(device))(0, 0, q, kv).expand(n, n).clone()
+        return on_grid(self.mod(sentences(tokens).to(device)), len(tokens), device)
+
+
+def on_grid(mod: MaskMod, n: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """[n, n] bool: a mask_mod called once on every (query, key) pair at once, as FlexAttention's create_mask does."""
+    q, kv = torch.arange(n, device=device)[:, None], torch.arange(n, device=device)[None, :]
+    return mod(0, 0, q, kv).expand(n, n).clone()
+
+
+def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """[n, n] bool, True where query i may attend to key j, i.e. j <= i: the causal piece on every pair, the one
+    place the causal mask is built."""
+    return on_grid(PIECES["causal"].mod(0, None), n, device)
 
 
 def ordinal(number: int) -> str:

@@ -24,10 +24,10 @@ import torch
 from attention_core.bends import bend as bend_scores
 from attention_core.bends import parse_bend
 from attention_core.composed import Mask as Composed
-from attention_core.composed import empty_row, parse_mask
+from attention_core.composed import causal_mask, empty_row, parse_mask
 from attention_core.config import AttentionConfig, check_request, check_text
 from attention_core.device import resolve_device
-from attention_core.masks import MASKS, Mask, causal_mask, oracle_indexer
+from attention_core.masks import MASKS, Mask, oracle_indexer
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import AttentionTrace, concat_heads
 from attention_core.variants import VARIANTS, grouped_key

@@ -1,9 +1,12 @@
-"""Which keys each query keeps: the masks after MLA, one record each, as the variants are.
+"""Which keys each query keeps: the masks after MLA, one record each, as the variants are. A mask fixed by position
+is a composition of composed.py's pieces (FlexAttention's mask_mods), so that one code builds every mask:
 
     full           every key (an encoder)
-    causal         the keys up to the query's own (a decoder)
-    window         the last w keys up to the query's own: Mistral's and Gemma's sliding window
-    sinks+window   the first s keys and the last w: StreamingLLM's attention sinks (Xiao et al. 2023)
+    causal         the keys up to the query's own (a decoder)                 causal
+    window         the last w keys up to the query's own: Mistral's and        causal & window w
+                   Gemma's sliding window
+    sinks+window   the first s keys and the last w: StreamingLLM's attention  causal & (window w | sinks s)
+                   sinks (Xiao et al. 2023)
     top-k          of the keys a causal query sees, the k it scores highest (the rest weigh 0), per head
     DSA top-k      DeepSeek-V3.2's sparse attention: the k keys a "lightning indexer" scores highest, one choice
                    for all of a layer's heads. Its indexer is I[t, s] = Σ_j w[t, j] · ReLU(q_I[t, j] · k_I[s]),
@@ -11,8 +14,8 @@
                    queries and keys as the indexer's (every w = 1): the best such an indexer could learn to copy
 
 A mask is a boolean [n, n], True where query i keeps key j. `cached(t, budget)` is what a decoder's KV cache
-must hold after t tokens for the mask to be exact: a window's stops growing at w, sinks plus window at s + w;
-top-k's does not shrink, since a later query may choose any earlier key.
+must hold after t tokens for the mask to be exact (its composition's: a window's stops growing at w, sinks plus
+window at s + w); top-k's does not shrink, since a later query may choose any earlier key.
 
 `chooses` says what a mask reads besides n and its budget: nothing, the head's own scores, or the indexer's."""
 
@@ -23,6 +26,9 @@ from collections.abc import Callable
 
 import torch
 
+from attention_core.composed import Mask as Composed
+from attention_core.composed import causal_mask, on_grid
+
 SINKS = 4  # StreamingLLM's number of sink tokens
 
 
@@ -31,8 +37,7 @@ class Mask:
     key: str
     label: str
     budget: str  # what its number is ("" where it has none): "w" the window, "k" the keys kept per query
-    keeps: Callable[..., torch.Tensor]  # (n, budget, scores) -> [n, n] bool
-    cached: Callable[[int, int], int]  # (tokens so far, budget) -> keys the cache must hold
+    composed: Callable[[int], Composed] | None = None  # its budget -> its pieces (None: every key, or it chooses)
     chooses: str = ""  # "" fixed by position; "scores": each head's own; "indexer": one choice per layer
 
     def kept(self, n: int, budget: int = 0, scores: torch.Tensor | None = None) -> torch.Tensor:
@@ -42,22 +47,27 @@ class Mask:
             raise ValueError(f"a mask needs at least 1 token; got {n}")
         if self.budget and budget < 1:
             raise ValueError(f"{self.label}: {self.budget} must be at least 1; got {budget}")
-        return self.keeps(n, budget, scores)
+        if self.chooses:
+            return _top_k(n, budget, scores)
+        if self.composed is None:
+            return torch.ones(n, n, dtype=torch.bool)
+        return on_grid(self.composed(budget).mod(None), n)  # none of its pieces reads the sentences
+
+    def cached(self, t: int, budget: int) -> int:
+        """Keys a decoder's cache must hold after t tokens for this mask to be exact (top-k's: every one)."""
+        return t if self.composed is None else self.composed(budget).cached(t)
 
 
-def causal_mask(n: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """[n, n] bool, True where query i may attend to key j, i.e. j <= i: the causal mask, built here alone."""
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+def _piece(key: str, number: int = 0) -> Composed:
+    return Composed("piece", key, number)
 
 
-def _window(n: int, w: int) -> torch.Tensor:
-    """Key j for query i where i − w < j ≤ i."""
-    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
-    return (j <= i) & (j > i - w)
+def _and(*parts: Composed) -> Composed:
+    return Composed("and", parts=parts)
 
 
-def _sinks_and_window(n: int, w: int, sinks: int = SINKS) -> torch.Tensor:
-    return _window(n, w) | (causal_mask(n) & (torch.arange(n)[None, :] < sinks))
+def _or(*parts: Composed) -> Composed:
+    return Composed("or", parts=parts)
 
 
 def _top_k(n: int, k: int, scores: torch.Tensor | None) -> torch.Tensor:
@@ -84,18 +94,17 @@ def oracle_indexer(scaled_scores: torch.Tensor) -> torch.Tensor:
 MASKS: dict[str, Mask] = {
     mask.key: mask
     for mask in (
-        Mask("full", "full", "", lambda n, budget, scores: torch.ones(n, n, dtype=torch.bool), lambda t, b: t),
-        Mask("causal", "causal", "", lambda n, budget, scores: causal_mask(n), lambda t, b: t),
-        Mask("window", "sliding window", "w", lambda n, w, scores: _window(n, w), lambda t, w: min(t, w)),
+        Mask("full", "full", ""),
+        Mask("causal", "causal", "", lambda _: _piece("causal")),
+        Mask("window", "sliding window", "w", lambda w: _and(_piece("causal"), _piece("window", w))),
         Mask(
             "sinks",
             f"{SINKS} sinks + window",
             "w",
-            lambda n, w, scores: _sinks_and_window(n, w),
-            lambda t, w: min(t, SINKS + w),
+            lambda w: _and(_piece("causal"), _or(_piece("window", w), _piece("sinks", SINKS))),
         ),
-        Mask("top_k", "top-k", "k", _top_k, lambda t, k: t, chooses="scores"),
-        Mask("dsa", "DSA top-k", "k", _top_k, lambda t, k: t, chooses="indexer"),
+        Mask("top_k", "top-k", "k", chooses="scores"),
+        Mask("dsa", "DSA top-k", "k", chooses="indexer"),
     )
 }
 

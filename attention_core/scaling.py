@@ -119,7 +119,7 @@ class ScoreVariance:
     (up to float rounding), because every score is multiplied by the same number.
     """
 
-    d_k: int
+    d_qk: int  # the length of each score's sum: d_k (and MLA's rotary part)
     scale: float
     var_q: float
     var_k: float
@@ -129,12 +129,12 @@ class ScoreVariance:
     @property
     def unit_variance_scores(self) -> float:
         """What Var(q·k) would be if q's and k's entries were independent with variance 1: d_k."""
-        return float(self.d_k)
+        return float(self.d_qk)
 
     @property
     def expected_scores(self) -> float:
         """Var(q·k) for independent zero-mean entries with this trace's variances: d_k · Var(q) · Var(k)."""
-        return self.d_k * self.var_q * self.var_k
+        return self.d_qk * self.var_q * self.var_k
 
 
 def score_variances(trace, head: int) -> ScoreVariance:
@@ -144,7 +144,7 @@ def score_variances(trace, head: int) -> ScoreVariance:
         return float(t.double().var(unbiased=False))
 
     return ScoreVariance(
-        d_k=trace.d_k,
+        d_qk=trace.d_qk,
         scale=trace.scale,
         var_q=var(trace.q[head]),
         var_k=var(trace.k[head]),

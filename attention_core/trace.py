@@ -165,7 +165,7 @@ class AttentionTrace:
             d_model,
             self.heads,
             self.kv_heads,
-            self.d_k - width("k_r"),
+            self.d_k,
             self.d_v,
             width("c_kv"),
             width("c_q"),
@@ -187,8 +187,15 @@ class AttentionTrace:
         return self.q.shape[1]
 
     @property
-    def d_k(self) -> int:
+    def d_qk(self) -> int:
+        """The width at which q and k meet, the length of each score's sum: d_k, and under MLA the rotary part
+        d_h^R beside it (q = [q^C, q^R])."""
         return self.q.shape[2]
+
+    @property
+    def d_k(self) -> int:
+        """A head's content width, as the config's d_k means it (d_qk without MLA's rotary part)."""
+        return self.d_qk - (self.parts["k_r"].shape[-1] if "k_r" in self.parts else 0)
 
     @property
     def d_v(self) -> int:

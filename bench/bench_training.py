@@ -70,7 +70,7 @@ def default_run() -> None:
     seconds = statistics.median(times)
     per_step = seconds / len(run.loss)
     config = run.config
-    print(f"default run (d_model {config.d_model}, d_k {config.d_k}, {config.n_heads} head, {config.steps} steps, "
+    print(f"default run (d_model {config.d_model}, d_k {config.d_k}, {config.heads} head, {config.steps} steps, "
           f"{torch.get_num_threads()} threads, {cpu_kernels()} kernels): {seconds:.2f} s median of 3 "
           f"({', '.join(f'{t:.2f}' for t in times)}; {per_step * 1e3:.2f} ms/step)")  # fmt: skip
     measured = [held_out_attention(c, run, held) for c in run.checkpoints]
@@ -82,10 +82,10 @@ def default_run() -> None:
           f"{', '.join(f'{g:.2f}' for g in last.by_group)}; fingerprint {run.fingerprint()}")  # fmt: skip
     memory = sum(c.nbytes() for c in run.checkpoints)
     print(f"checkpoints kept: {len(run.checkpoints)}, {memory / 1024:.0f} KiB")
-    largest = TrainingConfig(d_model=MAX_TRAIN_DIM, d_k=MAX_TRAIN_D_K, n_heads=MAX_TRAIN_HEADS, steps=MAX_TRAIN_STEPS)
+    largest = TrainingConfig(d_model=MAX_TRAIN_DIM, d_k=MAX_TRAIN_D_K, heads=MAX_TRAIN_HEADS, steps=MAX_TRAIN_STEPS)
     _, big = train(largest, stop=lambda: True)  # step 0 only: one checkpoint of the largest size
     count = sum(largest.keeps(step) for step in range(largest.steps + 1))
-    print(f"largest allowed (d_model {largest.d_model}, d_k {largest.d_k}, {largest.n_heads} heads, {largest.steps} "
+    print(f"largest allowed (d_model {largest.d_model}, d_k {largest.d_k}, {largest.heads} heads, {largest.steps} "
           f"steps): {count} checkpoints x {big.checkpoints[0].nbytes() / 2**20:.2f} MiB = "
           f"{count * big.checkpoints[0].nbytes() / 2**20:.1f} MiB")  # fmt: skip
     words = ("Bob", "will", "eat", "salad")

@@ -693,7 +693,7 @@ IN_PAGE_COLOURS = (
   if (ratio(luminance(rgb(app.color)), luminance(page)) < 4.5) return false;
   return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
     && rgb(gd._fullLayout.paper_bgcolor) === page && gd.querySelector('g[class$="tick"] > text, text[class$="title"]'))
-    && (window.__liveCharts?.followed() ?? true);
+    && (window.__liveCharts ? window.__liveCharts.followed() : true);  // no chart.js on the page: nothing to follow
 }"""
 )
 

@@ -11,7 +11,8 @@ checked here are the behaviours that speed rests on, each of which a slower desi
 - when the reader's system switches between light and dark, every chart follows the page's new colours, however
   late Streamlit repaints them;
 - a chart handed an older figure after a newer one (two of Streamlit's runs of chart.js, ending out of order) keeps
-  the newer.
+  the newer;
+- what these tests read of the charts is kept only in a browser that automation drives, never in a reader's.
 """
 
 import json
@@ -302,3 +303,36 @@ def test_no_chart_is_drawn_in_a_half_repainted_pages_colours(server, page):
     charts_followed(page, f"a slide, its background let go in {scheme(page)}", timeout=15)
     ratio, label, looked = worst_contrast(page)
     assert looked > 0 and ratio >= 4.5, f"{label!r} at {ratio:.1f}"
+
+
+# A reader's browser, not one that automation drives: navigator.webdriver reads false before any script runs.
+A_READER = "Object.defineProperty(Navigator.prototype, 'webdriver', {get: () => false});"
+HOOKS = """() => ({charts: document.querySelectorAll('.js-plotly-plot').length,
+  noted: [...document.querySelectorAll('.live-chart')].filter(c => ['__latest', '__spec', '__arrived', '__drawStart']
+    .some(name => name in c)).length,
+  followed: typeof window.__liveCharts?.followed})"""
+
+
+def test_a_readers_page_keeps_none_of_what_the_tests_read(server, page):
+    """chart.js notes what tests and benchmarks read (each chart's last figure, the one drawn, when; whether every
+    chart has followed the page's colours) only where automation drives the browser; a reader's page draws its charts
+    and keeps none of it. The control: the page the tests drive keeps all of it."""
+    drawn = "() => document.querySelectorAll('.js-plotly-plot').length >= 2"
+    page.goto(server + "/")
+    page.wait_for_function(drawn, timeout=60_000)
+    settled(page)
+    watched = page.evaluate(HOOKS)
+    assert watched["noted"] >= watched["charts"] >= 2 and watched["followed"] == "function", watched
+    reader = page.context.browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        seen = reader.new_page()
+        seen.add_init_script(A_READER)
+        seen.goto(server + "/")
+        seen.wait_for_function(drawn, timeout=60_000)
+        settled(seen)
+        assert seen.evaluate("navigator.webdriver") is False
+        hooks = seen.evaluate(HOOKS)
+        assert hooks["charts"] >= 2 and hooks["noted"] == 0 and hooks["followed"] == "undefined", hooks
+        no_traceback(seen)
+    finally:
+        reader.close()

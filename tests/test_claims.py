@@ -77,8 +77,8 @@ def test_scaling_claims_hold_for_the_variances_shown(traces):
             # variance by at most 4·γ₂ of the scores' mean square, relative to the variance.
             scores = trace.scores[head].double()
             spread = float((scores**2).mean() / scores.var(unbiased=False))
-            assert f"divided by {trace.d_k} " in notes and math.isclose(
-                stats.var_scaled, stats.var_scores / trace.d_k, rel_tol=4 * nm.gamma(2, nm.F32) * spread
+            assert f"divided by {trace.d_qk} " in notes and math.isclose(
+                stats.var_scaled, stats.var_scores / trace.d_qk, rel_tol=4 * nm.gamma(2, nm.F32) * spread
             )
             assert f"here from {stats.var_scores:.2f} to {stats.var_scaled:.2f}" in notes
             # The variances it states, as numpy measures them here (population variance, every entry of the head).

@@ -52,3 +52,23 @@ def test_the_readme_is_a_front_door():
     for command in re.findall(r"^make (\w+)", readme, re.MULTILINE) + re.findall(r"`make (\w+)`", readme):
         assert re.search(rf"^{command}:", makefile, re.MULTILINE), f"the README's make {command} is not a target"
     assert "make run" in readme and "make test" in readme
+
+
+def test_the_settings_table_is_made_from_the_declarations(monkeypatch):
+    """docs/settings.md's table is scripts/settings_table.py's of the declarations now (run it after changing a
+    setting), and the README's limits send the reader there. The rule's control: a range widened in a declaration is
+    seen."""
+    import dataclasses
+    import importlib.util
+
+    import figures.settings as settings
+
+    spec = importlib.util.spec_from_file_location("settings_table", ROOT / "scripts" / "settings_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    document = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert script.table() in document, "docs/settings.md is stale: run scripts/settings_table.py"
+    widened = tuple(dataclasses.replace(c, high=c.high + 1) if c.key == "d_k" else c for c in settings.CONTROLS)
+    monkeypatch.setattr(settings, "CONTROLS", widened)
+    assert script.table() not in document
+    assert "docs/settings.md" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -90,3 +90,19 @@ def test_the_scale_is_one_over_the_root_of_the_width_at_which_q_and_k_meet(chang
         assert config.d_qk == width and trace.scale == config.scale
         assert config.scale == (1 / math.sqrt(width) if config.scaled else 1.0)
     assert AttentionConfig(variant="mla", d_k=4, d_rope=2).d_qk == 6
+
+
+@pytest.mark.parametrize("variant", ["mha", "gqa", "mla", "identity"])
+def test_a_traces_d_k_is_the_configs_and_d_qk_the_width_at_which_q_and_k_meet(variant):
+    """"d_k" has one meaning: a head's content width, the sidebar's and the config's, in a trace too; the width at
+    which q and k meet (MLA's rotary part beside its content part) is d_qk. The Walkthrough's caption says the
+    sidebar's d_k, and MLA's rotary width beside it."""
+    from app_pages.walkthrough.walkthrough import settings_line
+
+    config = AttentionConfig(d_model=8, d_k=4, variant=variant, heads=2, kv_heads=1, d_rope=2, positional="rotary")
+    trace = compute_attention(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)), config)
+    assert trace.d_qk == trace.q.shape[-1] == config.d_qk
+    assert trace.d_k == trace.sizes.d_k == config.d_k
+    assert (trace.d_qk - trace.d_k) == (2 if variant == "mla" else 0)
+    line = " | ".join(settings_line(trace, config))
+    assert f"· d_k {config.d_k} ·" in line and (("rotary d_h^R 2" in line) == (variant == "mla")), line

@@ -241,5 +241,5 @@ def test_gemma_2s_own_scale_and_soft_cap_are_said_and_are_its_numbers(folders, m
     # of its terms' sizes (times the scale; the cap's slope is at most 1), which moves a weight by at most twice
     # that; then the softmax's own rounding.
     q, k = layer.q[0].double().abs(), layer.k[0].double().abs()
-    off = 2 * nm.gamma(layer.d_k, nm.F32) * float((q @ k.T).max()) * 0.25 + nm.gamma(layer.n_tokens + 8, nm.F32)
+    off = 2 * nm.gamma(layer.d_qk, nm.F32) * float((q @ k.T).max()) * 0.25 + nm.gamma(layer.n_tokens + 8, nm.F32)
     torch.testing.assert_close(again.weights[0], layer.weights[0], rtol=0, atol=2 * off)

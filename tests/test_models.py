@@ -97,7 +97,7 @@ def test_captured_stages_reproduce_each_other(name, request):
         bound = nm.attention(nm.exact(layer.q), nm.exact(layer.k), nm.exact(layer.v), factor=layer.scale,
                              mask=layer.mask, u=F32)  # fmt: skip
         nm.assert_agree(layer.scores, layer.q @ layer.k.transpose(-2, -1), bound["scores"], what="scores")
-        assert layer.scale == pytest.approx(layer.d_k**-0.5)
+        assert layer.scale == pytest.approx(layer.d_qk**-0.5)
         again = attend(layer.q, layer.k, layer.v, scale=layer.scale, mask=layer.mask)
         for stage in ("scaled_scores", "weights", "context"):
             nm.assert_agree(getattr(layer, stage), again[stage], bound[stage], what=stage)

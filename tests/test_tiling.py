@@ -164,10 +164,10 @@ def test_the_tiles_stage_says_its_steps_its_result_and_its_traffic(block, causal
                                               scale=trace.scale)  # fmt: skip
     scores = q.double() @ k.double().T * trace.scale
     w = torch.softmax(scores if trace.mask is None else scores.masked_fill(~trace.mask, float("-inf")), dim=-1)
-    bound = nm.gamma(4 * (trace.d_k + n + steps + 4), nm.unit_roundoff(torch.float32)) * (w @ v.double().abs())
+    bound = nm.gamma(4 * (trace.d_qk + n + steps + 4), nm.unit_roundoff(torch.float32)) * (w @ v.double().abs())
     assert bool(((trace.context[0].double() - expected).abs() <= bound).all())
     assert float(said.group(1) or 0) <= 2 * float(bound.max())
-    here, long = traffic(5, trace.d_k, QUERY_ROWS), traffic(LONG, trace.d_k, QUERY_ROWS)
+    here, long = traffic(5, trace.d_qk, QUERY_ROWS), traffic(LONG, trace.d_qk, QUERY_ROWS)
     said = (
         f"{amount(here.naive, 1)} vs {amount(here.tiled, 1)} here; {amount(long.naive, 1)} vs {amount(long.tiled, 1)}"
     )

@@ -108,7 +108,7 @@ def test_the_grammar_makes_the_object_depend_on_the_verb_and_the_subject():
 
 
 def test_gradients_match_finite_differences_on_a_tiny_model():
-    config = TrainingConfig(d_model=4, d_k=3, n_heads=2, seed=3)
+    config = TrainingConfig(d_model=4, d_k=3, heads=2, seed=3)
     grammar = Grammar()
     model = TinyLM(grammar.vocabulary, config).double()
     ids = encode(grammar.vocabulary, grammar.sentences(6, seed=0))

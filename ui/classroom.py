@@ -20,7 +20,6 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
-from app_pages import BY_TITLE
 from classroom import classes
 from classroom.classes import Refused
 from classroom.store import MemoryStore, RedisStore, SqliteStore, Store, StoreDown
@@ -28,6 +27,7 @@ from figures.style import markdown_literal
 from ui import decks
 from ui.controls import log
 from ui.links import refused_values
+from ui.pages import BY_TITLE
 
 STORE_ENV = "ATTENTION_CLASS_STORE"
 POLL_SECONDS = 1.0  # a follower's page asks the class this often: the lecturer's step shows within ~1–2 s

@@ -21,11 +21,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import streamlit as st
 
-from app_pages import BY_TITLE, PAGES, navigation_page
 from figures.settings import CONTROLS
 from ui import address, slides
 from ui.links import NUMBERS_FROM, refused_values
-from ui.pages import DISPLAY, TYPED, PageSpec
+from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec, navigation_page
 
 SHIPPED_FOLDER = Path(__file__).resolve().parents[1] / "decks"
 MAX_VIEWS = 60

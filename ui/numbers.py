@@ -12,8 +12,6 @@ import hashlib
 import numpy as np
 import streamlit as st
 
-from app_pages import navigation_page
-from app_pages.real_model.spec import SPEC as REAL_MODEL
 from attention_core.lectures import pattern_for
 from attention_core.matrices import EMPTY, TYPED_NAMES, can_type, typed_from_npz
 from attention_core.training import LECTURE_SENTENCE, checkpoint_npz, load_lecture_model
@@ -22,6 +20,7 @@ from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import Settings, current_example
 from ui.links import NUMBERS_FROM
+from ui.pages import navigation_page, page_at
 from ui.sidebar import numbers_from
 
 
@@ -237,7 +236,7 @@ def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key
         )
     else:
         place.page_link(
-            navigation_page(REAL_MODEL.path),
+            navigation_page(page_at("/real_model").path),
             label="See this sentence in a trained model (Real model page)",
             icon=":material/psychology:",
         )

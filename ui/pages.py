@@ -2,9 +2,10 @@
 icon, which sidebar controls it reads, its slides and its own choices in the address), and the sidebar's controls
 in groups by what they set.
 
-Each page's facts are in its folder (app_pages/<name>/spec.py); app_pages/__init__.py lists the pages in order.
-app.py builds st.navigation from that list; the sidebar greys out the controls a page does not read (the Real
-model's architecture fixes d_k and heads); presentation mode links every page.
+Each page's facts are in its folder (app_pages/<name>/spec.py); app_pages/__init__.py hands them here, in order
+(PAGES: the registry the shared code reads, so that ui/ imports no page). app.py builds st.navigation from it; the
+sidebar greys out the controls a page does not read (the Real model's architecture fixes d_k and heads);
+presentation mode links every page.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import PurePosixPath
 
 import streamlit as st
 
+from attention_core.registry import put
 from figures.settings import CONTROLS
 from figures.stages import STAGES, stage_choices
 
@@ -79,3 +81,54 @@ class PageSpec:
     def page(self) -> st.Page:
         where = {} if self.default else {"url_path": self.url_path}  # (the default page's address is "/")
         return st.Page(self.path, title=self.title, icon=self.icon, default=self.default, **where)
+
+
+PAGES: list[PageSpec] = []  # in the navigation's order: app_pages/__init__.py registers each page's spec
+BY_TITLE: dict[str, PageSpec] = {}
+
+
+def register_page(spec: PageSpec) -> PageSpec:
+    """Add a page at the end of the navigation (or replace the one with its title): app.py builds the navigation,
+    the sidebar and the presentation bar from PAGES on every run, so a registered page is reached from each."""
+    return put(PAGES, BY_TITLE, spec.title, spec)
+
+
+def unregister_page(title: str) -> None:
+    PAGES.remove(BY_TITLE.pop(title))
+
+
+NAVIGATION = "navigation_pages"  # session state: (the PageSpecs, their st.Page objects), made once per session
+
+
+def navigation_pages() -> list[st.Page]:
+    """The st.Page of every page, for st.navigation: made once per session (again where a page was registered
+    since). Each st.Page finds its script on disk (a path resolved, a file checked), and st.switch_page and
+    st.page_link given a path resolve it again: made on every run, they were 14 % of the server's samples with 60
+    followers at once (py-spy, bench/bench_class.py, which counts a thread in a system call or waiting for
+    Python's lock as busy). Made once, a presented Walkthrough's run takes 15.9-16.0 ms of CPU instead of
+    16.3-17.2 (AppTest). Not shared between sessions: st.navigation marks the page it returns as the one that may
+    run, and Page.run unmarks it."""
+    made = st.session_state.get(NAVIGATION)
+    if made is None or made[0] != PAGES:
+        made = (list(PAGES), [spec.page() for spec in PAGES])
+        st.session_state[NAVIGATION] = made
+    return made[1]
+
+
+def navigation_page(path: str) -> st.Page | str:
+    """The session's st.Page of the page whose script is at `path`, for st.switch_page and st.page_link (given a
+    path, each resolves it on disk again, on every run); the path itself where no page has it (Streamlit names it)."""
+    return next((page for spec, page in zip(PAGES, navigation_pages(), strict=True) if spec.path == path), path)
+
+
+def forget_other_pages(shown: str) -> None:
+    """Give back what the pages other than the one shown keep only while they are shown (PageSpec.keeps)."""
+    for spec in PAGES:
+        if spec.title != shown:
+            for key in spec.keeps:
+                st.session_state.pop(key, None)
+
+
+def page_at(address: str) -> PageSpec:
+    """The page at an address ("/real_model"), as a link names it."""
+    return next(spec for spec in PAGES if spec.address == address)

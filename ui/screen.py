@@ -8,8 +8,8 @@ import math
 import streamlit as st
 import streamlit.components.v2
 
-from app_pages import PAGES, navigation_pages
 from ui import decks, slides
+from ui.pages import PAGES, navigation_pages
 
 PRESENTATION_MAP_PIXELS = 400  # the tallest map in presentation mode: a stage fits a 1400 x 900 screen ...
 DESIGNED_FOR = (1400, 900)  # ... the screen the slides' sizes are set for: on a larger one they are scaled up
@@ -37,11 +37,10 @@ h1 { font-size: 2.2rem !important; } h2, h3 { font-size: 1.9rem !important; }
 # The slide bar's pills (one per slide, between ← previous and next →): smaller and closer than the page's other
 # buttons, so that eleven fit the bar at 1400 x 900 (the Walkthrough's ran under "next →", the last cut to "tile").
 # A page with more slides than fit gets a list instead (ui/slides.py pills_fit).
-SLIDE_BARS = ", ".join(f".st-key-{spec.slide_key} [role=radiogroup]" for spec in PAGES if spec.slide_key)
-SLIDE_BAR_CSS = f"""
+SLIDE_BAR_CSS = """
 <style>
-:is({SLIDE_BARS}) button {{ padding-left: 0.55rem; padding-right: 0.55rem; }}
-:is({SLIDE_BARS}) button p {{ font-size: 1.1rem !important; }}
+:is({bars}) button {{ padding-left: 0.55rem; padding-right: 0.55rem; }}
+:is({bars}) button p {{ font-size: 1.1rem !important; }}
 </style>
 """
 # Text everybody can read (WCAG AA's 4.5:1, checked on every page by axe-core: tests/test_accessibility.py).
@@ -150,7 +149,8 @@ def presentation_bar(page: str) -> None:
     # 1400 x 900 slide larger, not in its corner. (CSS zoom would do it in one line, but moves Plotly's hovers.)
     scale = st.session_state.get(SCREEN_SCALE, 1.0)
     grown = f"<style>html {{ font-size: {100 * scale:.0f}%; }}</style>" if scale > 1 else ""
-    st.html(PRESENTATION_CSS + SLIDE_BAR_CSS + grown)
+    bars = ", ".join(f".st-key-{spec.slide_key} [role=radiogroup]" for spec in PAGES if spec.slide_key)
+    st.html(PRESENTATION_CSS + SLIDE_BAR_CSS.format(bars=bars) + grown)
     # A row that wraps, each link as wide as its label: at any width none is cut, and the way out is last.
     row = st.container(horizontal=True, vertical_alignment="center", gap="xsmall")
     with st.sidebar:  # ← → and Esc, in the (hidden) sidebar: they take no room on a slide

@@ -50,7 +50,7 @@ def training_config(settings) -> TrainingConfig:
     return TrainingConfig(
         d_model=config.d_model,
         d_k=config.d_k,
-        n_heads=config.heads,
+        heads=config.heads,
         causal=settings.train_causal,
         scaled=config.scaled,
         seed=config.seed,

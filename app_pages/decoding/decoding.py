@@ -70,7 +70,7 @@ def _trained(settings):
     if training is None or training.running:
         st.info(
             f"No trained model of these settings yet (seed {config.seed}, d_model {config.d_model}, d_k "
-            f"{config.d_k}, {config.n_heads} head{'s' if config.n_heads > 1 else ''}: the Training page's)."
+            f"{config.d_k}, {config.heads} head{'s' if config.heads > 1 else ''}: the Training page's)."
         )
         st.button(
             f"Train it now ({config.steps:,} steps, a few seconds)",

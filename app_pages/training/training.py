@@ -143,7 +143,7 @@ def main() -> None:
 def introduce(settings, config) -> None:
     """The sizes of the run, what the model is, and the grammar it learns from."""
     sizes = (
-        f"d_model {config.d_model} · d_k {config.d_k} · {config.n_heads} head{'s' if config.n_heads > 1 else ''} · "
+        f"d_model {config.d_model} · d_k {config.d_k} · {config.heads} head{'s' if config.heads > 1 else ''} · "
         f"{'causal' if config.causal else 'NO causal mask'} · {'scaled' if config.scaled else 'NOT scaled'} · "
         f"seed {config.seed} · {config.steps} steps of AdamW"
     )

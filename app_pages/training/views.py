@@ -8,7 +8,6 @@ import dataclasses
 import numpy as np
 import streamlit as st
 
-from app_pages import navigation_page
 from app_pages.training.gradient_step import lecture_row, show_lesson
 from app_pages.walkthrough.spec import SPEC as WALKTHROUGH
 from attention_core import tokenize
@@ -26,6 +25,7 @@ from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_d
 from ui.chart import show_figure
 from ui.links import check_choice
 from ui.numbers import use_weights
+from ui.pages import navigation_page
 from ui.screen import slide_columns
 from ui.show import show_figures, show_stage, style_for
 from ui.training import (
@@ -138,7 +138,7 @@ def _measured(run, checkpoint, style, map_place=None) -> None:
     figure = heatmap(
         by_position[0],
         title=f"mean attention weights at step {checkpoint.step}",
-        subtitle="head 1, over the held-out sentences" if run.config.n_heads > 1 else "over the held-out sentences",
+        subtitle="head 1, over the held-out sentences" if run.config.heads > 1 else "over the held-out sentences",
         row_labels=POSITION_NAMES,
         col_labels=POSITION_NAMES,
         y_title="query",

@@ -17,7 +17,7 @@ import torch
 MAX_CHECKPOINT_MB = 64  # the server's largest upload (.streamlit/config.toml: server.maxUploadSize)
 WRAPPERS = ("model", "state_dict", "model_state_dict", "module")  # where a training script keeps the state_dict
 COMPILED = "_orig_mod."  # torch.compile's prefix on every name (nanoGPT's sample.py strips it too)
-HEADS_NAMES = ("n_head", "n_heads", "num_heads", "num_attention_heads")
+HEADS_NAMES = ("heads", "n_head", "n_heads", "num_heads", "num_attention_heads")  # this app's own, nanoGPT's, ...
 KV_HEADS_NAMES = ("n_kv_heads", "num_key_value_heads", "n_kv_head")
 VOCABULARY_NAMES = ("itos", "vocab", "vocabulary")  # a list of token strings, by id; "stoi" maps token -> id
 

@@ -206,7 +206,7 @@ def model_info(model: torch.nn.Module, tokenizer, key: str, title: str) -> Model
         n_layers=config.num_hidden_layers,
         heads=config.num_attention_heads,
         n_kv_heads=max(kv_head_of) + 1,
-        d_k=probe[0].d_k,
+        d_k=probe[0].d_qk,
         d_model=config.hidden_size,
         max_positions=int(getattr(config, "max_position_embeddings", MAX_MODEL_TOKENS)),
         positions=_positions(config),

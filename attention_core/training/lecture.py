@@ -107,7 +107,11 @@ def load_lecture_model(path: Path = LECTURE_MODEL_FILE) -> LectureModel:
     with safe_open(str(path), framework="pt") as file:
         metadata = file.metadata()
         tensors = {name: file.get_tensor(name) for name in file.keys()}  # noqa: SIM118 (safe_open has no iteration)
-    config = TrainingConfig(**json.loads(metadata["config"]))
+    stored = json.loads(metadata["config"])
+    # The bundled file was made when the config called its heads n_heads (its numbers, and so its fingerprint, are
+    # the same under either name): the old name is read here, at the door, and nowhere else.
+    stored.setdefault("heads", stored.pop("n_heads", 1))
+    config = TrainingConfig(**stored)
     run = Run(config, tuple(json.loads(metadata["vocabulary"])))
     for step, loss in zip(json.loads(metadata["steps"]), tensors["checkpoint_loss"].tolist(), strict=True):
         w_q, w_k, w_v, w_o, embed, position, unembed = (tensors[f"{step}/{name}"] for name in CHECKPOINT_TENSORS)

@@ -8,6 +8,7 @@ import math
 
 import torch
 
+from attention_core.composed import causal_mask
 from attention_core.config import (
     MAX_TRAIN_D_K,
     MAX_TRAIN_DIM,
@@ -18,7 +19,6 @@ from attention_core.config import (
     AttentionConfig,
 )
 from attention_core.engine import attend
-from attention_core.masks import causal_mask
 from attention_core.training.grammar import POSITIONS
 from attention_core.weights import init_weights
 
@@ -32,7 +32,7 @@ class TrainingConfig:
 
     d_model: int = 8
     d_k: int = 4
-    n_heads: int = 1
+    heads: int = 1
     causal: bool = True
     scaled: bool = True
     seed: int = 0
@@ -52,7 +52,7 @@ class TrainingConfig:
         for field, value, high in (
             ("d_model", self.d_model, MAX_TRAIN_DIM),
             ("d_k", self.d_k, MAX_TRAIN_D_K),
-            ("heads", self.n_heads, MAX_TRAIN_HEADS),
+            ("heads", self.heads, MAX_TRAIN_HEADS),
             ("training steps", self.steps, MAX_TRAIN_STEPS),
             ("checkpoint_every", self.checkpoint_every, MAX_TRAIN_STEPS),
             ("sentences", self.sentences, MAX_TRAIN_SENTENCES),
@@ -77,7 +77,7 @@ class TrainingConfig:
         return AttentionConfig(
             d_model=self.d_model,
             d_k=self.d_k,
-            heads=self.n_heads,
+            heads=self.heads,
             causal=self.causal,
             scaled=self.scaled,
             seed=self.seed,
@@ -100,6 +100,7 @@ class TinyLM(torch.nn.Module):
         for name, w in init_weights(config.attention()).items():
             self.register_parameter(name, torch.nn.Parameter(w.clone()))
         self.unembed = torch.nn.Parameter(torch.randn(d, len(vocabulary), generator=generator) / math.sqrt(d))
+        self.scale = config.attention().scale  # 1/√d_k, or 1 unscaled: the layer's own, as every page reads it
 
     def x(self, ids: torch.Tensor) -> torch.Tensor:
         """X for token ids [b, n]: word embedding + position embedding, [b, n, d]."""
@@ -113,8 +114,7 @@ class TinyLM(torch.nn.Module):
         x = self.x(ids).unsqueeze(1)  # [b, 1, n, d]: one copy per head
         q, k, v = x @ self.w_q, x @ self.w_k, x @ self.w_v  # [b, h, n, d_k], [b, h, n, d_k], [b, h, n, d_v]
         n = ids.shape[-1]
-        scale = 1 / math.sqrt(self.config.d_k) if self.config.scaled else 1.0
-        stages = attend(q, k, v, scale=scale, mask=causal_mask(n) if self.config.causal else None)
+        stages = attend(q, k, v, scale=self.scale, mask=causal_mask(n) if self.config.causal else None)
         context = stages["context"]  # [b, h, n, d_v]
         concat = context.transpose(1, 2).reshape(ids.shape[0], n, -1)  # [b, n, h*d_v], heads side by side
         out = concat @ self.w_o  # [b, n, d]

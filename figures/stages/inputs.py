@@ -116,7 +116,7 @@ def build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
     if "k_r" in trace.parts:  # MLA's rotary key: a content part and a rotary part side by side
         d_r = trace.parts["k_r"].shape[-1]
         notes.append(
-            f"Each query and key is its content part (width {trace.d_k - d_r}) and its rotary part "
+            f"Each query and key is its content part (width {trace.d_k}) and its rotary part "
             f"(width {d_r}) side by side, so q·k = q^C·k^C + q^R·k^R; k^R is the same for every "
             "head."
         )

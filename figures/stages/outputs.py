@@ -237,7 +237,7 @@ def build_absorb(trace, head: int, style: Style, query: int | None) -> Built:
         "Why the position travels apart, in k^R: were k^C turned by RoPE, a rotation that depends on the key's "
         "position would sit between q^C and W_UK"
     )
-    content = p["q_c"].shape[-1]  # d_k of the content part (trace.d_k counts the rotary part too)
+    content = trace.d_k  # the content part's width (q and k meet at d_qk: the rotary part too)
     if n >= 2 and content % 2 == 0:
         exact, folded = folded_with_rotated_keys(p, w, trace.rope_base or ROPE_BASE)
         off = float((exact[head, :, 1:] - folded[head, :, 1:]).abs().max())

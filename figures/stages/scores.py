@@ -33,7 +33,7 @@ from figures.style import (
 
 def build_scores(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scores[head])
-    n, dk = trace.n_tokens, trace.d_k
+    n, dk = trace.n_tokens, trace.d_qk
     title = Title("scores", "Q·Kᵀ", f"{shape_text(n, dk)}·{shape_text(dk, n)} = {shape_text(n, n)}")
     part = square_panel(trace, values, "scores", title, diverging=True, masked=False, subtitle=head_title(trace, head))
     note = f"Here they run from {values.min():.2f} to {values.max():.2f}."
@@ -47,7 +47,7 @@ NEAR_ONE = (0.5, 2.0)  # a variance measured over one small map counts as "about
 def scaling_notes(trace, head: int) -> list[str]:
     """What the scaled-scores stage says about this head's numbers (tests/test_claims.py checks each)."""
     stats = score_variances(trace, head)
-    dk, cells = stats.d_k, trace.n_tokens**2
+    dk, cells = stats.d_qk, trace.n_tokens**2
     if cells == 1:
         return [
             "With one token there is one score, and a single number has no variance to measure: the √d_k "
@@ -101,7 +101,7 @@ def scaling_notes(trace, head: int) -> list[str]:
 
 def build_scaled(trace, head: int, style: Style, query: int | None) -> Built:
     values = as_numpy(trace.scaled_scores[head])
-    n, dk = trace.n_tokens, trace.d_k
+    n, dk = trace.n_tokens, trace.d_qk
     if trace.softcap:  # Gemma 2: scaled by its own factor, then capped
         c = f"{trace.softcap:g}"
         formula = f"{c}·tanh(scores · {trace.scale:.3g} / {c})"

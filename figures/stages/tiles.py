@@ -117,7 +117,7 @@ def skipped(steps: list[TileStep], n: int) -> str:
 def notes(trace, head: int, steps: list[TileStep], block: int, skips: bool = True) -> list[str]:
     """What the steps show (with `skips`, what the empty tiles saved), the result against the ·V stage, and the
     traffic at this length and a long one."""
-    n, d = len(trace.tokens), trace.d_k
+    n, d = len(trace.tokens), trace.d_qk
     result = steps[-1].normalised.double()
     off = float((result - trace.context[head].double()).abs().max())
     here, long = traffic(n, d, QUERY_ROWS), traffic(LONG, d, QUERY_ROWS)

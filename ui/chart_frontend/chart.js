@@ -19,6 +19,15 @@ const shared = (window.__liveCharts ??= {plotly: null, charts: new Set(), pumpin
                                           scheduled: false, again: null, figureAt: 0});
 const NEAR_AFTER_MS = 40;  // a frame and more: a near chart's wait, after the last figure came
 
+// What the tests and benchmarks read of the charts, kept only in a browser that automation drives
+// (navigator.webdriver: Playwright's, in tests/ and bench/), never in a reader's. On each chart's element:
+// __latest, the figure the server sent last; __spec, the one drawn; __arrived and __drawStart, when (the page's
+// clock); and shared.followed(), whether every chart near the screen shows its latest figure in the page's colours.
+const WATCHED = navigator.webdriver === true;
+function note(chart, fields) {
+  if (WATCHED) Object.assign(chart.element, fields);
+}
+
 function painted() {  // resolves once the browser has painted a frame: a task after the frame's callbacks
   return new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)));
 }
@@ -351,8 +360,8 @@ if (!shared.followsScheme) {
 }
 
 // Whether every chart on or near the screen shows its latest figure in the page's colours now, and none is being
-// drawn: what a test waits for before it measures a chart's colours (tests/browser.py IN_PAGE_COLOURS).
-shared.followed = () => {
+// drawn: what a test waits for before it measures a chart's colours (tests/browser.py IN_PAGE_COLOURS; WATCHED).
+if (WATCHED) shared.followed = () => {
   const colours = pageColours();
   return !shared.pumping && [...shared.charts].every(chart => !chart.element.isConnected || chart.latest === null
     || !place(chart.element).near || chart.drawn === wanted(chart, colours));
@@ -371,7 +380,7 @@ function prepare(chart) {  // the figure to draw, parsed once per drawing, in th
 
 async function drawOne(chart) {
   const drawing = wanted(chart);
-  chart.element.__drawStart = performance.now();  // when, and (below) when its figure came: tests/test_browser_loop.py
+  note(chart, {__drawStart: performance.now()});
   try {
     const Plotly = await loadPlotly(chart.latest.plotlyUrl);
     if (drawing === chart.drawn) {  // the same figure, at a new width
@@ -395,7 +404,7 @@ async function drawOne(chart) {
     chart.drawnSpec = spec;
     chart.drawn = drawing;
     chart.failedAt = 0;
-    chart.element.__spec = spec;
+    note(chart, {__spec: spec});
     if (chart.table.open) fillTable(chart);
   } catch (error) {  // shown in the browser's console; tried again in 2 s, or with the next figure
     console.error(error);
@@ -427,11 +436,12 @@ export default function ({data, parentElement}) {
   chart.sent = order;
   if (chart.latest?.spec !== spec) {
     chart.failedAt = 0;  // a new figure is tried at once
-    shared.figureAt = chart.element.__arrived = performance.now();
+    shared.figureAt = performance.now();
+    note(chart, {__arrived: shared.figureAt});
   }
   chart.latest = {spec, config, plotlyUrl: plotly};
   nameChart(chart, name, summary, maps === "1");
-  chart.element.__latest = spec;  // what the server sent last (tests find a chart by it before it is drawn)
+  note(chart, {__latest: spec});
   chart.element.style.height = `${height}px`;
   schedule();
 }

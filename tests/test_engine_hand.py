@@ -94,8 +94,8 @@ def test_the_scale_is_one_over_the_root_of_the_width_at_which_q_and_k_meet(chang
 
 @pytest.mark.parametrize("variant", ["mha", "gqa", "mla", "identity"])
 def test_a_traces_d_k_is_the_configs_and_d_qk_the_width_at_which_q_and_k_meet(variant):
-    """"d_k" has one meaning: a head's content width, the sidebar's and the config's, in a trace too; the width at
-    which q and k meet (MLA's rotary part beside its content part) is d_qk. The Walkthrough's caption says the
+    """The name d_k has one meaning: a head's content width, the sidebar's and the config's, a trace's too; where
+    q and k meet (MLA's rotary part beside its content part) is d_qk. The Walkthrough's caption says the
     sidebar's d_k, and MLA's rotary width beside it."""
     from app_pages.walkthrough.walkthrough import settings_line
 

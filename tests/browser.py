@@ -671,6 +671,8 @@ def check_view(page, what: str, charts: bool | None = None, axe: bool = True) ->
     settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
     if charts is None:
         charts = page.locator(".live-chart").count() > 0
+    if charts:  # a rerun's charts are drawn after a quiet moment on a busy machine: measured once drawn
+        charts_drawn(page, what)
     no_traceback(page)
     assert_none(clipped(page), f"{what}: labels outside their chart", charts)
     assert_none(overlaps(page), f"{what}: texts drawn over each other", charts)
@@ -700,6 +702,21 @@ IN_PAGE_COLOURS = (
 
 APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.stApp'));
   return `text ${app.color} on ${app.backgroundColor}`; }"""
+
+
+# A chart's labels drawn on the page, and every chart on or near the screen showing its latest figure in the page's
+# colours (chart.js's own account, kept where automation drives the browser): what a measurement of labels waits for.
+DRAWN = """() => document.querySelector('.js-plotly-plot g[class$="tick"] > text, .js-plotly-plot text[class$="title"]')
+  !== null && (window.__liveCharts ? window.__liveCharts.followed() : true)"""
+
+
+def charts_drawn(page, what: str, timeout: float = 30) -> None:
+    """Until a chart's labels are on the page and every chart near the screen is drawn (DRAWN): a view whose charts
+    were sent and are not drawn in `timeout` fails, named."""
+    try:
+        page.wait_for_function(DRAWN, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{what}: its charts were sent and not drawn in {timeout:.0f} s") from None
 
 
 def charts_followed(page, what: str, timeout: float = 30) -> None:

@@ -194,7 +194,7 @@ def test_every_bad_answer_is_named_with_its_case():
 NOTEBOOK = ROOT / "docs" / "notebooks" / "attention-in-a-notebook.ipynb"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: a worker that comes back to this module after another keeps it
 def installed(tmp_path_factory) -> dict[str, Path]:
     """`pip install .` as a student runs it: the checkout (a copy: a build writes build/ and egg-info beside it)
     installed with its notebook extra into a fresh virtual environment, every dependency pyproject.toml declares

@@ -706,15 +706,16 @@ APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.s
 
 # A chart's labels drawn on the page, and every chart on or near the screen showing its latest figure in the page's
 # colours (chart.js's own account, kept where automation drives the browser): what a measurement of labels waits for.
-DRAWN = """() => document.querySelector('.js-plotly-plot g[class$="tick"] > text, .js-plotly-plot text[class$="title"]')
-  !== null && (window.__liveCharts ? window.__liveCharts.followed() : true)"""
+CHARTS_DRAWN = """() => document.querySelector(
+  '.js-plotly-plot g[class$="tick"] > text, .js-plotly-plot text[class$="title"]') !== null
+  && (window.__liveCharts ? window.__liveCharts.followed() : true)"""
 
 
 def charts_drawn(page, what: str, timeout: float = 30) -> None:
-    """Until a chart's labels are on the page and every chart near the screen is drawn (DRAWN): a view whose charts
-    were sent and are not drawn in `timeout` fails, named."""
+    """Until a chart's labels are on the page and every chart near the screen is drawn (CHARTS_DRAWN): a view whose
+    charts were sent and are not drawn in `timeout` fails, named."""
     try:
-        page.wait_for_function(DRAWN, timeout=timeout * 1000)
+        page.wait_for_function(CHARTS_DRAWN, timeout=timeout * 1000)
     except PlaywrightTimeout:
         raise AssertionError(f"{what}: its charts were sent and not drawn in {timeout:.0f} s") from None
 

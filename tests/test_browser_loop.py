@@ -180,12 +180,12 @@ def test_a_step_sends_no_page_settings_and_they_stay_as_the_first_run_set_them(s
 
 
 # The app's colours, held at the scheme the page has (an "important" style on the app's element wins over Streamlit's
-# theme), until "let go": the page's colours change only then. HELD: whether every chart's paper is the held one.
+# theme), until "let go": the page's colours change only then. PAPER_HELD: whether every chart's paper is the held one.
 HOLD_COLOURS = """() => { const app = document.querySelector('.stApp'), style = getComputedStyle(app);
   for (const name of ['color', 'background-color'])
     app.style.setProperty(name, style.getPropertyValue(name), 'important');
   return style.backgroundColor; }"""
-HELD = (
+PAPER_HELD = (
     """held => [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout.paper_bgcolor === held)"""
 )
 LET_GO = """() => { const app = document.querySelector('.stApp');
@@ -204,10 +204,10 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
     page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
     settled(page)  # the switch's rerun, if any, has ended
     page.wait_for_timeout(5000)
-    assert page.evaluate(HELD, held), "the colours were not held: this test would not see a late repaint"
+    assert page.evaluate(PAPER_HELD, held), "the colours were not held: this test would not see a late repaint"
     page.evaluate(LET_GO)
     charts_followed(page, f"a slide, colours 5 s after the switch to {scheme(page)}", timeout=15)
-    assert not page.evaluate(HELD, held), "the charts kept the held paper"
+    assert not page.evaluate(PAPER_HELD, held), "the charts kept the held paper"
 
 
 # chart.js, called as Streamlit calls it, with the weights chart's own parent: a figure (the server's, as its frames

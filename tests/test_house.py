@@ -187,6 +187,28 @@ def issue_numbers(files: dict[str, str]) -> list[str]:
             for number, line in enumerate(text.splitlines(), start=1) if ISSUE_NUMBER.search(line)]  # fmt: skip
 
 
+def constants_named_twice(files: dict[str, str]) -> list[str]:
+    """A module-level CONSTANT assigned a second time: the second hides the first from every reader above it (a
+    helper's script once took a new helper's name and three tests read the wrong one)."""
+    found = []
+    for name, text in files.items():
+        seen: dict[str, int] = {}
+        for node in ast.parse(text).body:
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id.isupper():
+                    if target.id in seen:
+                        found.append(f"{name}:{node.lineno} {target.id} (first at {seen[target.id]})")
+                    seen.setdefault(target.id, node.lineno)
+    return found
+
+
 def is_page_script(name: str) -> bool:
     """app_pages.<page>.<page>: a page's script, named as its folder."""
     parts = name.split(".")
@@ -210,6 +232,7 @@ PLANTED = {  # a module that breaks every rule once
     "fake.long": "def f():\n" + "    x = 1\n" * FUNCTION_LINES_MOST,
     "fake.a": "from fake.b import _hidden\n",
     "fake.b": "def g():\n    from fake.a import thing\n",
+    "fake.twice": "DRAWN = 1\nLIMIT: int = 2\nDRAWN = 3\nlower = 4\nlower = 5\n",
     "attention_core.fake": "import streamlit as st\nfrom figures.style import Style\nCOLOUR = '#1a7f5a'\n",
     "figures.fake": "def f():\n    import streamlit\n",
     "ui.fake": "from streamlit.runtime.scriptrunner import get_script_run_ctx\n"
@@ -241,6 +264,14 @@ def test_every_rule_finds_its_planted_breach():
     assert one_page_modules(PLANTED) == ["ui.lonely: only app_pages.real_model"]
     assert issue_numbers(PLANTED) == ["ui.fake:5: # the masks (issue 43)"]
     assert core_colours(PLANTED) == ["attention_core.fake:3"]
+    assert constants_named_twice(PLANTED) == ["fake.twice:3 DRAWN (first at 1)"]
+
+
+def test_no_module_names_a_constant_twice(product):
+    """The product's modules and the tests' (a test module's helper read a constant a later line replaced)."""
+    tests = {f"tests.{path.stem}": path.read_text() for path in sorted((ROOT / "tests").glob("*.py"))}
+    assert len(tests) > 30
+    assert constants_named_twice(product | tests) == []
 
 
 def test_no_product_module_is_over_400_lines(product):

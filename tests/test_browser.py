@@ -687,13 +687,14 @@ def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
     sidebar_x.fill("1,0.5,0.2;0.1,0.3,0.1;0.2,0.8,0.9;0.9,0.1,0.9")  # pizza's last number typed anew
     sidebar_x.press("Control+Enter")
     page.wait_for_function("() => decodeURIComponent(location.search).includes('0.9,0.1,0.9')")
-    deadline = time.time() + 20
-    while time.time() < deadline and chart_z(page, "X  [4x3]")[3][2] != pytest.approx(0.9):
-        time.sleep(0.2)
-    assert chart_z(page, "X  [4x3]")[3] == pytest.approx([0.9, 0.1, 0.9])
-    q = chart_z(page, "Q = X·W_Q")
+    # Each chart is drawn in its turn (chart.js draws one at a time, those on screen first): each is read once its
+    # painted numbers have moved, or 20 s have passed.
     w_q = np.array([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]])
-    np.testing.assert_allclose(q[3], np.array([0.9, 0.1, 0.9]) @ w_q, atol=1e-6)
+    for name, row in (("X  [4x3]", [0.9, 0.1, 0.9]), ("Q = X·W_Q", list(np.array([0.9, 0.1, 0.9]) @ w_q))):
+        deadline = time.time() + 20
+        while time.time() < deadline and chart_z(page, name)[3] != pytest.approx(row, abs=1e-6):
+            time.sleep(0.2)
+        np.testing.assert_allclose(chart_z(page, name)[3], row, atol=1e-6)
     assert page.get_by_role("combobox", name="Lecture example").input_value() != ""  # it still reads
     no_traceback(page)
     screenshot(page, "walkthrough-lecture-002-typed")

@@ -156,10 +156,6 @@ class AttentionTrace:
     def sizes(self) -> Sizes:
         """The widths of this trace's variant, read from its shapes (a real model's d_model, which its trace
         leaves out, is taken as heads · d_v)."""
-
-        def width(part: str) -> int:
-            return self.parts[part].shape[-1] if part in self.parts else 0
-
         d_model = self.x.shape[-1] if self.x is not None else self.heads * self.d_v
         return Sizes(
             d_model,
@@ -167,9 +163,9 @@ class AttentionTrace:
             self.kv_heads,
             self.d_k,
             self.d_v,
-            width("c_kv"),
-            width("c_q"),
-            width("k_r"),
+            self.part_width("c_kv"),
+            self.part_width("c_q"),
+            self.part_width("k_r"),
             "q_rotated" in self.parts,
         )
 
@@ -195,7 +191,11 @@ class AttentionTrace:
     @property
     def d_k(self) -> int:
         """A head's content width, as the config's d_k means it (d_qk without MLA's rotary part)."""
-        return self.d_qk - (self.parts["k_r"].shape[-1] if "k_r" in self.parts else 0)
+        return self.d_qk - self.part_width("k_r")
+
+    def part_width(self, part: str) -> int:
+        """The last width of one of the variant's parts (MLA's latent c_kv, its rotary key k_r), 0 without it."""
+        return self.parts[part].shape[-1] if part in self.parts else 0
 
     @property
     def d_v(self) -> int:

@@ -714,20 +714,25 @@ CHARTS_DRAWN = """() => document.querySelector(
 def charts_drawn(page, what: str, timeout: float = 30) -> None:
     """Until a chart's labels are on the page and every chart near the screen is drawn (CHARTS_DRAWN): a view whose
     charts were sent and are not drawn in `timeout` fails, named."""
+    _until(page, CHARTS_DRAWN, timeout, lambda: f"{what}: its charts were sent and not drawn in {timeout:.0f} s")
+
+
+def _until(page, script: str, timeout: float, failure) -> None:
+    """Until `script` is true in the page; else an AssertionError saying failure() (read after the wait)."""
     try:
-        page.wait_for_function(CHARTS_DRAWN, timeout=timeout * 1000)
+        page.wait_for_function(script, timeout=timeout * 1000)
     except PlaywrightTimeout:
-        raise AssertionError(f"{what}: its charts were sent and not drawn in {timeout:.0f} s") from None
+        raise AssertionError(failure()) from None
 
 
 def charts_followed(page, what: str, timeout: float = 30) -> None:
     """Until every chart has followed the page's colours (IN_PAGE_COLOURS); fails naming the scheme."""
-    try:
-        page.wait_for_function(IN_PAGE_COLOURS, timeout=timeout * 1000)
-    except PlaywrightTimeout:
-        raise AssertionError(
-            f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout:.0f} s"
-        ) from None
+    _until(
+        page,
+        IN_PAGE_COLOURS,
+        timeout,
+        lambda: f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout:.0f} s",
+    )
 
 
 def scheme(page) -> str:

@@ -27,7 +27,7 @@ from figures.style import markdown_literal
 from ui import decks
 from ui.controls import log
 from ui.links import refused_values
-from ui.pages import BY_TITLE
+from ui.pages import BY_TITLE, by_address
 
 STORE_ENV = "ATTENTION_CLASS_STORE"
 POLL_SECONDS = 1.0  # a follower's page asks the class this often: the lecturer's step shows within ~1–2 s
@@ -172,7 +172,7 @@ def send_pending(here: dict) -> None:
 def _shown(view: classes.View) -> decks.View | None:
     """The class's view as a deck's view, if this app can show it (its page and every value checked again)."""
     params = {k: str(v) for k, v in view.params.items() if k != SLIDE}
-    spec = decks.by_address().get(view.page)
+    spec = by_address().get(view.page)
     if spec is None or refused_values(params):
         return None
     return decks.View(view.page + (f"?{urlencode(params)}" if params else ""), str(view.params.get(SLIDE, "")))

@@ -24,7 +24,7 @@ import streamlit as st
 from figures.settings import CONTROLS
 from ui import address, slides
 from ui.links import NUMBERS_FROM, refused_values
-from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec, navigation_page
+from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec, by_address, navigation_page
 
 SHIPPED_FOLDER = Path(__file__).resolve().parents[1] / "decks"
 MAX_VIEWS = 60
@@ -36,11 +36,6 @@ VIEW_AT = slides.VIEW_AT  # session state: the index of the view shown, while a 
 GO = "deck_go"  # session state: (page path, the page's own address values) to switch to on the next run
 SEED = "deck_seed"  # session state: those values, for the page's widgets on its first run
 VERSION = "deck_version"  # session state: bumped when views move, so that the note fields follow them
-
-
-def by_address() -> dict[str, PageSpec]:
-    """Every page by its address ("/", "/why_sqrt_dk"), as PAGES has them now."""
-    return {spec.address: spec for spec in PAGES}
 
 
 CONTROL_KEYS = frozenset(control.key for control in CONTROLS)

@@ -20,7 +20,7 @@ from figures.stages import made
 from figures.style import markdown_literal
 from ui.controls import Settings, current_example
 from ui.links import NUMBERS_FROM
-from ui.pages import navigation_page, page_at
+from ui.pages import by_address, navigation_page
 from ui.sidebar import numbers_from
 
 
@@ -236,7 +236,7 @@ def pattern_note(trace, heads, presentation: bool = False, offer_place=None, key
         )
     else:
         place.page_link(
-            navigation_page(page_at("/real_model").path),
+            navigation_page(by_address()["/real_model"].path),
             label="See this sentence in a trained model (Real model page)",
             icon=":material/psychology:",
         )

@@ -129,6 +129,6 @@ def forget_other_pages(shown: str) -> None:
                 st.session_state.pop(key, None)
 
 
-def page_at(address: str) -> PageSpec:
-    """The page at an address ("/real_model"), as a link names it."""
-    return next(spec for spec in PAGES if spec.address == address)
+def by_address() -> dict[str, PageSpec]:
+    """Every page by its address ("/", "/why_sqrt_dk"), as PAGES has them now."""
+    return {spec.address: spec for spec in PAGES}

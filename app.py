@@ -35,6 +35,7 @@ from ui.class_bar import class_bar  # noqa: E402
 from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402
 from ui.decks import add_view, go_to_view  # noqa: E402
 from ui.links import check_link, show_link_refusals  # noqa: E402
+from ui.pages import drawn  # noqa: E402
 from ui.screen import READABLE_CSS, presentation_bar  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 
@@ -42,9 +43,10 @@ QUESTIONS_ON = tuple(spec.title for spec in PAGES if spec.questions)  # the page
 check_link()  # before any bound widget reads the URL: Streamlit drops the values it cannot use silently
 st.html(READABLE_CSS)  # style only: takes no room on the page
 page = st.navigation(navigation_pages())
+drawn(page.title)  # the page of this session's runs, for the parts that draw themselves on a clock (ui/pages.py)
 forget_other_pages(page.title)
 show_followed_view()  # a follower's: the lecturer's new view, found by the class bar's last check
-go_to_view()  # a deck's next view, asked for by → past a slide's end (ui/decks.py)
+go_to_view(page.title)  # a deck's next view (→ past a slide's end) or the lecturer's, for a follower (ui/decks.py)
 with in_turn():  # a class's followers' pages, drawn in turn when the lecturer steps (ui/classroom.py)
     sidebar(BY_TITLE[page.title].reads)
     st.sidebar.button(

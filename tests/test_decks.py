@@ -2,6 +2,7 @@
 message; a deck survives its file and its link unchanged; a bad deck is named and nothing of it is loaded; the
 arrow keys walk a presented deck view by view; a deck is built from the views on screen."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -192,6 +193,47 @@ def test_the_arrows_walk_a_deck_view_by_view_and_stay_at_its_ends():
     assert at.session_state["present"] is False and "deck_view" not in at.session_state
     # (→ at the last view stays there: AppTest reruns the page it last switched to itself, not the app's own
     # st.switch_page target, so that end is checked in the browser test.)
+
+
+def _asked_once(view: decks.View) -> decks.Going:
+    """A view whose page switch has been asked for once (go_to_view's first step), as presenting it asks."""
+    return dataclasses.replace(decks.going_to(view, present=True), switches=1)
+
+
+def test_a_lost_page_switch_is_asked_again_and_the_view_shown_whatever_the_browser_sent_back():
+    """A fragment's timed rerun (the class bar's poll) that reaches the server before a switched run starts is
+    merged with it and brings the browser's old page, address and widget values (a lecturer leading a class lost
+    "▶ Present" 2 times in 28 this way; with the poll at 0.1 s, 11 in 25). A run on the old page asks for the
+    switch again; the run that reaches the view's page sets its values over the browser's."""
+    view = SHIPPED["lecture-002"].views[0]  # the Walkthrough at "Alice will eat pizza", presented
+    at = _app()
+    at.switch_page("app_pages/decks/decks.py").run()
+    at.session_state[decks.GO] = _asked_once(view)
+    at.run()  # the merged run: on the Decks page, where the browser still was
+    _quiet(at, "the switch asked again")
+    assert at.session_state["slide_at"] == ("Walkthrough", view.stage) and at.session_state["present"] is True
+    assert at.session_state["text"] == view.params["text"] and decks.GO not in at.session_state
+    assert at.query_params["text"] == view.params["text"]
+
+    at = _app()
+    assert at.session_state["present"] is False
+    at.session_state[decks.GO] = _asked_once(view)
+    at.toggle(key="present").set_value(False)  # the merged run reaches the page with the browser's old values
+    at.text_area(key="text").set_value(DEFAULTS["text"])
+    at.run()
+    _quiet(at, "the view shown over the browser's values")
+    assert at.session_state["present"] is True and at.session_state["text"] == view.params["text"]
+    assert at.session_state["slide_at"] == ("Walkthrough", view.stage)
+
+
+def test_a_view_whose_page_is_never_reached_is_given_up_after_a_few_switches():
+    view = SHIPPED["lecture-002"].views[0]
+    at = _app()
+    at.switch_page("app_pages/decks/decks.py").run()
+    at.session_state[decks.GO] = dataclasses.replace(_asked_once(view), switches=decks.MAX_SWITCHES)
+    at.run()  # the last switch was lost too: nothing more is asked, and the page is as it was
+    _quiet(at, "a view given up")
+    assert decks.GO not in at.session_state and at.session_state["present"] is False
 
 
 def test_a_deck_is_built_from_the_views_on_screen_reordered_noted_and_deleted():

@@ -1,12 +1,12 @@
 """The address as Streamlit's bound widgets read it: the one room that reaches past Streamlit's public API.
 
 A widget bound to the address (bind="query-params") takes its first value from the address as the session began,
-and code may not write a bound value through st.query_params. Three things the app needs have no public call in
+and code may not write a bound value through st.query_params. Four things the app needs have no public call in
 the pinned Streamlit (1.67): forgetting a refused link value, so that its widget takes its default; holding a
-page's own choice in the address when a click's rerun arrived with the older one; and opening a deck's view with
-its own values, as a link would. Streamlit does each itself after a page change, through the calls below, and
-tests/test_app.py and the browser tests check them on the pinned version. Nothing else in the app imports
-streamlit.runtime (tests/test_house.py).
+page's own choice in the address when a click's rerun arrived with the older one; opening a deck's view with its
+own values, as a link would; and which page a fragment's run is of (ui.pages.timed_fragment). Streamlit does the
+first three itself after a page change, through the calls below, and tests/test_app.py and the browser tests check
+them on the pinned version. Nothing else in the app imports streamlit.runtime (tests/test_house.py).
 """
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+
+def page_run() -> str:
+    """The page this run is of, as Streamlit names it (its script's hash): for a fragment's run, the page the
+    browser named when it asked for it ("" outside a script run)."""
+    ctx = get_script_run_ctx()
+    return ctx.page_script_hash if ctx is not None else ""
 
 
 def forget_initial_values() -> None:

@@ -22,6 +22,7 @@ from ui.classroom import (
     room,
     send_pending,
 )
+from ui.pages import timed_fragment
 
 
 def ask(kind: str) -> None:
@@ -84,7 +85,7 @@ def _student_bar() -> None:
     _question_for_student(code)
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@timed_fragment(POLL_SECONDS)
 def _check_the_class() -> None:
     """A student's page asks the class every POLL_SECONDS, and draws nothing: only when the lecturer's view, the
     question or the link to the store has changed does the page run again (from the top, bar and all). A class
@@ -184,7 +185,7 @@ def _lecturer_bar(page: str, asked_on: tuple[str, ...]) -> None:
     _answers_so_far(code)
 
 
-@st.fragment(run_every=POLL_SECONDS)
+@timed_fragment(POLL_SECONDS)
 def _answers_so_far(code: str) -> None:
     here = room()
     if here is None:

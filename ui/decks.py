@@ -16,6 +16,7 @@ import functools
 import json
 import re
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -23,6 +24,7 @@ import streamlit as st
 
 from figures.settings import CONTROLS
 from ui import address, slides
+from ui.controls import log
 from ui.links import NUMBERS_FROM, refused_values
 from ui.pages import BY_TITLE, DISPLAY, PAGES, TYPED, PageSpec, by_address, navigation_page
 
@@ -33,8 +35,8 @@ MAX_TITLE = 120
 MAX_FILE = 64 * 1024  # bytes of JSON, or of a link's deck
 DECK = "deck"  # session state: the open deck
 VIEW_AT = slides.VIEW_AT  # session state: the index of the view shown, while a deck is presented
-GO = "deck_go"  # session state: (page path, the page's own address values) to switch to on the next run
-SEED = "deck_seed"  # session state: those values, for the page's widgets on its first run
+GO = "deck_go"  # session state: the view asked for (Going), until a run on its page shows it
+MAX_SWITCHES = 3  # page switches tried for one view before it is given up (go_to_view)
 VERSION = "deck_version"  # session state: bumped when views move, so that the note fields follow them
 
 
@@ -178,23 +180,45 @@ def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
     st.session_state[VIEW_AT] = index
 
 
+@dataclasses.dataclass(frozen=True)
+class Going:
+    """A view asked for (show_view), kept in the session until a run on its page has shown it (go_to_view)."""
+
+    path: str  # its page's script
+    own: dict[str, str]  # the page's own address values, for its widgets to take as a link's
+    settings: dict[str, object]  # the sidebar's values (and "present"), by widget key
+    forget: frozenset[str]  # the keys of the page's own choices before it
+    slide: str
+    choices: dict[str, str]
+    switches: int = 0  # page switches asked for so far
+
+
 def show_view(view: View, slide: str = "", present: bool | None = None) -> None:
-    """Show `view` on the next run as a link just opened would (open_view; a class's follower too)."""
-    state = st.session_state
+    """Show `view` on the next run as a link just opened would (open_view; a class's follower too): go_to_view
+    carries it out."""
+    st.session_state[GO] = going_to(view, slide, present, st.query_params.to_dict())
+
+
+def going_to(view: View, slide: str = "", present: bool | None = None, address_now: Iterable[str] = ()) -> Going:
+    """What showing `view` sets: its page, the sidebar's settings (the defaults where it names none; the reader's
+    own display choices stay), the page's own choices, and the keys of the choices before it (`address_now`: the
+    keys of the address as it is) to forget."""
     params = view.params
-    if present is not None:
-        state["present"] = present
+    settings = {"present": present} if present is not None else {}
     for control in CONTROLS:
         if control.key in params:
-            state[control.key] = _value(control, params[control.key])
+            settings[control.key] = _value(control, params[control.key])
         elif control.key not in DISPLAY:
-            state[control.key] = control.default
-    for key in {*st.query_params.to_dict(), *(spec.slide_key for spec in PAGES if spec.slide_key), *params}:
-        if key not in CONTROL_KEYS:
-            state.pop(key, None)
-    state[slides.WANTED] = view.stage or slide  # a view that names its slide shows it, from either side
-    state["link_choices"] = dict(params)  # the page names any own choice it cannot take (check_choice)
-    state[GO] = (view.page.path, {key: value for key, value in params.items() if key not in CONTROL_KEYS})
+            settings[control.key] = control.default
+    before = {*address_now, *(spec.slide_key for spec in PAGES if spec.slide_key), *params}
+    return Going(
+        path=view.page.path,
+        own={key: value for key, value in params.items() if key not in CONTROL_KEYS},
+        settings=settings,
+        forget=frozenset(before - CONTROL_KEYS),
+        slide=view.stage or slide,  # a view that names its slide shows it, from either side
+        choices=dict(params),  # the page names any own choice it cannot take (check_choice)
+    )
 
 
 def _value(control, raw: str):
@@ -223,19 +247,37 @@ def step_view(delta: int, past_the_end: bool) -> bool:
 slides.at_the_ends = step_view
 
 
-def go_to_view() -> None:
-    """The view a callback asked for: its page, then (on that page's first run, before its widgets are drawn)
-    its own choices from the view's address, which its widgets take as they would a link's. Streamlit lets no
+def go_to_view(page: str) -> None:
+    """The view a callback asked for (show_view), at the top of a run on page `page` (its title), before the
+    sidebar's widgets are drawn: first the switch to its page, then, on a run that has reached that page, its
+    settings and its own choices, which the page's widgets take as they would a link's.
+
+    The switch can be lost: a fragment's timed rerun (the class bar's poll) that reaches the server before the
+    switched run starts is merged with it, and brings the browser's old page, address and widget values. So the
+    view is kept until a run on its page shows it: a run on another page switches again, and the values are set
+    on the run that shows it, whatever values the browser sent (tests/test_browser_class.py). Streamlit lets no
     code write or clear a widget-bound value of the address (st.switch_page's query_params refuses them): the
     values go where a link's wait for their widgets, as ui.controls does for a link."""
     state = st.session_state
-    go = state.pop(GO, None)
-    if go and address.clear_bound():  # the bound values of the view before
-        state[SEED] = go[1]
-        st.switch_page(navigation_page(go[0]))
-    seed = state.pop(SEED, None)
-    if seed:
-        address.seed(seed)
+    going = state.get(GO)
+    if going is None:
+        return
+    if (going.switches == 0 or going.path != BY_TITLE[page].path) and going.switches < MAX_SWITCHES:
+        state[GO] = dataclasses.replace(going, switches=going.switches + 1)
+        if address.clear_bound():  # the bound values of the view before
+            st.switch_page(navigation_page(going.path))
+        return
+    del state[GO]
+    if going.path != BY_TITLE[page].path:
+        log.warning("a deck's view of %s was not reached after %d page switches", going.path, MAX_SWITCHES)
+        return
+    state.update(going.settings)
+    for key in going.forget:
+        state.pop(key, None)
+    state[slides.WANTED] = going.slide
+    state["link_choices"] = going.choices
+    address.clear_bound()  # whatever address the browser sent back
+    address.seed(going.own)
 
 
 def where() -> tuple[str, str]:

@@ -11,6 +11,7 @@ presentation mode links every page.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import PurePosixPath
 
 import streamlit as st
@@ -18,6 +19,7 @@ import streamlit as st
 from attention_core.registry import put
 from figures.settings import CONTROLS
 from figures.stages import STAGES, stage_choices
+from ui import address
 
 # The sidebar's settings by what they set (each setting's `group`, figures/settings.py), for a page's `reads`.
 
@@ -119,6 +121,34 @@ def navigation_page(path: str) -> st.Page | str:
     """The session's st.Page of the page whose script is at `path`, for st.switch_page and st.page_link (given a
     path, each resolves it on disk again, on every run); the path itself where no page has it (Streamlit names it)."""
     return next((page for spec, page in zip(PAGES, navigation_pages(), strict=True) if spec.path == path), path)
+
+
+DRAWN = "page_drawn"  # session state: the page the last whole run drew: (the hash Streamlit runs it by, its script)
+
+
+def drawn(title: str) -> None:
+    """In app.py, once st.navigation has chosen the page titled `title`: the page this session's runs are of."""
+    st.session_state[DRAWN] = (address.page_run(), BY_TITLE[title].path)
+
+
+def timed_fragment(run_every: float | None):
+    """st.fragment(run_every=...), for a part of a page that draws itself again on a clock (a class's poll, a
+    training run's progress). The browser asks for each such run naming the page it shows. Asked just before the
+    server switched pages (st.switch_page: a deck's next view, a follower's), the run comes after the switched one
+    and Streamlit runs it as the old page's: the browser takes the page for changed, and keeps only this part (a
+    follower saw a blank Decoding 1 time in 30 with the poll at 0.1 s). Such a run goes back to the page drawn."""
+
+    def timed(body):
+        @functools.wraps(body)
+        def on_the_page_drawn(*args, **kwargs):
+            here = st.session_state.get(DRAWN)
+            if here is not None and address.page_run() != here[0]:
+                st.switch_page(navigation_page(here[1]))
+            return body(*args, **kwargs)
+
+        return st.fragment(on_the_page_drawn, run_every=run_every)
+
+    return timed
 
 
 def forget_other_pages(shown: str) -> None:

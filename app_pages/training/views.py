@@ -25,7 +25,7 @@ from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_d
 from ui.chart import show_figure
 from ui.links import check_choice
 from ui.numbers import use_weights
-from ui.pages import navigation_page
+from ui.pages import navigation_page, timed_fragment
 from ui.screen import slide_columns
 from ui.show import show_figures, show_stage, style_for
 from ui.training import (
@@ -218,7 +218,7 @@ def scrubber(run, settings, style, parts, play_place) -> None:
     )
     playing = st.session_state.get("t_play", False)
 
-    @st.fragment(run_every=0.8 if playing else None)
+    @timed_fragment(0.8 if playing else None)
     def view() -> None:
         if st.session_state.get("t_play") and st.session_state["t_step"] == steps[-1]:
             st.session_state["t_play"] = False
@@ -292,7 +292,7 @@ def _use(run, checkpoint, words) -> None:
 def show_live(training, style) -> None:
     """While a run trains: its progress, its loss so far, and the layer's mean map now, every half second."""
 
-    @st.fragment(run_every=0.5)
+    @timed_fragment(0.5)
     def follow() -> None:
         if not training.running:
             st.rerun(scope="app")
@@ -331,7 +331,7 @@ def sqrt_dk_experiment(settings, config, style) -> None:
         return
     if any(r.running for r in runs):
 
-        @st.fragment(run_every=0.5)
+        @timed_fragment(0.5)
         def follow() -> None:
             if not any(r.running for r in runs):
                 st.rerun(scope="app")

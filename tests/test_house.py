@@ -151,6 +151,15 @@ def private_streamlit(files: dict[str, str]) -> list[str]:
             if module.split(".")[0] == "streamlit" and module not in STREAMLIT_PUBLIC]  # fmt: skip
 
 
+def bare_fragments(files: dict[str, str]) -> list[str]:
+    """st.fragment outside ui/pages.py: a part that runs on a clock must be a timed_fragment, whose run goes back to
+    the page drawn when the browser asked for it from the page before a switch (docs/design-notes.md)."""
+    return [f"{name}:{node.lineno} uses st.fragment" for name, text in files.items() if name != "ui.pages"
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Attribute) and node.attr == "fragment"
+            and isinstance(node.value, ast.Name) and node.value.id == "st"]  # fmt: skip
+
+
 def private_libraries(files: dict[str, str]) -> list[str]:
     """A library's private module (`_plotly_utils`, `torch._dynamo`): it may change in any release without a word.
     Streamlit's, in ui/address.py alone, is private_streamlit's."""
@@ -237,7 +246,7 @@ PLANTED = {  # a module that breaks every rule once
     "figures.fake": "def f():\n    import streamlit\n",
     "ui.fake": "from streamlit.runtime.scriptrunner import get_script_run_ctx\n"
     "from app_pages.real_model.views import x\nfrom app_pages.real_model.spec import SPEC\n"
-    "from app_pages import PAGES\n# the masks (issue 43)\n",
+    "from app_pages import PAGES\n# the masks (issue 43)\n@st.fragment(run_every=1)\ndef poll():\n    pass\n",
     "ui.lonely": "x = 1\n",
     "figures.encoded": "from _plotly_utils.utils import is_skipped_key\n",
     "app_pages.real_model.real_model": "from ui.lonely import x\n",
@@ -260,6 +269,7 @@ def test_every_rule_finds_its_planted_breach():
         "ui.fake:4 imports app_pages",
     ]
     assert private_streamlit(PLANTED) == ["ui.fake:1 imports streamlit.runtime.scriptrunner"]
+    assert bare_fragments(PLANTED) == ["ui.fake:6 uses st.fragment"]
     assert private_libraries(PLANTED) == ["figures.encoded:1 imports _plotly_utils.utils"]
     assert one_page_modules(PLANTED) == ["ui.lonely: only app_pages.real_model"]
     assert issue_numbers(PLANTED) == ["ui.fake:5: # the masks (issue 43)"]
@@ -300,6 +310,10 @@ def test_streamlit_is_used_through_its_public_api(product):
     assert private_streamlit(product) == []
     assert private_libraries(product) == []  # nor any other library's private modules
     assert not (ROOT / "pages").exists()  # Streamlit's older multipage mode starts for a folder of that name
+
+
+def test_every_part_that_runs_on_a_clock_goes_back_to_the_page_drawn(product):
+    assert bare_fragments(product) == []
 
 
 def test_ui_holds_what_pages_share_and_each_page_its_own_parts(product):

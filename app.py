@@ -8,7 +8,7 @@ its __init__). All computation is in attention_core/, all figures in figures/, w
 
 import streamlit as st
 
-from ui import chart
+from ui import live_chart
 
 # The tab's icon, an eye drawn by the browser's emoji font. Written as an SVG with the emoji as a character
 # reference, the page's first run skips Streamlit's emoji catalogue (docs/design-notes.md); a Material icon
@@ -25,7 +25,7 @@ if not st.session_state.get(CONFIGURED):
     st.set_page_config(page_title="Self-Attention Explorer", page_icon=FAVICON, layout="wide")
 # The browser fetches and compiles plotly.js while the server imports torch (below): a second less to the first
 # heatmap on a fresh server (bench/bench_open.py).
-chart.preload()
+live_chart.preload()
 
 from attention_core.device import fit_threads  # noqa: E402
 

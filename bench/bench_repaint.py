@@ -93,7 +93,7 @@ def step(page, slider_name: str, text_for) -> tuple[float, float]:
     return timed(page, lambda: slider.press(key), text_for(target))
 
 
-# Charts below the fold are drawn when they come within a screen of the viewport (ui/chart_frontend):
+# Charts below the fold are drawn when they come within a screen of the viewport (ui/live_chart/frontend):
 # after a change, scrolling down finds them out of date for a moment. Each chart notes the figure it has
 # drawn (__spec) and the one the server sent last (__latest).
 BOTTOM_DRAWN = """() => new Promise(resolve => {

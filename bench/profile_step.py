@@ -9,7 +9,7 @@ enqueues, serialises and sends); the browser is traced by Chromium itself (Playw
 - the server: the script run's functions by cumulative time, and the messages: how many, bytes, time serialising
   and sending them;
 - the browser's main thread: its busy time by kind (scripting, style and layout, paint and compositing, garbage
-  collection, the rest), and for each chart drawn (its `live-chart` measure, ui/chart_frontend/chart.js) the same
+  collection, the rest), and for each chart drawn (its `live-chart` measure, ui/live_chart/frontend/chart.js) the same
   split from the start of its drawing to the start of the next: the chart's own work and the frame painted after it.
 docs/design-notes.md keeps what it found, before and after.
 """

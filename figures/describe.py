@@ -1,4 +1,4 @@
-"""Every chart in words: its accessible name and a summary computed from its numbers (ui/chart.py gives both
+"""Every chart in words: its accessible name and a summary computed from its numbers (ui/live_chart gives both
 to the chart, for a screen reader; the chart also reads each cell out as the arrow keys walk it).
 
 A map of weights (each row sums to 1) is summed up by its most focused row: "row 'eat' puts 0.70 on
@@ -41,7 +41,7 @@ def number(value: float) -> str:
 def weight(value: float) -> str:
     """A weight as number() writes it, but "> 0.99" for one under 1 that two decimals would round to 1.00: the
     rule of attention_core.lectures.weight_text, not imported from there because that loads torch, and this
-    module comes with ui.chart, before app.py's preload of plotly.js."""
+    module comes with ui.live_chart, before app.py's preload of plotly.js."""
     return ">\u00a00.99" if 0.995 <= value < 1 else number(value)  # no break space: one line
 
 

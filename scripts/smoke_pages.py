@@ -18,7 +18,7 @@ SMOKED = [spec.path for spec in PAGES if "smoke" in spec.cases]  # each page's s
 
 def check(at, where: str) -> None:
     problems = [e.value for e in at.exception] + [e.value for e in at.error]
-    charts = len(at.get("bidi_component"))  # every chart is a live_chart (ui/chart.py)
+    charts = len(at.get("bidi_component"))  # every chart is a live_chart (ui/live_chart)
     if problems or charts == 0:
         sys.exit(f"{where}: {charts} charts, problems: {problems}")
     print(f"{where}: {charts} charts, no errors")

@@ -324,7 +324,7 @@ DRAWN = """sent => {
 
 class ServerSent:
     """What the server sent each live chart, read from the page's websocket (Streamlit's ForwardMsg protobufs): for
-    each chart's key, the last figure sent and its number ("session:n", ui/chart.py sent_number). Made before the page
+    each chart's key, the last figure sent and its number ("session:n", ui/live_chart sent_number). Made before the page
     opens its connection (page.goto). A message the browser already holds comes as a reference to its hash: it is
     read from the one it refers to."""
 
@@ -429,7 +429,7 @@ class Measured:
 
 
 def across_frames(page, script: str, arg=None) -> list:
-    """What `script` returns in every frame of the page: the page itself, where the charts are (ui/chart.py), and
+    """What `script` returns in every frame of the page: the page itself, where the charts are (ui/live_chart), and
     any frame a page embeds (whatever runs there is checked too). The page's own frame must answer: an error there
     (the script throws, the page is gone) is raised, never read as "nothing found". A child frame that went away
     with a rerun is left out."""
@@ -485,7 +485,7 @@ def sizes(page) -> dict:
 
 
 def chart_locator(page, prefix):
-    """The chart (ui/chart.py's live chart) holding a map or title that starts with `prefix`."""
+    """The chart (ui/live_chart's live chart) holding a map or title that starts with `prefix`."""
     wait_for_chart(page, prefix)
     return page.locator(".live-chart").filter(has_text=prefix).first
 

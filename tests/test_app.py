@@ -29,7 +29,7 @@ DEFAULT_TEXT = DEFAULTS["text"]
 
 
 def charts(at):
-    """Every figure on the page: each chart is a live_chart component (ui/chart.py) that carries its figure (the
+    """Every figure on the page: each chart is a live_chart component (ui/live_chart) that carries its figure (the
     other components carry none: the slide keys, plotly's preload, the reduced-motion probe with no data at all)."""
     data = [json.loads(chart.proto.json) for chart in at.get("bidi_component") if chart.proto.json]
     return [json.loads(d["spec"]) for d in data if "spec" in d]
@@ -122,65 +122,6 @@ def test_the_colours_chosen_reach_every_map_weights_and_signed_numbers_each_in_i
         assert drawn and {json.dumps(t["colorscale"]) for t in drawn} == scales
         assert json.dumps(panel(app, "attention weights").trace["colorscale"]) == json.dumps(palette.scale(False))
         assert json.dumps(panel(app, "scores = ").trace["colorscale"]) == json.dumps(palette.scale(True))
-
-
-def chart_data(at) -> dict[str, dict]:
-    """Each chart's data (ui/chart.py show_figure) by its element's id, which its key decides."""
-    data = {chart.proto.id: json.loads(chart.proto.json) for chart in at.get("bidi_component") if chart.proto.json}
-    return {key: d for key, d in data.items() if "spec" in d}
-
-
-def test_each_new_figure_is_sent_with_a_higher_number_and_an_unchanged_one_with_its_own(app):
-    """The order chart.js keeps a chart's figures in (tests/test_browser_loop.py checks that it does): each chart is
-    sent "session:n" (ui/chart.py sent_number). A rerun that changes nothing sends every chart the number it had; a
-    d_k step gives each chart whose figure changed a number above every one sent before; another session counts
-    with a token of its own."""
-
-    def numbers(at):
-        return {key: d["sent"].split(":") for key, d in chart_data(at).items()}
-
-    first, specs = numbers(app), {key: d["spec"] for key, d in chart_data(app).items()}
-    assert len(first) >= 10 and len({token for token, _ in first.values()}) == 1, first
-    assert numbers(app.run()) == first
-    app.slider(key="d_k").set_value(5).run()
-    after = numbers(app)
-    changed = {key for key, d in chart_data(app).items() if d["spec"] != specs.get(key)}
-    assert len(changed & first.keys()) >= 5, changed  # the maps of Q, K, the scores, the weights, ...
-    highest = max(int(number) for _, number in first.values())
-    assert all(int(after[key][1]) > highest for key in changed), (first, after)
-    assert all(after[key] == first[key] for key in first.keys() - changed), (first, after)
-    other = numbers(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run())
-    assert {token for token, _ in other.values()}.isdisjoint({token for token, _ in first.values()})
-
-
-def test_charts_keyed_like_the_sessions_own_counters_keep_their_numbers_apart():
-    """A chart's key is the page's to choose: charts keyed "count", "session" or "charts" are numbered as any other,
-    and neither the session's token nor its count is overwritten by them (each chart's entry lives apart)."""
-
-    def script():
-        import streamlit as st
-
-        from ui.chart import sent_number
-
-        said = [
-            sent_number(key, spec)
-            for key, spec in (
-                ("count", "a"),
-                ("session", "b"),
-                ("charts", "c"),
-                ("count", "a"),
-                ("count", "d"),
-                ("other", "e"),
-            )
-        ]
-        st.write(" ".join(said))  # fmt: skip
-
-    at = AppTest.from_function(script, default_timeout=TIMEOUT).run()
-    assert not at.exception, at.exception
-    said = at.markdown[0].value.split()
-    tokens = {number.split(":")[0] for number in said}
-    assert len(tokens) == 1 and len(next(iter(tokens))) == 8, said  # one session, its token untouched
-    assert [int(number.split(":")[1]) for number in said] == [1, 2, 3, 1, 4, 5], said
 
 
 def test_a_lecture_example_sets_its_sizes_and_the_box_follows_the_text(app):

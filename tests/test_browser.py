@@ -81,7 +81,7 @@ def test_type_slide_toggle_and_see_it_painted(server, page):
     sentence.press("Control+Enter")
     wait_for_chart(page, "attention weights", lambda s: s["ticks"] == AWKWARD_TOKENS)
 
-    # The chart is updated in place (ui/chart.py): the same element and plot take the new numbers.
+    # The chart is updated in place (ui/live_chart): the same element and plot take the new numbers.
     q_charts = """marker => [...document.querySelectorAll('.live-chart')].filter(c => {
         const figure = JSON.parse(c.__latest || 'null');
         return figure && figure.data.some(t => (t.name || '').startsWith('Q = X·W_Q'));

@@ -211,7 +211,7 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
 
 
 # chart.js, called as Streamlit calls it, with the weights chart's own parent: a figure (the server's, as its frames
-# carried it) handed to it under another title and number. The number is the session's ("session:n", ui/chart.py
+# carried it) handed to it under another title and number. The number is the session's ("session:n", ui/live_chart
 # sent_number); undefined: a figure sent without one (a benchmark's own chart).
 HAND = """async ({spec, sent, title}) => {
   const element = [...document.querySelectorAll('.live-chart')]

@@ -617,28 +617,28 @@ def test_every_figure_is_what_plotly_validation_would_have_made():
     import plotly.graph_objects as go
     import plotly.io
 
-    from figures.style import _typed
+    from figures.encoding import typed
 
-    count = typed = 0
+    count = binary = 0
     for name, fig in _every_figure():
         built = fig.to_plotly_json()
         validated = json.loads(plotly.io.to_json(go.Figure(built)))  # raises on an invalid property
         by_plotly = json.loads(plotly.io.to_json(fig.plotly, validate=False))
         sent = json.loads(fig.to_json())
         assert sent == by_plotly, name  # templates included: both are the empty one
-        typed += any("bdata" in json.dumps(trace) for trace in sent["data"])  # maps' numbers go as binary
+        binary += any("bdata" in json.dumps(trace) for trace in sent["data"])  # maps' numbers go as binary
         for spec in (validated, sent):
             spec["layout"].pop("template", None)  # ours is empty; validated, Plotly's stub of one
         assert sent == validated, name
         # Nothing left for Plotly's encoder to guess at: its guesses read a pandas that another session may be
-        # importing (figures.style._typed). Python's own json writes the figure, or raises on what it cannot.
-        json.dumps({"data": _typed(fig.traces), "layout": _typed(fig.parts)})
+        # importing (figures.encoding.typed). Python's own json writes the figure, or raises on what it cannot.
+        json.dumps({"data": typed(fig.traces), "layout": typed(fig.parts)})
         count += 1
-    assert count > 150 and typed > 120
+    assert count > 150 and binary > 120
 
 
 def test_the_pages_plotly_bundle_draws_every_trace_the_app_makes_at_plotlys_version():
-    """The page loads plotly.js's cartesian bundle (ui/chart.py: a third of the full one's size): it must hold
+    """The page loads plotly.js's cartesian bundle (ui/live_chart: a third of the full one's size): it must hold
     every kind of trace a figure of the app has, and be the plotly.js the plotly package ships, whose
     figures the app writes (a new plotly package without a new bundle fails here)."""
     import plotly
@@ -646,7 +646,7 @@ def test_the_pages_plotly_bundle_draws_every_trace_the_app_makes_at_plotlys_vers
     from attention_core import AttentionConfig
     from attention_core.decoding import decode_sentence
     from figures.decoding import cache_and_rows_figure, step_figure
-    from ui.chart import PLOTLY_JS
+    from ui.live_chart import PLOTLY_JS
 
     bundle = PLOTLY_JS.read_text()
     full = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:200]
@@ -659,28 +659,12 @@ def test_the_pages_plotly_bundle_draws_every_trace_the_app_makes_at_plotlys_vers
     assert {"heatmap", "bar", "scatter"} <= used <= drawable, used - drawable
 
 
-def test_the_pages_plotly_bundle_is_npms_own_file():
-    """The copy the app serves is byte for byte the npm package's file (package.json pins it; `make test` installs
-    it), so where it came from can be checked, and a newer pin without a newer copy fails here."""
-    import os
-
-    from ui.chart import PLOTLY_JS
-
-    package = Path(__file__).resolve().parents[1] / "node_modules" / "plotly.js-cartesian-dist-min"
-    if not package.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI must check the plotly.js copy: `npm ci` installs its package (see the Makefile)")
-        pytest.skip("the npm packages are not installed here (npm ci); `make test` installs them")
-    assert PLOTLY_JS.read_bytes() == (package / "plotly-cartesian.min.js").read_bytes()
-    assert PLOTLY_JS.with_name("plotly-LICENSE").read_bytes() == (package / "LICENSE").read_bytes()
-
-
 def test_typed_arrays_are_written_as_plotly_writes_them():
-    """Figure.to_json writes numpy arrays itself (figures.style._typed_array): the same spec as Plotly's
+    """Figure.to_json writes numpy arrays itself (figures.encoding.typed_array): the same spec as Plotly's
     to_typed_array_spec for every kind of array a figure may hold."""
     from _plotly_utils.utils import to_typed_array_spec
 
-    from figures.style import _typed_array
+    from figures.encoding import typed_array
 
     arrays = [
         np.arange(12, dtype=np.float32).reshape(3, 4).T,  # not contiguous in memory
@@ -693,7 +677,7 @@ def test_typed_arrays_are_written_as_plotly_writes_them():
     ]
     for array in arrays:
         expected = to_typed_array_spec(array)
-        mine = _typed_array(array)
+        mine = typed_array(array)
         if isinstance(expected, dict):
             assert mine == expected, array
         else:
@@ -740,23 +724,14 @@ def test_maps_too_narrow_to_share_a_slides_row_go_in_two_rows_one_under_the_othe
     assert sum(figure.height for figure in view.figures) <= 700  # ui.screen.SLIDE_FIGURE_PIXELS: beside the words
 
 
-def test_the_live_chart_knows_the_text_colours_the_figures_write():
-    """ui/chart_frontend/chart.js draws every figure in the page's colours as they are when it is drawn: it finds the
-    text the server wrote in the theme's colour by these two values (figures/style.py TEXT_COLOURS)."""
-    from figures.style import TEXT_COLOURS
-
-    chart_js = (Path(__file__).resolve().parents[1] / "ui" / "chart_frontend" / "chart.js").read_text()
-    written = re.search(r"THEME_TEXT = new Set\(\[(.*?)\]\)", chart_js)
-    assert written and sorted(re.findall(r'"(#[0-9A-F]{6})"', written.group(1))) == sorted(TEXT_COLOURS.values())
-
-
 def test_the_typed_array_tables_are_plotlys_own():
     """figures/style.py keeps its own copy of plotly.js's type codes and of the keys Plotly writes as lists (Plotly
     keeps them in a private module, which a product module should not import): the same as Plotly's here, and a
     key Plotly skips is written as a list in a figure's JSON."""
     from _plotly_utils.utils import is_skipped_key, plotlyjsShortTypes
 
-    from figures.style import TYPED_CODES, UNTYPED_KEYS, figure
+    from figures.encoding import TYPED_CODES, UNTYPED_KEYS
+    from figures.style import figure
 
     assert plotlyjsShortTypes == TYPED_CODES
     assert all(is_skipped_key(key) for key in UNTYPED_KEYS)

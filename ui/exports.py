@@ -13,7 +13,7 @@ from attention_core import (
     AttentionTrace,
 )
 from figures.stages import StageView
-from ui.chart import PLOTLY_CONFIG
+from ui.live_chart import PLOTLY_CONFIG
 
 
 def title_text(figure) -> str:

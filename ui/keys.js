@@ -61,7 +61,7 @@ function onKey(event) {
   const target = event.target instanceof Element ? event.target : null;
   const slideList = target?.matches(SLIDE_LIST) && !document.querySelector(OPEN);
   if (target?.closest(OWN_KEYS) && !slideList) return;  // the key belongs to the field, slider or menu in focus
-  // A map reached with the keyboard walks its cells with the arrows (ui/chart_frontend/chart.js); one clicked with
+  // A map reached with the keyboard walks its cells with the arrows (ui/live_chart/frontend/chart.js); one clicked with
   // the mouse does not keep them from the slides.
   if (event.key !== "Escape" && target?.matches(".live-chart:focus-visible")) return;
   if (event.key === "Escape" && document.querySelector(OPEN)) return;  // Esc closes that first, and only that

@@ -45,7 +45,7 @@ SLIDE_BAR_CSS = """
 """
 # Text everybody can read (WCAG AA's 4.5:1, checked on every page by axe-core: tests/test_accessibility.py).
 # - The charts' labels are not here: chart.js draws each chart's labels and paper together, in the page's colours as
-#   they are when it draws (ui/chart_frontend/chart.js). A rule here that gave every label the page's text colour
+#   they are when it draws (ui/live_chart/frontend/chart.js). A rule here that gave every label the page's text colour
 #   (fill: currentColor) changed the labels the moment Streamlit repainted the page's text, seconds before its
 #   background and the chart's paper: the dark scheme's light labels on white paper, 1.2:1 (seen in full suites).
 # - Captions: Streamlit's grey is 3.88:1 on white. The page's text colour at 80% is over 6:1 in both themes.

@@ -15,10 +15,10 @@ from attention_core import (
 )
 from figures.stages import BY_KEY, heading, stage_view
 from figures.style import FULL_PAGE_PIXELS, PAGE_PIXELS, Style, markdown_literal
-from ui.chart import show_figure
 from ui.controls import Settings
 from ui.exports import export_buttons
 from ui.links import check_choice, keep_in_address
+from ui.live_chart import show_figure
 from ui.memo import remember
 from ui.screen import PRESENTATION_MAP_PIXELS, SLIDE_BAND, SLIDE_COLUMNS, SLIDE_FIGURE_PIXELS, slide_pixels
 from ui.slides import anchor

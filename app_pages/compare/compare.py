@@ -9,8 +9,8 @@ from attention_core.engine import composed_mask
 from attention_core.statistics import PEAKINESS
 from attention_core.variants import MHA, MLA, VARIANTS, fit_kv_heads
 from figures.stages import BY_KEY, grid_stages, stage_view
-from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.live_chart import show_figure
 from ui.own_weights import own_weights_box
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings

@@ -18,8 +18,8 @@ from attention_core.variants import VARIANTS
 from figures.decoding import cache_and_rows_figure, cost_figures, step_figure
 from figures.stages import made
 from figures.style import markdown_literal
-from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.live_chart import show_figure
 from ui.own_weights import own_refusal, own_weights_box
 from ui.screen import reduced_motion, slide_columns, slide_pixels
 from ui.show import friendly_errors, style_for

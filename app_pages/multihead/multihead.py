@@ -10,8 +10,8 @@ from attention_core.statistics import PEAKINESS
 from figures.looks import look_of
 from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, brought_stages, grid_stages, made
-from ui.chart import show_figure
 from ui.links import check_choice
+from ui.live_chart import show_figure
 from ui.numbers import pattern_note
 from ui.own_weights import own_weights_box
 from ui.screen import slide_columns

@@ -14,7 +14,7 @@ from figures.reading import (
     words_figure,
 )
 from figures.stages import stage_view
-from ui.chart import show_figure
+from ui.live_chart import show_figure
 from ui.memo import remember
 from ui.screen import slide_columns
 from ui.show import SIDE_BY_SIDE_MAX, style_for

@@ -25,8 +25,8 @@ from figures.sweep import (
     streaming_sentence,
     sweep_figure,
 )
-from ui.chart import show_figure
 from ui.links import check_choice
+from ui.live_chart import show_figure
 from ui.screen import slide_columns
 from ui.show import style_for
 

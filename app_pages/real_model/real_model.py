@@ -32,8 +32,8 @@ from figures.reading import (
     statistic_grid_figure,
 )
 from figures.stages import stages_for
-from ui.chart import show_figure
 from ui.links import check_choice, keep_in_address, take_keyed_choice
+from ui.live_chart import show_figure
 from ui.memo import remember
 from ui.screen import slide_columns, slide_pixels
 from ui.show import SIDE_BY_SIDE_MAX, friendly_errors, show_stage, style_for

@@ -23,8 +23,8 @@ from figures.reading import (
 )
 from figures.style import markdown_literal
 from ui import slides as slide_state
-from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.live_chart import show_figure
 from ui.memo import remember
 
 TOP_HEADS = 5  # heads listed under the role grid, highest first

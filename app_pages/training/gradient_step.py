@@ -13,7 +13,7 @@ from attention_core.training import (
     VERB,
 )
 from figures.training import next_word_figure
-from ui.chart import show_figure
+from ui.live_chart import show_figure
 from ui.training import (
     LECTURE_KEY,
     lesson_at,

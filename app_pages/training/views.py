@@ -22,8 +22,8 @@ from attention_core.training import (
 from figures.heatmap import heatmap
 from figures.style import markdown_literal
 from figures.training import loss_figure, shown_against, sqrt_dk_figures, sqrt_dk_notes
-from ui.chart import show_figure
 from ui.links import check_choice
+from ui.live_chart import show_figure
 from ui.numbers import use_weights
 from ui.pages import navigation_page, timed_fragment
 from ui.screen import slide_columns

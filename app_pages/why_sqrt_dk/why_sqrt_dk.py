@@ -18,8 +18,8 @@ from figures.scaling import (
     sentence_claims,
     variance_figure,
 )
-from ui.chart import show_figure
 from ui.links import check_choice, check_whole
+from ui.live_chart import show_figure
 from ui.show import friendly_errors, style_for
 from ui.sidebar import current_settings
 from ui.slides import Slides

@@ -1,4 +1,4 @@
-// The live chart: one Plotly figure that Streamlit updates in place (see ui/chart.py for why). A
+// The live chart: one Plotly figure that Streamlit updates in place (see ui/live_chart for why). A
 // components-v2 module: it runs in the page itself, not in a frame of its own, so every chart of the page
 // shares one plotly.js, loaded and compiled once per page. Streamlit calls the default export on every
 // rerun that sends the chart a figure, with the same parentElement while the chart stays on the page.
@@ -413,7 +413,7 @@ async function drawOne(chart) {
 }
 
 // Which figure of which session this is: `sent` is "session:n", n counting up each time the server sends a chart a
-// new figure (ui/chart.py). Streamlit runs this module anew for each new figure, and two runs in flight at once can
+// new figure (ui/live_chart). Streamlit runs this module anew for each new figure, and two runs in flight at once can
 // end in either order (docs/design-notes.md, "Figures in the order they were sent"). A figure older than the one the
 // chart holds is dropped; a new session's figures count anew (and a figure sent without a number, as a benchmark's
 // own chart may be, is taken as it comes).
@@ -426,7 +426,7 @@ function sentAs(sent = "") {
 // figure's JSON, which is parsed only when the chart is drawn.
 export default function ({data, parentElement}) {
   const {spec, config, plotly, name, summary, height, maps, sent} = data;
-  if (!spec) {  // ui/chart.py preload(): plotly.js and the page's font, before the first figure comes
+  if (!spec) {  // ui/live_chart preload(): plotly.js and the page's font, before the first figure comes
     loadPlotly(plotly).then(() => document.fonts.load(`16px ${pageFont(parentElement)}`)).catch(() => {});
     return;
   }

@@ -1,24 +1,5 @@
-"""Charts that update in place: every figure of the app is drawn by one small custom component.
-
-Why not st.plotly_chart: Streamlit derives a chart's identity from its figure, so a figure whose numbers
-change (every chart, when d_k moves) is a new element: its old chart is torn down, the new one mounted and
-drawn, and drawn a second time when Streamlit re-applies its theme after mounting (bench/bench_repaint.py
-measures a slider step; docs/benchmarks.md). The component keeps its identity by key (only its name and address
-are part of it), so a rerun sends new numbers to the same Plotly chart, which updates with Plotly.react;
-and a chart more than a screen away from the viewport waits to be drawn until it comes near.
-
-The chart is ui/chart_frontend/chart.js, a components-v2 module that runs in the page itself (no frame of
-its own): every chart of a page shares one plotly.js, loaded and compiled once (a frame per chart cost the
-page's main thread a compile for each chart: docs/design-notes.md).
-
-That plotly.js is plotly.js's own "cartesian" bundle (npm plotly.js-cartesian-dist-min, MIT, kept beside
-chart.js: offline, and the same picture on every machine), of the version the plotly package ships: the app
-draws only heatmaps, bars and lines, which it has, and it is a third of the full bundle's size, so the browser
-compiles it sooner, while a fresh server imports torch (bench/bench_open.py; docs/design-notes.md). An exported
-chart (.html) carries the full plotly.js of the plotly package.
-Streamlit serves both files from a folder declared as a v1 component's, made once per version in the temporary
-folder (the app's own folder may be read-only, as in the Docker image).
-"""
+"""The live chart's Streamlit side: the component, the files it is served from, and each figure's number (the
+package's docstring says why it exists and how it draws)."""
 
 from __future__ import annotations
 
@@ -37,7 +18,7 @@ from figures.describe import describe, is_value_map
 from figures.style import Figure
 from ui.memo import remember
 
-MODULE = Path(__file__).with_name("chart_frontend") / "chart.js"
+MODULE = Path(__file__).with_name("frontend") / "chart.js"
 PLOTLY_JS = MODULE.with_name("plotly-cartesian.min.js")  # heatmaps, bars and lines: all the app draws
 PLOTLY_CONFIG = {
     "displaylogo": False,

@@ -255,7 +255,7 @@ def go_to_view(page: str) -> None:
     The switch can be lost: a fragment's timed rerun (the class bar's poll) that reaches the server before the
     switched run starts is merged with it, and brings the browser's old page, address and widget values. So the
     view is kept until a run on its page shows it: a run on another page switches again, and the values are set
-    on the run that shows it, whatever values the browser sent (tests/test_browser_class.py). Streamlit lets no
+    on the run that shows it, whatever values the browser sent (tests/test_decks.py). Streamlit lets no
     code write or clear a widget-bound value of the address (st.switch_page's query_params refuses them): the
     values go where a link's wait for their widgets, as ui.controls does for a link."""
     state = st.session_state

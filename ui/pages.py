@@ -135,8 +135,9 @@ def timed_fragment(run_every: float | None):
     """st.fragment(run_every=...), for a part of a page that draws itself again on a clock (a class's poll, a
     training run's progress). The browser asks for each such run naming the page it shows. Asked just before the
     server switched pages (st.switch_page: a deck's next view, a follower's), the run comes after the switched one
-    and Streamlit runs it as the old page's: the browser takes the page for changed, and keeps only this part (a
-    follower saw a blank Decoding 1 time in 30 with the poll at 0.1 s). Such a run goes back to the page drawn."""
+    and Streamlit runs it as the old page's: the browser takes the page for changed, and keeps only this part
+    (docs/design-notes.md, "Page switches beside a part that runs on a clock"). Such a run goes back to the page
+    drawn."""
 
     def timed(body):
         @functools.wraps(body)

@@ -22,7 +22,7 @@ folder (the app's own folder may be read-only, as in the Docker image).
 The package: `show_figure` (and `preload`, in app.py) is all a page calls. component.py holds the component, the
 folder it is served from and each figure's number (`sent_number`); frontend/ the browser's side (chart.js and the
 plotly.js it loads). The figure's JSON is figures/encoding.py's: the figures, which import no ui, write it for the
-digests and the notebook too. Its tests: tests/test_live_chart.py, and in a browser tests/test_browser_loop.py.
+digests and the benchmarks too. Its tests: tests/test_live_chart.py, and in a browser tests/test_browser_loop.py.
 """
 
 from ui.live_chart.component import PLOTLY_CONFIG, PLOTLY_JS, preload, sent_number, show_figure

@@ -277,10 +277,10 @@ MUTANTS = (
            'return {"causal": False, "mask": ""}, {"causal": True}, "Held fixed:',
            'return {"causal": True}, {"causal": True}, "Held fixed:', "wrong side"),
     Mutant("a deck's lost page switch is not asked again", "ui/decks.py",
-           "if (going.switches == 0 or going.path != BY_TITLE[page].path) and going.switches < MAX_SWITCHES:",
+           "if (going.switches == 0 or there != BY_TITLE[page].path) and going.switches < MAX_SWITCHES:",
            "if going.switches == 0:", "lost view"),
     Mutant("a deck's view takes the browser's old values", "ui/decks.py",
-           "    state.update(going.settings)\n", "    pass\n", "lost view"),
+           "state[control.key] = _value(control, params[control.key])", "pass", "lost view"),
     Mutant("a timed part's stale run is run as the old page's", "ui/pages.py",
            "if here is not None and address.page_run() != here[0]:", "if False:", "lost view",
            ("tests/test_browser_class.py::"

@@ -184,12 +184,10 @@ def open_view(index: int, slide: str = "", present: bool | None = None) -> None:
 class Going:
     """A view asked for (show_view), kept in the session until a run on its page has shown it (go_to_view)."""
 
-    path: str  # its page's script
-    own: dict[str, str]  # the page's own address values, for its widgets to take as a link's
-    settings: dict[str, object]  # the sidebar's values (and "present"), by widget key
-    forget: frozenset[str]  # the keys of the page's own choices before it
-    slide: str
-    choices: dict[str, str]
+    view: View
+    slide: str = ""  # where the view names no slide: "first" or "last", as → or ← came to it
+    present: bool | None = None  # presentation mode on or off (None: as it is)
+    forget: frozenset[str] = frozenset()  # the keys of the page's own choices before it
     switches: int = 0  # page switches asked for so far
 
 
@@ -200,25 +198,30 @@ def show_view(view: View, slide: str = "", present: bool | None = None) -> None:
 
 
 def going_to(view: View, slide: str = "", present: bool | None = None, address_now: Iterable[str] = ()) -> Going:
-    """What showing `view` sets: its page, the sidebar's settings (the defaults where it names none; the reader's
-    own display choices stay), the page's own choices, and the keys of the choices before it (`address_now`: the
-    keys of the address as it is) to forget."""
-    params = view.params
-    settings = {"present": present} if present is not None else {}
+    """`view` asked for, with the keys of the page's own choices before it to forget (`address_now`: the keys of
+    the address as it is)."""
+    before = {*address_now, *(spec.slide_key for spec in PAGES if spec.slide_key), *view.params}
+    return Going(view, slide, present, frozenset(before - CONTROL_KEYS))
+
+
+def _shown_now(going: Going) -> None:
+    """On the run that has reached the view's page, before its widgets: the sidebar takes the view's settings (the
+    defaults where it names none; the reader's own display choices stay), the page's choices before it are
+    forgotten, and its own go where a link's wait for their widgets."""
+    state, params = st.session_state, going.view.params
+    if going.present is not None:
+        state["present"] = going.present
     for control in CONTROLS:
         if control.key in params:
-            settings[control.key] = _value(control, params[control.key])
+            state[control.key] = _value(control, params[control.key])
         elif control.key not in DISPLAY:
-            settings[control.key] = control.default
-    before = {*address_now, *(spec.slide_key for spec in PAGES if spec.slide_key), *params}
-    return Going(
-        path=view.page.path,
-        own={key: value for key, value in params.items() if key not in CONTROL_KEYS},
-        settings=settings,
-        forget=frozenset(before - CONTROL_KEYS),
-        slide=view.stage or slide,  # a view that names its slide shows it, from either side
-        choices=dict(params),  # the page names any own choice it cannot take (check_choice)
-    )
+            state[control.key] = control.default
+    for key in going.forget:
+        state.pop(key, None)
+    state[slides.WANTED] = going.view.stage or going.slide  # a view that names its slide shows it, from either side
+    state["link_choices"] = dict(params)  # the page names any own choice it cannot take (check_choice)
+    address.clear_bound()  # whatever address the browser sent back
+    address.seed({key: value for key, value in params.items() if key not in CONTROL_KEYS})
 
 
 def _value(control, raw: str):
@@ -262,22 +265,17 @@ def go_to_view(page: str) -> None:
     going = state.get(GO)
     if going is None:
         return
-    if (going.switches == 0 or going.path != BY_TITLE[page].path) and going.switches < MAX_SWITCHES:
+    there = going.view.page.path
+    if (going.switches == 0 or there != BY_TITLE[page].path) and going.switches < MAX_SWITCHES:
         state[GO] = dataclasses.replace(going, switches=going.switches + 1)
         if address.clear_bound():  # the bound values of the view before
-            st.switch_page(navigation_page(going.path))
+            st.switch_page(navigation_page(there))
         return
     del state[GO]
-    if going.path != BY_TITLE[page].path:
-        log.warning("a deck's view of %s was not reached after %d page switches", going.path, MAX_SWITCHES)
-        return
-    state.update(going.settings)
-    for key in going.forget:
-        state.pop(key, None)
-    state[slides.WANTED] = going.slide
-    state["link_choices"] = going.choices
-    address.clear_bound()  # whatever address the browser sent back
-    address.seed(going.own)
+    if there == BY_TITLE[page].path:
+        _shown_now(going)
+    else:
+        log.warning("a deck's view of %s was not reached after %d page switches", there, MAX_SWITCHES)
 
 
 def where() -> tuple[str, str]:

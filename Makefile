@@ -4,7 +4,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-WORKERS ?= 2
+# Three pytest workers on two cores: a browser test waits on Chromium and the app's server more than it computes,
+# and a third worker fills those waits (the suite 15 min 51 s against 17 min 08 s with two, docs/benchmarks.md).
+WORKERS ?= 3
 FAST := not browser and not models and not slow
 # The numeric tests' second pass: MKL's and oneDNN's most conservative code paths and torch's plainest kernels, so
 # that a tolerance only one CPU's rounding meets fails here, on whatever machine runs it (tests/numerics.py). The

@@ -79,22 +79,35 @@ function onKey(event) {
 
 // Leaving presentation mode returns to the slide that was shown: its anchor, once the page has drawn it, and
 // again while the page above it is still being drawn (charts take their height as they arrive), until the
-// reader scrolls.
+// reader acts: a key, a click, or a scroll of any kind (the wheel, the scroll bar, a touch, a link's own). A
+// scroll is seen as a scroll position other than the one this left (content drawn above moves the anchor, not
+// the scroll position); the scroll bar and a touch send no wheel event, and a page that went on pulling the
+// anchor back took the reader's next click to wherever it had moved (a link missed, seen in a full suite).
 function scrollTo(anchor) {
   const until = Date.now() + 20000;
-  let found = null, moved = false;
+  let found = null, left = null, moved = false;
   const stop = () => { moved = true; };
-  window.addEventListener("wheel", stop, {once: true, passive: true});
-  window.addEventListener("keydown", stop, {once: true});
+  for (const act of ["wheel", "keydown", "pointerdown", "touchstart"]) {
+    window.addEventListener(act, stop, {once: true, passive: true, capture: true});
+  }
   const look = () => {
     if (moved || Date.now() > until) return;
     // A mark of its own (a span), or a stage's container that carries it as its key (ui/show.py).
     const element = document.getElementById(anchor) ?? document.querySelector(`.st-key-${CSS.escape(anchor)}`);
+    if (element && left !== null && scrolledTo(element) !== left) return;  // the reader scrolled
     if (element && Math.abs(element.getBoundingClientRect().top) > 4) element.scrollIntoView({block: "start"});
+    if (element) left = scrolledTo(element);
     found ??= element && Date.now();
     if (!found || Date.now() - found < 4000) setTimeout(look, 150);
   };
   look();
+}
+
+// Where the page and every box around `element` are scrolled to, as one string.
+function scrolledTo(element) {
+  const places = [window.scrollY];
+  for (let box = element.parentElement; box; box = box.parentElement) places.push(box.scrollTop);
+  return places.join(",");
 }
 
 export default function (component) {

@@ -900,7 +900,7 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     # back, the next click landed where the page had moved: a link missed in a full suite.)
     assert page.evaluate(SCROLLED) > 0  # down at the slide: a scroll to the top is a move
     page.evaluate(TO_THE_TOP)
-    idle(page)  # the page checks every 0.15 s: it has looked several times
+    page.wait_for_timeout(1500)  # the page looks every 0.15 s: ten looks, however recently the page last changed
     assert page.evaluate(SCROLLED) == 0, "the page pulled the reader back to the slide"
     no_traceback(page)
 

@@ -29,10 +29,9 @@ def workers_of_the_group(tmp_path, dist: str) -> dict[str, str]:
     the group's name (`@together`, the suffix xdist schedules by) was not scheduled as one of the group."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # its own root: none of this suite's settings
     (tmp_path / "test_grouped.py").write_text(GROUPED)
-    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", dist, "-v", "-p", "no:randomly"]
-    done = subprocess.run(
-        command + ["-p", "no:cacheprovider"], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    plain = ["-p", "no:randomly", "-p", "no:cacheprovider"]  # in file order, and nothing written beside it
+    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", dist, "-v", *plain]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     found = {node: worker for worker, node in PASSED.findall(done.stdout) if "test_grouped[" in node}
     assert len(found) == 6, done.stdout[-2000:]  # every grouped test reported: nothing measured is no check

@@ -80,34 +80,48 @@ function onKey(event) {
 // Leaving presentation mode returns to the slide that was shown: its anchor, once the page has drawn it, and
 // again while the page above it is still being drawn (charts take their height as they arrive), until the
 // reader acts: a key, a click, or a scroll of any kind (the wheel, the scroll bar, a touch, a link's own). A
-// scroll is seen as a scroll position other than the one this left (content drawn above moves the anchor, not
-// the scroll position); the scroll bar and a touch send no wheel event, and a page that went on pulling the
+// scroll is seen as a scroll position other than the one this left (while it looks, the browser's scroll anchoring
+// is off, so content drawn above moves the anchor, not the scroll position); the scroll bar and a touch send no wheel event, and a page that went on pulling the
 // anchor back took the reader's next click to wherever it had moved (a link missed, seen in a full suite).
 function scrollTo(anchor) {
   const until = Date.now() + 20000;
-  let found = null, left = null, moved = false;
+  let element = null, found = null, left = null, moved = false;
   const stop = () => { moved = true; };
   for (const act of ["wheel", "keydown", "pointerdown", "touchstart"]) {
     window.addEventListener(act, stop, {once: true, passive: true, capture: true});
   }
   const look = () => {
-    if (moved || Date.now() > until) return;
     // A mark of its own (a span), or a stage's container that carries it as its key (ui/show.py).
-    const element = document.getElementById(anchor) ?? document.querySelector(`.st-key-${CSS.escape(anchor)}`);
-    if (element && left !== null && scrolledTo(element) !== left) return;  // the reader scrolled
-    if (element && Math.abs(element.getBoundingClientRect().top) > 4) element.scrollIntoView({block: "start"});
-    if (element) left = scrolledTo(element);
-    found ??= element && Date.now();
-    if (!found || Date.now() - found < 4000) setTimeout(look, 150);
+    element = document.getElementById(anchor) ?? document.querySelector(`.st-key-${CSS.escape(anchor)}`) ?? element;
+    const done = moved || Date.now() > until || (found && Date.now() - found >= 4000)
+      || (element && left !== null && scrolledTo(element) !== left);  // the reader scrolled
+    if (done) return element && anchored(element, "");
+    if (element) {
+      anchored(element, "none");  // while it looks, the browser's scroll anchoring would move the scroll position
+      if (Math.abs(element.getBoundingClientRect().top) > 4) element.scrollIntoView({block: "start"});
+      left = scrolledTo(element);
+      found ??= Date.now();
+    }
+    setTimeout(look, 150);
   };
   look();
 }
 
+// The boxes around `element`, innermost first.
+function around(element) {
+  const boxes = [];
+  for (let box = element.parentElement; box; box = box.parentElement) boxes.push(box);
+  return boxes;
+}
+
 // Where the page and every box around `element` are scrolled to, as one string.
 function scrolledTo(element) {
-  const places = [window.scrollY];
-  for (let box = element.parentElement; box; box = box.parentElement) places.push(box.scrollTop);
-  return places.join(",");
+  return [window.scrollY, ...around(element).map(box => box.scrollTop)].join(",");
+}
+
+// The browser's scroll anchoring for every box around `element`: "none" (off) or "" (as the page has it).
+function anchored(element, value) {
+  for (const box of around(element)) box.style.overflowAnchor = value;
 }
 
 export default function (component) {

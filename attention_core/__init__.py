@@ -12,12 +12,6 @@ from attention_core.composed import causal_mask
 from attention_core.config import (
     INIT_CHOICES,
     INITS,
-    MAX_DIM,
-    MAX_HEADS,
-    MAX_MODEL_TOKENS,
-    MAX_SEED,
-    MAX_TEXT_CHARS,
-    MAX_TOKENS,
     AttentionConfig,
     check_request,
     check_text,
@@ -32,6 +26,7 @@ from attention_core.engine import (
     rerun_head,
     trace_sentence,
 )
+from attention_core.limits import MAX_DIM, MAX_HEADS, MAX_MODEL_TOKENS, MAX_SEED, MAX_TEXT_CHARS, MAX_TOKENS
 from attention_core.scaling import (
     ScalingResult,
     ScoreVariance,

@@ -153,7 +153,8 @@ def decode_step(
     at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device, torch.tensor([position], device=device), at)
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend)  # one row: no mask
-    output = (concat_heads(stages["context"]) @ params["w_o"])[0] if "w_o" in params else None
+    handed = variant.handed(stages["context"], new)  # the new token's context (gated: times its own gate)
+    output = (concat_heads(handed) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
     step = Step(position, token, projected.q[:, 0], projected.k, projected.v, *rows, output, projected.kv_head_of)
     return step, cache

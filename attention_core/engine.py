@@ -262,14 +262,16 @@ def compute_attention(
     """
     x, params, tokens = prepared(x, config, weights, tokens, memory_budget)
     n, device = x.shape[0], x.device
-    projected = VARIANTS[config.variant].projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
+    variant = VARIANTS[config.variant]
+    projected = variant.projection(x, params, config)  # q, k [h, n, d_k], v [h, n, d_v], parts
     scale = config.scale
     mask = config_mask(n, config, device, tokens)
     if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
         mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device)
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend)
-    output = concat_heads(stages["context"]) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
+    handed = variant.handed(stages["context"], projected.parts)  # the context (gated attention: times its gate)
+    output = concat_heads(handed) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 
     return AttentionTrace(
         tokens=tuple(tokens),
@@ -292,6 +294,7 @@ def compute_attention(
         parts=projected.parts,
         kv_head_of=projected.kv_head_of,
         rope_base=config.rope_base if "q_rotated" in projected.parts else None,
+        handed=None if handed is stages["context"] else handed,
         **stages,
     )
 

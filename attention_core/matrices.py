@@ -19,7 +19,8 @@ import re
 
 import numpy as np
 
-from attention_core.config import MAX_TYPED_DIM, MAX_TYPED_TOKENS, AttentionConfig
+from attention_core.config import AttentionConfig
+from attention_core.limits import MAX_TYPED_DIM, MAX_TYPED_TOKENS
 from attention_core.variants import VARIANTS
 
 TYPED_NAMES = {"x": "X", "w_q": "W_Q", "w_k": "W_K", "w_v": "W_V", "w_o": "W_O"}

@@ -20,8 +20,9 @@ import math
 import torch
 
 from attention_core.checks import check_int
-from attention_core.config import MAX_DIM, MAX_KEYS, MAX_SAMPLES, MAX_SEED, memory_budget_bytes
+from attention_core.config import memory_budget_bytes
 from attention_core.device import resolve_device
+from attention_core.limits import MAX_DIM, MAX_KEYS, MAX_SAMPLES, MAX_SEED
 from attention_core.weights import draw_matrix, weight_stream
 
 SENTENCE_TOKENS_MAX = 32  # the sentence experiment keeps draws x n x n maps for every d_k (32 tokens: ~0.5 s)

@@ -42,7 +42,7 @@ import math
 import torch
 
 from attention_core.statistics import PEAKINESS, STATISTICS, Sequence, row_peakiness
-from attention_core.variants import DEFAULT, Sizes
+from attention_core.variants import DEFAULT, VARIANTS, Sizes
 
 SQUARE_STAGES = ("scores", "scaled_scores", "masked_scores", "weights")
 
@@ -91,6 +91,8 @@ class AttentionTrace:
     bent_scores: torch.Tensor | None = None  # [h, n, n] the scaled scores bent, before the mask (with a bend)
     bend_seed: int = 0  # the seed a relative bias's table was drawn from (bends.py)
     top_k: int = 0  # DSA top-k: each query kept the k keys the oracle indexer scored highest (masks.py); 0: none
+    # [h, n, d_v] what each head hands on to W_O where it is not its context (gated attention: context ⊙ gate)
+    handed: torch.Tensor | None = None
     concat: torch.Tensor = dataclasses.field(init=False, repr=False)  # derived from context
     entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
     normalized_entropy: torch.Tensor = dataclasses.field(init=False, repr=False)
@@ -113,7 +115,8 @@ class AttentionTrace:
         if self.mask is not None and self.mask.dtype != torch.bool:
             raise ValueError(f"mask must be a bool tensor (True = may attend); got {self.mask.dtype}")
         _shape("context", self.context, (h, n, d_v))
-        object.__setattr__(self, "concat", concat_heads(self.context))
+        _shape("handed", self.handed, (h, n, d_v))
+        object.__setattr__(self, "concat", concat_heads(self.context if self.handed is None else self.handed))
         kv_head_of = tuple(self.kv_head_of) or tuple(range(h))
         if len(kv_head_of) != h:
             raise ValueError(f"kv_head_of names {len(kv_head_of)} heads but q has {h}")
@@ -168,6 +171,13 @@ class AttentionTrace:
             self.part_width("k_r"),
             "q_rotated" in self.parts,
         )
+
+    def output_from(self, context: torch.Tensor) -> torch.Tensor:
+        """What W_O makes of another context [h, n, d_v] (float64, CPU), the way this trace's own output was made:
+        concat(what each head hands on: its context, or gated attention's context times its gate)·W_O."""
+        parts = {name: part.detach().double().cpu() for name, part in self.parts.items()}
+        handed = VARIANTS[self.variant].handed(context, parts) if self.variant in VARIANTS else context
+        return concat_heads(handed) @ self.params["w_o"].double().cpu()
 
     def heads_sharing(self, kv_head: int) -> list[int]:
         """The query heads that read key/value head `kv_head`."""

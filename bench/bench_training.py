@@ -29,13 +29,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from attention_core.config import (  # noqa: E402
+from attention_core.device import cpu_kernels  # noqa: E402
+from attention_core.limits import (  # noqa: E402
     MAX_TRAIN_D_K,
     MAX_TRAIN_DIM,
     MAX_TRAIN_HEADS,
     MAX_TRAIN_STEPS,
 )
-from attention_core.device import cpu_kernels  # noqa: E402
 from attention_core.training import (  # noqa: E402
     LEARNED_PREDICTED,
     LEARNED_WEIGHT,

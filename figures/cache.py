@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from attention_core.variants import PRESETS, VARIANTS, Sizes
-from figures.looks import look_of
+from attention_core.variants import PRESETS, VARIANTS, Sizes, look_of
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
 
 BYTES = {"fp32": 4, "fp16/bf16": 2, "fp8": 1}  # bytes per cached number
 CONTEXTS = {"4k": 4_096, "32k": 32_768, "128k": 131_072}  # tokens in the context, as a link writes them
+
+UNSEEN = "#8c8c8c"  # the bar of a variant whose look names no colour of its own
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +103,7 @@ def cache_figure(
         text=labels,
         textposition="outside",
         cliponaxis=False,
-        marker={"color": [look_of(row.variant).colour for row in rows]},
+        marker={"color": [look_of(row.variant).colour or UNSEEN for row in rows]},
         hovertext=[escape(row.formula) for row in rows],
         hoverinfo="text",
     )

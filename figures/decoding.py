@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from attention_core.decoding import Decoding, step_flops
-from attention_core.variants import PARTS, VARIANTS, Sizes
+from attention_core.variants import VARIANTS, Sizes, part_words
 from figures.cache import amount
 from figures.heatmap import Panel, heatmaps
 from figures.style import DEFAULT_STYLE, Figure, Style, as_numpy, figure
@@ -59,7 +59,7 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
     for name, part in decoding.cache_at(t + 1).items():
         index, whose = _kv_index(name, decoding, head)
         values = as_numpy(part if index is None else part[index])
-        label = PARTS[name][0].replace(" (per key/value head)", "")
+        label = part_words(name)[0].replace(" (per key/value head)", "")
         panels.append(
             Panel(
                 values,

@@ -77,6 +77,11 @@ TERMS: dict[str, str] = {
         "small rotary key k^R per token: (512 + 64) per layer in DeepSeek-V2, 56.9× less than MHA at its "
         "sizes. W_UK can be folded into the query (absorption), so K is never formed while writing."
     ),
+    "gated attention": (
+        "**Gated attention** (Qwen3-Next; Qiu et al. 2025): each head multiplies its context by a gate σ(X·W_G) "
+        "between 0 and 1, one per token and channel, before W_O. Softmax must give each row's weight to some key; "
+        "the gate lets a head pass on nothing, which the paper finds removes the attention sink."
+    ),
     "RoPE": (
         "**Rotary positions**: instead of adding a position to X, each pair of a query's and a key's dimensions "
         "is turned by an angle that grows with the token's position. A turn keeps lengths, and q·k then depends "

@@ -9,93 +9,28 @@ is ui/controls.py's ON_CHANGE.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-
 from attention_core.bends import BEND_CHOICES
 from attention_core.composed import MAX_CHARS
-from attention_core.config import (
+from attention_core.config import DEVICE_CHOICES, INIT_CHOICES, INITS, POSITIONAL_CHOICES
+from attention_core.controls import Control
+from attention_core.lectures import EXAMPLES
+from attention_core.limits import (
     APP_MAX_D_MODEL,
     APP_MAX_HEADS,
-    APP_MAX_ROPE,
     APP_MAX_WIDTH,
     APP_MAX_WINDOW,
-    DEVICE_CHOICES,
-    INIT_CHOICES,
-    INITS,
     MAX_SEED,
     MAX_TEXT_CHARS,
     MAX_TRAIN_SECONDS,
     MAX_TRAIN_STEPS,
-    POSITIONAL_CHOICES,
 )
-from attention_core.lectures import EXAMPLES
 from attention_core.matrices import TYPED_NAMES
 from attention_core.training import TrainingConfig
-from attention_core.variants import DEFAULT, VARIANTS
+from attention_core.variants import DEFAULT, VARIANTS, variant_controls
 from figures.palettes import DEFAULT_PALETTE, PALETTES
 
 # The groups a page reads its settings by (ui/pages.py; a page's spec names groups and single settings).
 GROUPS = ("sentence", "sizes", "settings", "typed", "display", "training")
-
-
-def refusal(label: str, shown: object, allowed: str, instead: object = None) -> str:
-    """The one sentence that says a link's value is not used: what it asked for (at most 40 characters of it),
-    what is allowed, and what is shown instead where that is known."""
-    said = f"The link asked for {label} = {str(shown)[:40]!r}, which is not used: it must be {allowed}."
-    return said if instead is None else f"{said} Showing {instead!r} instead."
-
-
-@dataclasses.dataclass(frozen=True)
-class Control:
-    """One sidebar widget: its key (also its name in the URL), label, kind, default and allowed values."""
-
-    key: str
-    label: str
-    kind: str  # "slider" | "number" | "toggle" | "select" | "text" | "line" (one line of text)
-    default: object
-    low: int = 0
-    high: int = 0
-    options: tuple | Callable[[], tuple] = ()  # a callable: read when asked (a registry that may grow)
-    help: str | Callable[[], str] = ""  # a callable: read when drawn, as options
-    step: int = 1  # a slider's values are multiples of this (MLA's rotary width: even)
-    group: str = "settings"  # one of GROUPS: what a page reads it with
-    computes: bool = False  # it sets AttentionConfig's field of the same name (else it changes how things are shown)
-
-    @property
-    def choices(self) -> tuple:
-        return tuple(self.options()) if callable(self.options) else self.options
-
-    @property
-    def helps(self) -> str:
-        return self.help() if callable(self.help) else self.help
-
-    def allowed(self) -> str:
-        if self.kind in ("slider", "number"):
-            every = "an even number" if self.step == 2 else "a whole number"
-            return f"{every} from {self.low:,} to {self.high:,}"
-        if self.kind == "toggle":
-            return "true or false"
-        if self.kind == "select":
-            return "one of " + ", ".join(map(str, self.choices))
-        return f"text of at most {self.high:,} characters"
-
-    def refusal(self, raw: str) -> str:
-        """Why a link's value for this control cannot be used ("" when it can)."""
-        if self.kind in ("slider", "number"):
-            try:
-                value = int(raw)
-            except ValueError:
-                return self._refused(raw)
-            return "" if self.low <= value <= self.high and value % self.step == 0 else self._refused(raw)
-        if self.kind == "toggle":
-            return "" if raw.lower() in ("true", "false") else self._refused(raw)
-        if self.kind == "select":
-            return "" if raw in map(str, self.choices) else self._refused(raw)
-        return "" if len(raw) <= self.high else self._refused(f"{len(raw):,} characters")
-
-    def _refused(self, shown: str) -> str:
-        return refusal(self.label, shown, self.allowed(), instead=self.default)
 
 
 # The defaults are lecture 000's example: "The next day is bright", 5 tokens, d_model 8, d_k 4, one head.
@@ -164,51 +99,7 @@ VARIANT_CONTROLS = (
         group="sizes",
         computes=True,
     ),
-    Control(
-        "kv_heads",
-        "key/value heads (GQA)",
-        "slider",
-        2,
-        1,
-        APP_MAX_HEADS,
-        help="Each key/value head is read by heads ÷ key/value heads query heads: it must divide the heads.",
-        group="sizes",
-        computes=True,
-    ),
-    Control(
-        "d_c",
-        "d_c (MLA: latent width)",
-        "slider",
-        4,
-        1,
-        APP_MAX_WIDTH,
-        help="c_KV = X·W_DKV: every key and value is up-projected from it, and the cache keeps only it (and k^R).",
-        group="sizes",
-        computes=True,
-    ),
-    Control(
-        "d_cq",
-        "d_cq (MLA: query latent width, 0 = none)",
-        "slider",
-        0,
-        0,
-        APP_MAX_WIDTH,
-        help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2.",
-        group="sizes",
-        computes=True,
-    ),
-    Control(
-        "d_rope",
-        "d_h^R (MLA: rotary width, even)",
-        "slider",
-        2,
-        0,
-        APP_MAX_ROPE,
-        step=2,
-        help="The part of each query and key that RoPE turns; the key part k^R is one for all heads.",
-        group="sizes",
-        computes=True,
-    ),
+    *variant_controls(),  # each variant's own sizes, declared in its folder
 )
 TOGGLES = (  # one per line: two side by side cut their labels short ("numbers i…")
     Control(

@@ -81,6 +81,19 @@ def add(a: Bound, b: Bound, u: float) -> Bound:
     return Bound(a.value + b.value, a.error + b.error + u * (a.magnitude + b.magnitude))
 
 
+def multiply(a: Bound, b: Bound, u: float) -> Bound:
+    """a ⊙ b, elementwise: each input's error times the other's size, and one rounding of the product."""
+    carried = a.error * b.value.abs() + a.value.abs() * b.error + a.error * b.error
+    return Bound(a.value * b.value, carried + u * (a.magnitude * b.magnitude))
+
+
+def sigmoid(a: Bound, u: float) -> Bound:
+    """σ(a) = 1 / (1 + e^(−a)). Its slope is at most 1/4, so a's error is carried at a quarter; the exp (within 4
+    ulp in glibc, SLEEF and MKL's VML: 8u), the sum and the division round σ by at most γ₁₀ of itself."""
+    value = torch.sigmoid(a.value)
+    return Bound(value, a.error / 4 + gamma(10, u) * value)
+
+
 def scale(a: Bound, factor: float, u: float) -> Bound:
     """a · factor, the factor rounded to the working precision first (or folded into q and k as √factor each, as
     PyTorch's SDPA does): four roundings at most."""
@@ -199,9 +212,10 @@ class Rounding:
 
 def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None) -> dict[str, Bound]:
     """The bound of every stage of an AttentionTrace computed from its X and weights (the grouped variants and MLA,
-    DeepSeek-V2's equations of section 2.1, and Q = K = V = X), as an implementation rounding as `rounding` says
-    would compute it: q, k, v, the parts a KV cache keeps (k_kv, v_kv; c_kv, k_r; kv), scores, scaled_scores,
-    weights, context, output. `positions`: the rotary positions of X's rows (default 0 … n − 1)."""
+    DeepSeek-V2's equations of section 2.1, Q = K = V = X, and gated attention), as an implementation rounding as
+    `rounding` says would compute it: q, k, v, the parts a KV cache keeps (k_kv, v_kv; c_kv, k_r; kv), scores,
+    scaled_scores, weights, context, output, and gated attention's gate and what each head hands on (gate,
+    handed). `positions`: the rotary positions of X's rows (default 0 … n − 1)."""
     u, p, x = rounding.u, trace.params, exact(trace.x)
     n = x.value.shape[0]
     positions = torch.arange(n) if positions is None else positions
@@ -233,7 +247,11 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
         q = k = turned(v)
     mask = None if trace.mask is None else trace.mask.cpu()
     stages = attention(q, k, v, factor=trace.scale, mask=mask, u=u, u_softmax=rounding.softmax)
-    output = {"output": matmul(concat_heads(stages["context"]), exact(p["w_o"]), u)} if "w_o" in p else {}
+    handed = stages["context"]
+    if "w_g" in p:  # gated attention: each head's context times its gate, σ(X·W_G), before W_O
+        parts["gate"] = sigmoid(matmul(x, exact(p["w_g"]), u), u)
+        handed = stages["handed"] = multiply(handed, parts["gate"], u)
+    output = {"output": matmul(concat_heads(handed), exact(p["w_o"]), u)} if "w_o" in p else {}
     return {"q": q, "k": k, "v": v, **parts, **stages, **output}
 
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from attention_core import trace_sentence
 from attention_core.decoding import decode_sentence, step_flops
 from attention_core.training.background import live
-from attention_core.variants import PARTS, VARIANTS
+from attention_core.variants import VARIANTS, part_words
 from figures.settings import DEFAULTS
 from tests import numerics as nm
 from tests.plotly_spec import panels
@@ -75,7 +75,7 @@ def test_every_variant_decodes_and_its_cache_holds_what_the_registry_says(page, 
     assert set(cache) == {name for name in spec.cached if spec.parts(sizes).get(name)}
     shown, elements = set(), 0
     for name, part in cache.items():
-        label = PARTS[name][0].replace(" (per key/value head)", "")
+        label = part_words(name)[0].replace(" (per key/value head)", "")
         drawn = panel(page, f"cached {label}")
         per_head = name in ("k_kv", "v_kv")  # one key/value head of them, the one head 1 reads
         expected = (part[decoding.steps[0].kv_head_of[0]] if per_head else part).numpy()

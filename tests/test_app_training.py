@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attention_core.config import MAX_TRAIN_STEPS
 from attention_core.device import cpu_kernels
+from attention_core.limits import MAX_TRAIN_STEPS
 from attention_core.training import (
     GROUPS,
     LEARNED_PREDICTED,

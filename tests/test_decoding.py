@@ -26,6 +26,7 @@ CONFIGS = {
     "mla-query-latent": dict(variant="mla", heads=2, d_c=6, d_cq=5, d_rope=4, positional="rotary"),
     "mla-no-rope": dict(variant="mla", heads=2, d_c=6),
     "identity": dict(variant="identity", positional="rotary"),
+    "gated": dict(variant="gated", heads=4, kv_heads=2, positional="rotary"),
     "unscaled": dict(scaled=False, heads=2),
 }
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import transformers
 
-from attention_core.config import MAX_MODEL_TOKENS
+from attention_core.limits import MAX_MODEL_TOKENS
 from attention_core.models.generation import MAX_NEW_TOKENS, GenerationLost, generate, start, step
 from attention_core.models.worker import RUN_THREADS
 from tests import numerics as nm

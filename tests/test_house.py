@@ -119,7 +119,9 @@ FORBIDDEN = {
 # widget's address has no public call (its docstring says which and why).
 STREAMLIT_PUBLIC = ("streamlit", "streamlit.components.v1", "streamlit.components.v2")
 STREAMLIT_PRIVATE_ALLOWED = {"ui.address"}
-COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")  # the core computes: how a thing is drawn lives with the figures
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")  # the core computes: how a thing is drawn lives with the figures, or
+# in a variant's look.py (its folder declares how it is drawn, as data the figures read)
+VARIANT_LOOK = re.compile(r"^attention_core\.variants\.\w+\.look$")
 ISSUE_NUMBER = re.compile(r"\bissues? #?\d+|\bissue #\d+", re.IGNORECASE)
 
 
@@ -187,7 +189,8 @@ def one_page_modules(files: dict[str, str]) -> list[str]:
 
 
 def core_colours(files: dict[str, str]) -> list[str]:
-    return [f"{name}:{number}" for name, text in files.items() if name.split(".")[0] == "attention_core"
+    return [f"{name}:{number}" for name, text in files.items()
+            if name.split(".")[0] == "attention_core" and not VARIANT_LOOK.match(name)
             for number, line in enumerate(text.splitlines(), start=1) if COLOUR.search(line)]  # fmt: skip
 
 
@@ -243,6 +246,8 @@ PLANTED = {  # a module that breaks every rule once
     "fake.b": "def g():\n    from fake.a import thing\n",
     "fake.twice": "DRAWN = 1\nLIMIT: int = 2\nDRAWN = 3\nlower = 4\nlower = 5\n",
     "attention_core.fake": "import streamlit as st\nfrom figures.style import Style\nCOLOUR = '#1a7f5a'\n",
+    "attention_core.variants.fake.look": "LOOK = Look('#1a7f5a')\n",  # a variant's colour, where it belongs
+    "attention_core.variants.fake.compute": "COLOUR = '#1a7f5a'\n",  # but not beside what it computes
     "figures.fake": "def f():\n    import streamlit\n",
     "ui.fake": "from streamlit.runtime.scriptrunner import get_script_run_ctx\n"
     "from app_pages.real_model.views import x\nfrom app_pages.real_model.spec import SPEC\n"
@@ -273,7 +278,7 @@ def test_every_rule_finds_its_planted_breach():
     assert private_libraries(PLANTED) == ["figures.encoded:1 imports _plotly_utils.utils"]
     assert one_page_modules(PLANTED) == ["ui.lonely: only app_pages.real_model"]
     assert issue_numbers(PLANTED) == ["ui.fake:5: # the masks (issue 43)"]
-    assert core_colours(PLANTED) == ["attention_core.fake:3"]
+    assert core_colours(PLANTED) == ["attention_core.fake:3", "attention_core.variants.fake.compute:1"]
     assert constants_named_twice(PLANTED) == ["fake.twice:3 DRAWN (first at 1)"]
 
 
@@ -303,7 +308,7 @@ def test_no_two_modules_import_each_other(product):
 
 def test_the_core_computes_the_figures_draw_and_neither_knows_the_pages(product):
     assert layer_breaches(product) == []
-    assert core_colours(product) == []  # a variant's colour is in figures/looks.py
+    assert core_colours(product) == []  # a variant's colour is in its folder's look.py
 
 
 def test_streamlit_is_used_through_its_public_api(product):

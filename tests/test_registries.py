@@ -19,10 +19,9 @@ from streamlit.testing.v1 import AppTest
 from app_pages import NAVIGATION, PAGES, register_page, unregister_page
 from attention_core import AttentionConfig, trace_sentence
 from attention_core.statistics import PEAKINESS, STATISTICS, Statistic, register_statistic, unregister_statistic
-from attention_core.variants import VARIANTS, Projected, Variant, WeightSpec, register
+from attention_core.variants import VARIANTS, Look, Projected, Variant, WeightSpec, register
 from figures.cache import compared_rows
 from figures.heatmap import Panel, heatmaps
-from figures.looks import LOOKS, Look, register_look
 from figures.stages import BY_KEY, Built, Stage, heading, register_stage, stages_for, unregister_stage
 from figures.style import Matrix, Title, as_numpy, shape_text
 from tests.test_app import charts
@@ -59,21 +58,18 @@ TIED = Variant(
     cached=("k_kv",),
     formula="h·d_k",
     settle=lambda fields, top: {"kv_heads": fields["heads"], "d_v": fields["d_k"]},  # values as wide as keys
+    look=Look("#8c564b", compared_at=lambda s: s),  # how it is drawn: its colour, beside the others as it is
 )
-TIED_LOOK = Look("#8c564b", compared_at=lambda s: s)  # how it is drawn: its colour, beside the others as it is
 
 
 @pytest.fixture
 def tied():
     """TIED in the registry for one test, and the registry as it was after it."""
-    before, looks = dict(VARIANTS), dict(LOOKS)
+    before = dict(VARIANTS)
     register(TIED)
-    register_look("tied", TIED_LOOK)
     yield TIED
     VARIANTS.clear()
     VARIANTS.update(before)
-    LOOKS.clear()
-    LOOKS.update(looks)
 
 
 def test_a_registered_variant_is_computed_with_its_own_weights_and_cache(tied):
@@ -104,18 +100,18 @@ def test_a_registered_variant_opens_on_every_page_that_shows_the_sidebars_varian
 
 
 PRODUCT = ("app.py", "attention_core", "classroom", "figures", "ui", "app_pages")
-LOOKS_FILE = ROOT / "figures" / "looks.py"  # how each variant is drawn and said, keyed by its key
+VARIANTS_DIR = ROOT / "attention_core" / "variants"  # a folder per variant, and the registry
 
 
 def test_no_product_module_outside_the_registry_names_a_variant():
-    """A variant's key appears only in attention_core/variants/ and in its look (figures/looks.py): everything else
-    reads the record."""
+    """A variant's key appears only in attention_core/variants/ (its folder, where its record, its look and its
+    sliders are): everything else reads the record."""
     keys = "|".join(sorted(VARIANTS))
     pattern = re.compile(rf"""["']({keys})["']""")
     found = []
     for top in PRODUCT:
         for path in [ROOT / top] if top.endswith(".py") else sorted((ROOT / top).rglob("*.py")):
-            if path.parent == ROOT / "attention_core" / "variants" or path == LOOKS_FILE:
+            if VARIANTS_DIR in path.parents:
                 continue
             for number, line in enumerate(path.read_text().splitlines(), 1):
                 if pattern.search(line):

@@ -11,7 +11,8 @@ import pytest
 import attention_explorer as ax
 from app_pages import PAGES
 from attention_core import AttentionConfig
-from figures.settings import CONTROLS, DEFAULTS, Control, config_fields, refusal
+from attention_core.controls import Control, refusal
+from figures.settings import CONTROLS, DEFAULTS, config_fields
 from figures.stages.records import Option
 from ui.links import LINK_VALUES
 from ui.sidebar import settings_from

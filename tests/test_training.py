@@ -23,7 +23,7 @@ import torch
 
 import attention_core.training.lecture as training_lecture
 from attention_core import trace_sentence
-from attention_core.config import MAX_TRAIN_STEPS
+from attention_core.limits import MAX_TRAIN_STEPS
 from attention_core.matrices import fit_typed, typed_from_npz
 from attention_core.training import (
     GROUPS,

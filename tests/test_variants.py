@@ -1,5 +1,6 @@
 """The attention variants (issue 26): MHA, GQA, MQA and MLA from scratch, checked against each other and against
-transformers' own reference attentions (LlamaAttention, DeepseekV3Attention) built here from tiny random configs
+transformers' own reference attentions (LlamaAttention, DeepseekV3Attention, Qwen3NextAttention for the gated
+variant) built here from tiny random configs
 (no download), fed by their own rotary modules; RoPE against LlamaRotaryEmbedding and DeepSeek's rotary module in
 both of its layouts; RMSNorm against DeepSeek's; absorption; every cache size against the tensors kept.
 
@@ -12,7 +13,7 @@ import math
 
 import pytest
 import torch
-from transformers import DeepseekV3Config, LlamaConfig
+from transformers import DeepseekV3Config, LlamaConfig, Qwen3NextConfig
 from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
     DeepseekV3Attention,
     DeepseekV3RMSNorm,
@@ -25,6 +26,7 @@ from transformers.models.llama.modeling_llama import (
     apply_rotary_pos_emb,
     repeat_kv,
 )
+from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextAttention, Qwen3NextRotaryEmbedding
 
 from attention_core import AttentionConfig, compute_attention, rotary, trace_sentence
 from attention_core.variants import (
@@ -295,6 +297,44 @@ def test_mla_equals_transformers_deepseek_v3_attention(dtype, implementation, po
     assert nm.relative_size(theirs["output"]) < (1e-2 if dtype == "float32" or positional == "rotary" else 1e-10)
 
 
+@pytest.mark.parametrize(("dtype", "implementation", "positional"), REFERENCE_CASES)
+def test_gated_attention_equals_transformers_qwen3_next_attention(dtype, implementation, positional):
+    """Our gated attention, with the same weights, against Qwen3-Next's full-attention layer: its q_proj makes each
+    head's query and gate side by side, and `attn_output * sigmoid(gate)` goes to o_proj. Qwen3-Next also
+    RMS-normalises each head's q and k (q_norm, k_norm, as Qwen3 does): no part of the gate, and taken out here so
+    that both sides compute one formula. Its rotary module turns the whole head here (partial_rotary_factor 1)."""
+    d_model, heads, kv, width = 16, 4, 2, 4
+    config = AttentionConfig(d_model=d_model, d_k=width, heads=heads, variant="gated", kv_heads=kv, causal=True,
+                             positional=positional, seed=9, dtype=dtype)  # fmt: skip
+    x = _x(d_model, dtype)
+    ours = compute_attention(x, config)
+    w = ours.params
+    qwen_config = Qwen3NextConfig(hidden_size=d_model, num_attention_heads=heads, num_key_value_heads=kv,
+                                  head_dim=width, partial_rotary_factor=1.0, attention_bias=False)  # fmt: skip
+    qwen_config._attn_implementation = implementation
+    reference = Qwen3NextAttention(qwen_config, layer_idx=0).to(config.torch_dtype).eval()
+    reference.q_norm, reference.k_norm = torch.nn.Identity(), torch.nn.Identity()
+    with torch.no_grad():
+        reference.q_proj.weight.copy_(_rows(torch.cat([w["w_q"], w["w_g"]], dim=-1)))  # per head: query, gate
+        reference.k_proj.weight.copy_(_rows(w["w_k"]))
+        reference.v_proj.weight.copy_(_rows(w["w_v"]))
+        reference.o_proj.weight.copy_(w["w_o"].T)
+        turn = _positions(Qwen3NextRotaryEmbedding(qwen_config), x, positional)
+        output, weights = reference(x[None], turn, _additive_causal(N, config.torch_dtype))
+    theirs = nm.trace_bound(ours, ROUNDING[dtype, implementation])
+    mine = nm.trace_bound(ours, nm.Rounding.throughout(dtype))
+    assert set(mine) >= {"gate", "handed"}  # the bound follows the gate, not the plain context
+    nm.assert_within(output[0], theirs["output"], "Qwen3NextAttention's output")
+    nm.assert_agree(ours.output, output[0], mine["output"], theirs["output"], "output")
+    nm.assert_agree(ours.parts["gate"], mine["gate"].value, mine["gate"], what="gate")
+    if implementation == "eager":
+        nm.assert_within(weights[0], theirs["weights"], "Qwen3NextAttention's weights")
+    # The gate changes the output: without it, our output is not Qwen3-Next's (the comparison can fail).
+    ungated = ours.context.transpose(0, 1).reshape(N, -1) @ w["w_o"]
+    assert (ungated - output[0]).abs().max() > 100 * float(theirs["output"].error.max())
+    assert nm.relative_size(theirs["output"]) < (1e-2 if dtype == "float32" or positional == "rotary" else 1e-10)
+
+
 # ------------------------------------------------------------------------------------------------
 # MLA's anatomy
 
@@ -344,7 +384,8 @@ def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant,
     # Every part the trace keeps has the width the registry says (the memory estimate counts them).
     assert {name: part.numel() // N for name, part in trace.parts.items()} == spec.parts(config.sizes)
     assert trace.sizes == config.sizes  # read back from the shapes
-    expected = {"mha": 4 * (4 + 2), "gqa": 2 * (4 + 2), "mqa": 4 + 2, "mla": 3 + 2, "identity": 8}[variant]
+    expected = {"mha": 4 * (4 + 2), "gqa": 2 * (4 + 2), "mqa": 4 + 2, "mla": 3 + 2, "identity": 8, "gated": 2 * (4 + 2)}
+    expected = expected[variant]
     assert spec.cache_per_token(config.sizes) == expected
     # The weights the trace holds have the shapes the registry gives (drawn at their true shapes).
     assert {name: tuple(w.shape) for name, w in trace.params.items()} == spec.weight_shapes(config.sizes)

@@ -19,8 +19,7 @@ import streamlit as st
 from attention_core import AttentionConfig
 from attention_core.lectures import EXAMPLES, LectureExample
 from attention_core.matrices import TYPED_NAMES, format_blocks
-from attention_core.variants import VARIANTS
-from figures.looks import look_of
+from attention_core.variants import VARIANTS, look_of
 from figures.settings import DEFAULTS
 
 # The server's log of refused requests (bad input, link values): one line each on standard error, with the

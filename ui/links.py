@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
+from attention_core.controls import refusal
 from attention_core.variants import IDENTITY, MHA
-from figures.settings import CONTROLS, DEFAULTS, refusal
+from figures.settings import CONTROLS, DEFAULTS
 from figures.stages import STAGES
 from figures.style import markdown_literal
 from ui import address

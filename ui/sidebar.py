@@ -16,8 +16,7 @@ from attention_core import (
     resolve_device,
 )
 from attention_core.matrices import TYPED_NAMES
-from attention_core.variants import VARIANTS, sizes_only_some_use
-from figures.looks import look_of
+from attention_core.variants import VARIANTS, look_of, sizes_only_some_use
 from figures.settings import (
     CONTROLS,
     DEFAULTS,

@@ -5,9 +5,9 @@ import math
 import streamlit as st
 
 from app_pages.multihead.spec import SPEC
-from attention_core.config import APP_MAX_HEADS
+from attention_core.limits import APP_MAX_HEADS
 from attention_core.statistics import PEAKINESS
-from figures.looks import look_of
+from attention_core.variants import look_of
 from figures.multihead import GRID_COLUMNS, head_summary_figure, multihead_grid
 from figures.stages import BY_KEY, brought_stages, grid_stages, made
 from ui.links import check_choice

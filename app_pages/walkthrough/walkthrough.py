@@ -3,8 +3,7 @@
 import streamlit as st
 
 from attention_core.composed import parse_mask
-from attention_core.variants import VARIANTS
-from figures.looks import look_of
+from attention_core.variants import VARIANTS, look_of
 from figures.stages import BY_KEY, stages_for
 from ui.exports import trace_npz
 from ui.links import check_choice

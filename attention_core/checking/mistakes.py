@@ -41,7 +41,7 @@ def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=Fals
     if bend is not None:
         stages["bent_scores"] = before
     if trace.output is not None and "w_o" in trace.params:
-        stages["output"] = concat_heads(context) @ trace.params["w_o"].double().cpu()
+        stages["output"] = trace.output_from(context)
     return stages
 
 
@@ -129,7 +129,7 @@ def _groups_repeated(trace):
     context = stages["weights"] @ v
     stages.update(v=v, context=context)
     if "output" in stages:
-        stages["output"] = concat_heads(context) @ trace.params["w_o"].double().cpu()
+        stages["output"] = trace.output_from(context)
     return stages
 
 

@@ -14,7 +14,7 @@ import torch
 
 from attention_core.checkpoints.layouts import LAYOUTS, Layout, Placed
 from attention_core.checkpoints.reading import Checkpoint
-from attention_core.config import APP_MAX_D_MODEL, APP_MAX_HEADS, APP_MAX_ROPE, APP_MAX_WIDTH
+from attention_core.limits import APP_MAX_D_MODEL, APP_MAX_HEADS, APP_MAX_ROPE, APP_MAX_WIDTH
 
 TOKEN_EMBEDDINGS = ("wte.weight", "tok_emb.weight", "embed_tokens.weight", "tok_embeddings.weight", "embed.weight")
 TOKEN_EMBEDDINGS += ("word_embeddings.weight", "token_embedding.weight")

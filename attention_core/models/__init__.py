@@ -29,7 +29,7 @@ model_cache_dir(); later loads take seconds. `python -m attention_core.models --
 that conversion ahead of time (the Docker image runs it at build time).
 """
 
-from attention_core.config import MAX_MODEL_TOKENS
+from attention_core.limits import MAX_MODEL_TOKENS
 from attention_core.models.capture import (
     CAPTURE,
     WORD_START,

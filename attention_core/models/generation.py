@@ -22,7 +22,7 @@ import threading
 import torch
 from transformers import DynamicCache
 
-from attention_core.config import MAX_MODEL_TOKENS
+from attention_core.limits import MAX_MODEL_TOKENS
 from attention_core.models.capture import TOKENIZING, attention_entries, readable_token
 
 MAX_NEW_TOKENS = 32

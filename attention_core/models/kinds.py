@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from attention_core.config import MAX_MODEL_TOKENS
+from attention_core.limits import MAX_MODEL_TOKENS
 
 Progress = Callable[[str], None]
 

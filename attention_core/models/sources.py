@@ -23,8 +23,8 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
-from attention_core.config import MAX_MODEL_TOKENS
 from attention_core.device import resolve_device
+from attention_core.limits import MAX_MODEL_TOKENS
 from attention_core.models.capture import CAPTURE, capture
 from attention_core.models.kinds import LoadedModel, ModelInfo, Progress
 

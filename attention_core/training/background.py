@@ -8,9 +8,7 @@ import threading
 import time
 import weakref
 
-from attention_core.config import (
-    MAX_TRAIN_SECONDS,
-)
+from attention_core.limits import MAX_TRAIN_SECONDS
 from attention_core.training.grammar import Grammar
 from attention_core.training.loop import Run, train
 from attention_core.training.model import TrainingConfig

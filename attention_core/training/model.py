@@ -9,16 +9,16 @@ import math
 import torch
 
 from attention_core.composed import causal_mask
-from attention_core.config import (
+from attention_core.config import AttentionConfig
+from attention_core.engine import attend
+from attention_core.limits import (
     MAX_TRAIN_D_K,
     MAX_TRAIN_DIM,
     MAX_TRAIN_HEADS,
     MAX_TRAIN_SENTENCES,
     MAX_TRAIN_STEPS,
     TRAIN_CHECKPOINTS,
-    AttentionConfig,
 )
-from attention_core.engine import attend
 from attention_core.training.grammar import POSITIONS
 from attention_core.weights import init_weights
 

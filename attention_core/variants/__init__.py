@@ -1,4 +1,5 @@
-"""Attention variants as one registry: MHA, MQA, GQA, DeepSeek's multi-head latent attention (MLA), and Q = K = V = X.
+"""Attention variants as one registry: MHA, MQA, GQA, DeepSeek's multi-head latent attention (MLA), Q = K = V = X,
+and gated attention (Qwen3-Next).
 
 A variant is one `Variant` record in VARIANTS, the way transformers picks an attention kernel by name from
 ALL_ATTENTION_FUNCTIONS. It says
@@ -11,27 +12,32 @@ ALL_ATTENTION_FUNCTIONS. It says
   a time. What is made on the way is kept (`parts`);
 - what a KV cache keeps for each token (`cached`, with its formula in the sizes' names), so that decoding need
   not recompute it;
-- which extra stages of the stage registry (figures/stages/) show it (`stages`).
+- what each head hands on to W_O (`handed`: its context, or gated attention's context times its gate);
+- how it is drawn and said (`look`, `words`), the sliders of its own sizes (`controls`), and the stages it brings
+  (`own_stages`, declared as the parts they show; `stages`, drawn by a builder of figures/stages/).
 After projecting, every variant meets the same stages (engine.attend): scores = q·kᵀ, scale, mask, softmax,
-context. Adding a variant is one record here, its tests, and for new pictures a stage in figures/stages/.
+context. Adding a variant is a folder here and its entry in registry.py (docs/architecture.md, "A variant").
 
     MHA   every query head has its own key and value head                  g = h
     GQA   g key/value heads, each read by h/g query heads (Llama, SmolLM2)  1 < g < h
     MQA   one key/value head read by every query head                      g = 1
     MLA   keys and values are up-projected, per head, from one small latent c_KV per token, and a rotary key
           k^R shared by all heads carries the position (DeepSeek-V2, section 2.1); the cache keeps only c_KV, k^R
+    Gated GQA whose every head multiplies its context by σ(X·W_G), per token and channel, before W_O
 
 Sizes: n tokens, h = heads, g = kv_heads, d = d_model, d_k, d_v; MLA: d_c (c_KV's width), d_cq (c_Q's, 0 = no
 query latent), d_r = d_rope (the rotary part of each query and key). Weights are stored at their true shapes
 ([g, d, d_k] for a GQA's W_K, as TransformerLens keeps them); k and v are expanded to one per query head only
 where they meet the queries (`expand_kv`, also used for real models' grouped heads).
 
-The rooms: record.py (what a variant is, and the pieces all share), one module per family (identity.py,
-grouped.py, mla.py), registry.py (VARIANTS and what is derived from it), presets.py (published models' sizes).
+The rooms: record.py (what a variant is, and the pieces all share), sizes.py, look.py (how a variant is drawn and
+said, as data), a folder per family (grouped/, mla/, identity/, gated/: each its __init__.py, compute.py and
+look.py), registry.py (VARIANTS and what is derived from it), presets.py (published models' sizes).
 """
 
 from attention_core.variants.grouped import GQA, MHA, MQA, fit_kv_heads
 from attention_core.variants.identity import IDENTITY
+from attention_core.variants.look import Look, OwnStage, Shown, StageText
 from attention_core.variants.mla import MLA, absorbed_scores, folded_with_rotated_keys, rotation_matrix
 from attention_core.variants.presets import PRESETS, Preset, cached_bytes
 from attention_core.variants.record import (
@@ -52,23 +58,36 @@ from attention_core.variants.record import (
     rotate_qk,
     without_q,
 )
-from attention_core.variants.registry import DEFAULT, VARIANTS, grouped_key, register, sizes_only_some_use
+from attention_core.variants.registry import (
+    DEFAULT,
+    VARIANTS,
+    grouped_key,
+    look_of,
+    part_words,
+    register,
+    sizes_only_some_use,
+    variant_controls,
+)
 
 __all__ = [
     "DEFAULT",
     "GQA",
     "IDENTITY",
+    "Look",
     "MHA",
     "MLA",
     "MQA",
     "NORM_EPS",
+    "OwnStage",
     "PARTS",
     "PRESETS",
     "Preset",
     "Projected",
     "SYMBOLS",
     "SYMBOL_PATTERN",
+    "Shown",
     "Sizes",
+    "StageText",
     "VARIANTS",
     "Variant",
     "WeightSpec",
@@ -80,6 +99,8 @@ __all__ = [
     "fit_kv_heads",
     "folded_with_rotated_keys",
     "grouped_key",
+    "look_of",
+    "part_words",
     "plural",
     "register",
     "rms_norm",
@@ -87,5 +108,6 @@ __all__ = [
     "rotate_qk",
     "rotation_matrix",
     "sizes_only_some_use",
+    "variant_controls",
     "without_q",
 ]

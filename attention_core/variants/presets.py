@@ -9,8 +9,9 @@ import torch
 
 from attention_core.variants.grouped import GQA, MHA
 from attention_core.variants.mla import MLA
-from attention_core.variants.record import Sizes, Variant
+from attention_core.variants.record import Variant
 from attention_core.variants.registry import VARIANTS
+from attention_core.variants.sizes import Sizes
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,27 +10,11 @@ from collections.abc import Callable, Mapping
 import torch
 
 from attention_core import rotary
+from attention_core.controls import Control
+from attention_core.variants.look import Look, OwnStage
+from attention_core.variants.sizes import Sizes
 
 NORM_EPS = 1e-6  # RMSNorm's ε on MLA's latents, as in DeepSeek's config
-
-
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-    """The widths a variant's shapes and cache are made of (plain numbers: a real model's too, unchecked)."""
-
-    d_model: int
-    heads: int
-    kv_heads: int
-    d_k: int
-    d_v: int
-    d_c: int = 0
-    d_cq: int = 0
-    d_rope: int = 0
-    rotary: bool = False  # RoPE on q and k (MLA: on its rotary parts): the trace keeps them before and after
-
-    def of(self, name: str) -> int:
-        """A width by name: "d_model", "d_k", ..., or "concat" (every head's context side by side: h·d_v)."""
-        return self.heads * self.d_v if name == "concat" else getattr(self, name)
 
 
 def default_kv_heads(heads: int) -> int:
@@ -116,6 +100,15 @@ class Variant:
     qk: Callable[[Sizes], tuple[int, str]] = lambda s: (s.d_k, "d_k")  # q's and k's width where they meet, named
     heads_name: str = "h·"  # "": one head whatever the sizes, in the cost formulas
     v_name: str = "d_v"  # the values' width, by name
+    # What each head hands on to W_O, [h, n, d_v], from its context and the parts: its context (gated attention:
+    # the context times the gate). A decoder calls it with the new token's parts alone.
+    handed: Callable[[torch.Tensor, Mapping[str, torch.Tensor]], torch.Tensor] = lambda context, parts: context
+    # How it is drawn and said (look.py), the sliders of the sizes in `uses` (attention_core/controls.py), the
+    # names of its own parts (as PARTS below), and the stages it brings, declared (look.OwnStage).
+    look: Look = Look()
+    controls: tuple[Control, ...] = ()
+    words: Mapping[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
+    own_stages: tuple[OwnStage, ...] = ()
 
     def weight_specs(self, sizes: Sizes) -> tuple[WeightSpec, ...]:
         return tuple(spec for spec in self.weights if spec.present(sizes))
@@ -150,7 +143,8 @@ SYMBOLS = {
 SYMBOL_PATTERN = r"d_h\^R|d_model|d_k|d_v|d_c|\b[hg]\b"
 
 
-# What each part is, for the pages: its name on screen and what it holds.
+# What each part every variant may have is, for the pages: its name on screen and what it holds (a variant's own
+# parts are in its record's `words`).
 PARTS = {
     "k_kv": ("K (per key/value head)", "the keys as computed, one per key/value head"),
     "v_kv": ("V (per key/value head)", "the values as computed, one per key/value head"),
@@ -158,14 +152,6 @@ PARTS = {
     "k_unrotated": ("k before RoPE", "the keys (MLA: the rotary key) before their rotation"),
     "q_rotated": ("q after RoPE", "the same queries, each turned by its position's angles"),
     "k_rotated": ("k after RoPE", "the same keys, each turned by its position's angles"),
-    "kv": ("X (as K and V)", "without projections every key and value is the token's own row of X"),
-    "c_q": ("c_Q", "the query latent: X·W_DQ, RMS-normalised"),
-    "q_c": ("q^C", "each head's content query"),
-    "q_r": ("q^R", "each head's rotary query"),
-    "c_kv": ("c_KV", "the key-value latent: X·W_DKV, RMS-normalised; all that keys and values are made from"),
-    "k_c": ("k^C", "each head's content key: c_KV·W_UK"),
-    "v_c": ("v^C", "each head's value: c_KV·W_UV"),
-    "k_r": ("k^R", "the rotary key, one for all heads: RoPE(X·W_KR)"),
 }
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from attention_core.controls import Control
+from attention_core.variants.gated import GATED
 from attention_core.variants.grouped import GQA, MHA, MQA
 from attention_core.variants.identity import IDENTITY
+from attention_core.variants.look import Look
 from attention_core.variants.mla import MLA
-from attention_core.variants.record import Variant
+from attention_core.variants.record import PARTS, Variant
 
 VARIANTS: dict[str, Variant] = {}  # by key, in the order the sidebar lists them
 
@@ -17,7 +20,7 @@ def register(variant: Variant) -> Variant:
     return variant
 
 
-for _variant in (MHA, GQA, MQA, MLA, IDENTITY):
+for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED):  # a variant's folder, and its place here
     register(_variant)
 DEFAULT = MHA.key  # the variant a fresh page shows
 
@@ -30,3 +33,23 @@ def sizes_only_some_use() -> set[str]:
 def grouped_key(heads: int, kv_heads: int) -> str:
     """The grouped variant a real model's heads are: every head its own key/value head, one for all, or groups."""
     return (MHA if kv_heads == heads else MQA if kv_heads == 1 else GQA).key
+
+
+def look_of(key: str) -> Look:
+    """How the variant keyed `key` is drawn and said (grey, and its record's words alone, for a key not registered)."""
+    return VARIANTS[key].look if key in VARIANTS else Look()
+
+
+def part_words(name: str) -> tuple[str, str]:
+    """A part's name on screen and what it holds: one every variant may have (PARTS), or a variant's own."""
+    if name in PARTS:
+        return PARTS[name]
+    return next(variant.words[name] for variant in VARIANTS.values() if name in variant.words)
+
+
+def variant_controls() -> tuple[Control, ...]:
+    """The sliders of every registered variant's own sizes, in the registry's order (each once)."""
+    seen: dict[str, Control] = {}
+    for variant in VARIANTS.values():
+        seen |= {control.key: control for control in variant.controls if control.key not in seen}
+    return tuple(seen.values())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from attention_core.variants import (
     VARIANTS,
+    look_of,
 )
-from figures.looks import look_of
 from figures.stages.panels import head_title, laid_out, matrix_panel, origin, rows_panel
 from figures.stages.records import CAPTURED_NOTE, Built, has_rotary
 from figures.style import (

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from attention_core.controls import refusal
 from attention_core.variants import (
     VARIANTS,
+    look_of,
 )
-from figures.looks import look_of
-from figures.settings import refusal
 from figures.style import (
     Figure,
     Matrix,
@@ -113,5 +113,11 @@ class StageView:
 
 
 def brought_by_variant(key: str) -> Callable[[object], bool]:
-    """A stage's `applies` for a stage a variant lists as its own (Variant.stages: MLA's latent, absorption)."""
-    return lambda trace: from_scratch(trace) and key in VARIANTS[trace.variant].stages
+    """A stage's `applies` for a stage a variant brings: drawn here (Variant.stages: MLA's latent, absorption) or
+    declared in its folder (Variant.own_stages: gated attention's gate)."""
+
+    def brought(trace) -> bool:
+        variant = VARIANTS[trace.variant]
+        return from_scratch(trace) and (key in variant.stages or any(own.key == key for own in variant.own_stages))
+
+    return brought

@@ -9,6 +9,7 @@ from attention_core.variants import (
 from figures.cache import BYTES, CONTEXTS
 from figures.glossary import link
 from figures.stages.bent import bend_formula, build_bend, composed_formula, has_bend
+from figures.stages.declared import declared_stages
 from figures.stages.inputs import build_projections, build_qkv, build_x
 from figures.stages.outputs import (
     build_absorb,
@@ -216,6 +217,10 @@ def register_stage(stage: Stage, after: str | None = None) -> Stage:
 
 def unregister_stage(key: str) -> None:
     STAGES.remove(BY_KEY.pop(key))
+
+
+for _stage, _after in declared_stages():  # the stages the variants declare in their folders (gated: its gate)
+    register_stage(_stage, after=_after)
 
 
 def brought_stages() -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""MHA, GQA and MQA: g key/value heads, each read by h/g query heads (g = h, 1 < g < h, g = 1)."""
+"""How MHA, GQA and MQA compute: g key/value heads, each read by h/g query heads (g = h, 1 < g < h, g = 1)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from attention_core.checks import check_int, divisors
 from attention_core.variants.record import (
     Projected,
     Sizes,
-    Variant,
     WeightSpec,
     default_kv_heads,
     expand_kv,
@@ -21,7 +20,7 @@ from attention_core.variants.record import (
 )
 
 
-def _project_grouped(x, w, config, start) -> dict[str, torch.Tensor]:
+def project(x, w, config, start) -> dict[str, torch.Tensor]:
     q = x @ w["w_q"]  # [n, d] @ [h, d, d_k] -> [h, n, d_k]
     k_kv, v_kv = x @ w["w_k"], x @ w["w_v"]  # [g, n, d_k], [g, n, d_v]
     parts = {}
@@ -29,20 +28,20 @@ def _project_grouped(x, w, config, start) -> dict[str, torch.Tensor]:
     return parts | {"q": q, "k_kv": k_kv, "v_kv": v_kv}  # the cache keeps keys as they meet the queries: rotated
 
 
-def _unpack_grouped(parts, w, config) -> Projected:
+def unpack(parts, w, config) -> Projected:
     groups = config.heads // config.kv_heads
     kv_head_of = tuple(head // groups for head in range(config.heads))
     k, v = expand_kv(parts["k_kv"], groups), expand_kv(parts["v_kv"], groups)  # one per query head
     return Projected(parts["q"], k, v, kv_head_of, without_q(parts))
 
 
-def _grouped_parts(s: Sizes) -> dict[str, int]:
+def parts(s: Sizes) -> dict[str, int]:
     return {"k_kv": s.kv_heads * s.d_k, "v_kv": s.kv_heads * s.d_v} | rotary_parts(
         s, s.heads * s.d_k, s.kv_heads * s.d_k
     )
 
 
-def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
+def weights(kv: str) -> tuple[WeightSpec, ...]:
     return (
         WeightSpec("w_q", "W_Q", "heads", "d_model", "d_k", "what each token asks, per query head"),
         WeightSpec("w_k", "W_K", kv, "d_model", "d_k", "what each token offers, per key/value head"),
@@ -51,24 +50,7 @@ def _grouped_weights(kv: str) -> tuple[WeightSpec, ...]:
     )
 
 
-def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formula: str, **own) -> Variant:
-    """MHA, GQA and MQA differ only in how many key/value heads there are: W_K and W_V come in kv_copies."""
-    return Variant(
-        key,
-        label,
-        title,
-        idea,
-        weights=_grouped_weights(kv_copies),
-        project=_project_grouped,
-        unpack=_unpack_grouped,
-        parts=_grouped_parts,
-        cached=("k_kv", "v_kv"),
-        formula=formula,
-        **own,
-    )
-
-
-def _settle_gqa(f: Mapping[str, object], top: int) -> dict[str, object]:
+def settle_gqa(f: Mapping[str, object], top: int) -> dict[str, object]:
     """GQA's key/value heads (by default the most that leave each two or more query heads) must divide the heads."""
     h = f["heads"]
     g = check_int("key/value heads", default_kv_heads(h) if f["kv_heads"] is None else f["kv_heads"], 1, h)
@@ -85,33 +67,3 @@ def fit_kv_heads(heads: int, kv_heads: int) -> int:
     """Key/value heads for `heads` query heads to share: kv_heads where they divide the heads and are fewer (as
     many would be MHA), else the default (default_kv_heads)."""
     return kv_heads if kv_heads < heads and heads % kv_heads == 0 else default_kv_heads(heads)
-
-
-MHA = _grouped(
-    "mha",
-    "MHA",
-    "Multi-head attention",
-    "Every query head has a key and value head of its own: h of each (the original Transformer, GPT-2, BERT).",
-    "heads",
-    "h·(d_k + d_v)",
-    settle=lambda f, top: {"kv_heads": f["heads"]},
-)
-GQA = _grouped(
-    "gqa",
-    "GQA",
-    "Grouped-query attention",
-    "g key/value heads, each read by a group of h/g query heads (Llama, SmolLM2): the cache keeps g heads, not h.",
-    "kv_heads",
-    "g·(d_k + d_v)",
-    settle=_settle_gqa,
-    uses=("kv_heads",),
-)
-MQA = _grouped(
-    "mqa",
-    "MQA",
-    "Multi-query attention",
-    "One key and value head, read by every query head (Shazeer 2019): the smallest cache of the grouped kind.",
-    "kv_heads",
-    "d_k + d_v",
-    settle=lambda f, top: {"kv_heads": 1},
-)

@@ -1,5 +1,5 @@
-"""DeepSeek's multi-head latent attention: keys and values up-projected from one small latent per token, a shared
-rotary key, and absorption (the scores without ever forming K)."""
+"""How MLA computes: keys and values up-projected from one small latent per token, a shared rotary key, and
+absorption (the scores without ever forming K)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from attention_core.checks import check_int
 from attention_core.variants.record import (
     Projected,
     Sizes,
-    Variant,
     WeightSpec,
     rms_norm,
     rotary_parts,
@@ -21,7 +20,7 @@ from attention_core.variants.record import (
 )
 
 
-def _project_mla(x, w, config, start) -> dict[str, torch.Tensor]:
+def project(x, w, config, start) -> dict[str, torch.Tensor]:
     parts = {}
     if config.d_cq:
         c_q = rms_norm(x @ w["w_dq"], w["g_q"])  # [n, d_cq]
@@ -39,7 +38,7 @@ def _project_mla(x, w, config, start) -> dict[str, torch.Tensor]:
     return parts
 
 
-def _unpack_mla(parts, w, config) -> Projected:
+def unpack(parts, w, config) -> Projected:
     """Keys and values up-projected from the latents (the way the trace shows them; a decoder can instead fold
     W_UK into the query: absorbed_scores)."""
     k_c = parts["c_kv"] @ w["w_uk"]  # [h, n, d_k]
@@ -51,7 +50,7 @@ def _unpack_mla(parts, w, config) -> Projected:
     return Projected(parts["q"], k, v_c, tuple(range(config.heads)), without_q(parts) | {"k_c": k_c, "v_c": v_c})
 
 
-def _mla_parts(s: Sizes) -> dict[str, int]:
+def parts(s: Sizes) -> dict[str, int]:
     parts = {"q_c": s.heads * s.d_k, "c_kv": s.d_c, "k_c": s.heads * s.d_k, "v_c": s.heads * s.d_v}
     if s.d_cq:
         parts["c_q"] = s.d_cq
@@ -80,7 +79,7 @@ def _without_query_latent_with_rope(s: Sizes) -> bool:
     return s.d_cq == 0 and s.d_rope > 0
 
 
-def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
+def settle(f: Mapping[str, object], top: int) -> dict[str, object]:
     """A key/value head per query head (made from the latent), and MLA's own widths checked."""
     d_rope = check_int("d_h^R (MLA's rotary width; 0: none)", f["d_rope"], 0, top)
     if d_rope % 2:
@@ -90,56 +89,39 @@ def _settle_mla(f: Mapping[str, object], top: int) -> dict[str, object]:
     return {"kv_heads": f["heads"], "d_c": d_c, "d_cq": d_cq, "d_rope": d_rope}
 
 
-MLA = Variant(
-    "mla",
-    "MLA",
-    "Multi-head latent attention",
-    "Every head's keys and values are made from one small latent c_KV per token, and one rotary key k^R carries "
-    "the position for all heads: the cache keeps only c_KV and k^R.",
-    weights=(
-        WeightSpec(
-            "w_q", "W_Q", "heads", "d_model", "d_k", "each head's content query, from X", present=_without_query_latent
-        ),
-        WeightSpec("w_dq", "W_DQ", "", "d_model", "d_cq", "down to the query latent c_Q", present=_with_query_latent),
-        WeightSpec("g_q", "g_Q", "", "d_cq", "d_cq", "RMSNorm's gain on c_Q", kind="gain", present=_with_query_latent),
-        WeightSpec(
-            "w_uq", "W_UQ", "heads", "d_cq", "d_k", "each head's content query, up from c_Q", present=_with_query_latent
-        ),
-        WeightSpec(
-            "w_qr",
-            "W_QR",
-            "heads",
-            "d_model",
-            "d_rope",
-            "each head's rotary query, from X",
-            present=_without_query_latent_with_rope,
-        ),
-        WeightSpec(
-            "w_qr",
-            "W_QR",
-            "heads",
-            "d_cq",
-            "d_rope",
-            "each head's rotary query, from c_Q",
-            present=_with_query_latent_and_rope,
-        ),
-        WeightSpec("w_dkv", "W_DKV", "", "d_model", "d_c", "down to the key-value latent c_KV"),
-        WeightSpec("g_kv", "g_KV", "", "d_c", "d_c", "RMSNorm's gain on c_KV", kind="gain"),
-        WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV", applies="cached"),
-        WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV", applies="cached"),
-        WeightSpec("w_kr", "W_KR", "", "d_model", "d_rope", "the rotary key shared by every head", present=_with_rope),
-        WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
+WEIGHTS = (
+    WeightSpec(
+        "w_q", "W_Q", "heads", "d_model", "d_k", "each head's content query, from X", present=_without_query_latent
     ),
-    project=_project_mla,
-    unpack=_unpack_mla,
-    parts=_mla_parts,
-    cached=("c_kv", "k_r"),
-    formula="d_c + d_h^R",
-    stages=("latent", "absorb"),
-    settle=_settle_mla,
-    uses=("d_c", "d_cq", "d_rope"),
-    rope_width="d_rope",
-    qk=lambda s: (s.d_k + s.d_rope, "(d_k + d_h^R)") if s.d_rope else (s.d_k, "d_k"),  # q = [q^C, q^R]
+    WeightSpec("w_dq", "W_DQ", "", "d_model", "d_cq", "down to the query latent c_Q", present=_with_query_latent),
+    WeightSpec("g_q", "g_Q", "", "d_cq", "d_cq", "RMSNorm's gain on c_Q", kind="gain", present=_with_query_latent),
+    WeightSpec(
+        "w_uq", "W_UQ", "heads", "d_cq", "d_k", "each head's content query, up from c_Q", present=_with_query_latent
+    ),
+    WeightSpec(
+        "w_qr",
+        "W_QR",
+        "heads",
+        "d_model",
+        "d_rope",
+        "each head's rotary query, from X",
+        present=_without_query_latent_with_rope,
+    ),
+    WeightSpec(
+        "w_qr",
+        "W_QR",
+        "heads",
+        "d_cq",
+        "d_rope",
+        "each head's rotary query, from c_Q",
+        present=_with_query_latent_and_rope,
+    ),
+    WeightSpec("w_dkv", "W_DKV", "", "d_model", "d_c", "down to the key-value latent c_KV"),
+    WeightSpec("g_kv", "g_KV", "", "d_c", "d_c", "RMSNorm's gain on c_KV", kind="gain"),
+    WeightSpec("w_uk", "W_UK", "heads", "d_c", "d_k", "each head's content key, up from c_KV", applies="cached"),
+    WeightSpec("w_uv", "W_UV", "heads", "d_c", "d_v", "each head's value, up from c_KV", applies="cached"),
+    WeightSpec("w_kr", "W_KR", "", "d_model", "d_rope", "the rotary key shared by every head", present=_with_rope),
+    WeightSpec("w_o", "W_O", "", "concat", "d_model", "maps every head's context back to d_model"),
 )
 
 

@@ -1,0 +1,72 @@
+"""How a variant is drawn and said: plain data that its folder holds beside what it computes, so that adding a
+variant is one folder. No Plotly here: the figures read these records and draw them (figures/cache.py, the stages of
+figures/stages/, the pages' captions).
+
+- `Look`: its colour, the words the pages use for it, and the sizes it is drawn at beside the others.
+- `StageText`: a stage's title, formula and idea where this variant's say otherwise (MLA's projections).
+- `OwnStage`: a stage the variant brings, declared as the matrices it shows (`Shown`, read off the trace) and the
+  sentences it says about their numbers; figures/stages/ draws every registered variant's own stages the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import torch
+
+from attention_core.variants.sizes import Sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class StageText:
+    """A stage's words (figures/stages/), where a variant's differ from every other's."""
+
+    title: str
+    formula: str  # LaTeX
+    idea: str  # one sentence (markdown)
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    colour: str = ""  # its bar in the cache chart, and wherever it is drawn beside the others ("": the figures' grey)
+    # Beside the others (the cache chart): the sizes it is drawn at, given the ones on screen (None: not drawn there),
+    # and its own sizes for its bar's name (" (g = 2)").
+    compared_at: Callable[[Sizes], Sizes] | None = None
+    detail: Callable[[Sizes], str] = lambda s: ""
+    heads_line: Callable[[str, Sizes], str] = lambda heads, s: heads  # the Walkthrough's caption: "4 heads ..."
+    own_weights: str = ""  # what each head has of its own (Multi-head), where the key/value heads do not say it
+    caption: str = ""  # what the sidebar adds under its name, about the sliders it overrides
+    # On choosing it in the sidebar: the settings that suit it (GQA: heads to share; MLA: rotary positions).
+    suits: Callable[[Mapping[str, object]], dict[str, object]] = lambda settings: {}
+    weights_note: Callable[[set[str]], str] = lambda names: ""  # on the projections stage, given its weights
+    qkv_titles: tuple[str, str, str] = ()  # how Q, K and V are made, where not X·W_Q, X·W_K, X·W_V
+    # A stage's title, formula and idea where this variant's say otherwise (MLA's projections: no W_K, W_V).
+    stage_text: Mapping[str, StageText] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """One matrix of a variant's own stage: a part of the trace, one row per token (a part with a head axis is
+    shown for the head on screen), with its title, its formula and the name of its columns."""
+
+    part: str  # a name in trace.parts, or "context" (the context vectors)
+    title: str
+    formula: str = ""
+    columns: str = "dimension"
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnStage:
+    """A stage a variant brings, shown where the trace is that variant's and drawn from scratch, after the stage
+    keyed `after`. says(parts, head, tokens) -> its sentences about the numbers on screen (markdown), where parts
+    holds the trace's parts and its context."""
+
+    key: str
+    label: str  # short, for buttons
+    title: str
+    formula: str  # LaTeX
+    idea: str  # one sentence, true whatever the numbers
+    after: str
+    shown: tuple[Shown, ...]
+    says: Callable[[Mapping[str, torch.Tensor], int, tuple[str, ...]], list[str]] = lambda parts, head, tokens: []

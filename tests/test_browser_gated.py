@@ -1,0 +1,46 @@
+"""Gated attention in a real browser, presented as a lecture shows it: its gate stage and its output stage (the formula
+with the gate) fit the screen at 1400x900 and 1920x1080, light and dark, at the default sentence and an awkward
+one, with the gate's numbers as the engine makes them."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+
+from attention_core import AttentionConfig, trace_sentence
+from figures.settings import DEFAULTS
+from figures.stages import BY_KEY, heading
+from tests.browser import OVERFLOW, chart_z, check_view_in_both_schemes, no_traceback, settled, wait_for_chart
+from tests.test_browser import AWKWARD, FORMULA_CUT, SCREENS, axe_at, other_scheme
+
+pytestmark = pytest.mark.browser
+
+GATED_LINK = "variant=gated&heads=2&kv_heads=1&causal=true"
+SIDEBAR = {name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init", "positional")}  # the rest as linked
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
+def test_the_gate_and_the_gated_output_fit_every_screen_with_the_engines_numbers(server, browser, width, height,
+                                                                                 scheme):  # fmt: skip
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        for text, named in ((DEFAULTS["text"], "default"), (AWKWARD, "awkward")):
+            trace = trace_sentence(text, AttentionConfig(**SIDEBAR, variant="gated", heads=2, kv_heads=1, causal=True))
+            for key in ("gate", "output"):
+                page.goto(f"{server}/?present=true&text={quote(text)}&{GATED_LINK}&stage={quote(BY_KEY[key].label)}")
+                page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000)
+                if key == "gate":
+                    wait_for_chart(page, "G = σ(X·W_G)")
+                    np.testing.assert_array_equal(chart_z(page, "G = σ(X·W_G)"), trace.parts["gate"][0].numpy())
+                settled(page)
+                no_traceback(page)
+                assert page.evaluate(OVERFLOW) <= 2, f"gated stage {key} needs scrolling at {width}x{height} ({named})"
+                assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {key} is cut at {width}x{height}"
+                check_view_in_both_schemes(page, f"gated stage {key} at {width}x{height} ({named})",
+                                           f"presentation-gated-{key}-{width}-{named}", other=other_scheme(width),
+                                           axe=axe_at(width))  # fmt: skip
+    finally:
+        context.close()

@@ -69,12 +69,12 @@ def memory_budget_bytes() -> int:
     return int(megabytes * 2**20)
 
 
-def check_text(text: object, field: str = "text") -> str:
-    """Refuse anything but a string of at most MAX_TEXT_CHARS characters (before any tokenizer sees it)."""
+def check_text(text: object, field: str = "text", most: int = MAX_TEXT_CHARS) -> str:
+    """Refuse anything but a string of at most `most` characters (before any tokenizer sees it)."""
     if not isinstance(text, str):
         raise ValueError(f"{field} must be text; got {type(text).__name__}")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ValueError(f"{field} has {len(text):,} characters; at most {MAX_TEXT_CHARS:,} are allowed")
+    if len(text) > most:
+        raise ValueError(f"{field} has {len(text):,} characters; at most {most:,} are allowed")
     return text
 
 

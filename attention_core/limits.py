@@ -7,6 +7,7 @@ MAX_DIM = 4096
 MAX_HEADS = 64
 MAX_SEED = 2**32 - 1
 MAX_TEXT_CHARS = 20_000
+MAX_LONG_TEXT_CHARS = 100_000  # a long text on a real model (models/long.py): tokenized, then cut to its cap
 MAX_MODEL_TOKENS = 128  # real models: tokens past this are cut, with a notice
 # What the app's sidebar offers (a link asking for more is refused by name); the core takes up to the above.
 APP_MAX_D_MODEL = 1024

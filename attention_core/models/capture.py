@@ -50,6 +50,9 @@ def capture_attention(
     Dropping: a window, sinks or top-k applied on top of the model's own mask).
     Returns (attn_output [b, n, h, d_v], weights [b, h, n, n]) like every AttentionInterface function.
     """
+    kept = kwargs.get("keep_qk")
+    if kept is not None:  # a long text (models/long.py): q and k kept, the output made by SDPA, no n×n map
+        return _kept_and_attended(kept, query, key, value, attention_mask, scaling, softcap, kwargs)
     unread = [name for name in UNREAD if kwargs.get(name) is not None]
     if unread:
         raise ValueError(
@@ -89,6 +92,31 @@ def capture_attention(
             }
         )
     return context.transpose(1, 2).contiguous(), weights
+
+
+def _kept_and_attended(kept: list, query, key, value, attention_mask, scaling, softcap, kwargs):
+    """Keep this layer's q [h, n, d] and k [g, n, d], and attend with PyTorch's SDPA, causal (a decoder's) or over
+    every key (an encoder's, unpadded). A mask of another shape (a sliding window), a soft cap or a sink logit would
+    change the weights models/long.py recomputes: refused by name."""
+    unread = [name for name in UNREAD if kwargs.get(name) is not None] + (["a soft cap"] if softcap else [])
+    n = query.shape[2]
+    allowed = None if attention_mask is None else attention_mask[0, 0] == 0
+    causal = allowed is not None and not bool(allowed.all())
+    if unread or (causal and not torch.equal(allowed, torch.ones_like(allowed).tril())):
+        raise ValueError(
+            "long texts are read for models whose attention is plain causal or full attention (SmolLM2's, MiniLM's); "
+            f"this model's {unread[0] if unread else 'mask'} changes the weights in a way this reading does not "
+            "recompute"
+        )
+    if scaling is None:
+        scaling = query.shape[-1] ** -0.5
+    kept.append({"q": query[0], "k": key[0], "scale": float(scaling), "causal": causal})
+    if progress := kwargs.get("long_progress"):
+        progress(len(kept))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, is_causal=causal and n > 1, scale=scaling, enable_gqa=query.shape[1] != key.shape[1]
+    )  # [b, h, n, d_v]
+    return out.transpose(1, 2).contiguous(), None
 
 
 transformers.utils.logging.disable_progress_bar()  # no per-tensor progress bars in the server log

@@ -1,0 +1,123 @@
+"""Long texts on the bundled SmolLM2 (attention_core/models/long.py): one pass keeps each layer's q and k, and a
+head's weights are recomputed from them a block of rows at a time. Against references that are not this code:
+transformers' own eager attention (`eager_attention_forward`, run by the stock model through a recording wrapper
+registered here) for the weights, transformers' own SDPA attention for the pass. The overview and the summaries,
+against computations written in numpy, are in test_long_maps.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
+from transformers.models.llama.modeling_llama import eager_attention_forward
+
+from attention_core.models import readable_token
+from attention_core.models.long import LongTrace, long_cap, trace_long, trace_long_ids
+from attention_core.models.sparse import sweep_text
+from tests import numerics as nm
+from tests.numerics import F32
+
+pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
+
+TOKENS = 1024
+
+
+def _recording(kernel, name: str):
+    """transformers' own attention kernel, run as it is, with what it was handed and what it made kept."""
+    record: list[dict] = []
+
+    def recorded(module, query, key, value, attention_mask, **kwargs):
+        output, weights = kernel(module, query, key, value, attention_mask, **kwargs)
+        record.append({"q": query[0].clone(), "k": key[0].clone(), "weights": None if weights is None else weights[0]})
+        return output, weights
+
+    transformers.AttentionInterface.register(name, recorded)
+    AttentionMaskInterface.register(name, eager_mask if kernel is eager_attention_forward else sdpa_mask)
+    return record
+
+
+@pytest.fixture(scope="module")
+def text_ids(smollm2) -> list[int]:
+    return smollm2.tokenizer(sweep_text())["input_ids"][:TOKENS]
+
+
+@pytest.fixture(scope="module")
+def stock(smollm2, text_ids):
+    """The stock model run twice on the text, once with transformers' eager attention and once with its SDPA, each
+    kernel recorded: eager's q, k and weights in every layer; SDPA's q and k."""
+    runs = {}
+    for kernel, name in ((eager_attention_forward, "recorded_eager"), (sdpa_attention_forward, "recorded_sdpa")):
+        record = _recording(kernel, name)
+        model = transformers.AutoModel.from_pretrained(smollm2.model.name_or_path, dtype=torch.float32,
+                                                       attn_implementation=name).eval()  # fmt: skip
+        with torch.inference_mode():
+            model(input_ids=torch.tensor([text_ids]), use_cache=False)
+        runs[name] = record
+    return runs["recorded_eager"], runs["recorded_sdpa"]
+
+
+@pytest.fixture(scope="module")
+def ours(smollm2, text_ids) -> LongTrace:
+    return trace_long(smollm2, smollm2.tokenizer.decode(text_ids))
+
+
+def test_the_long_pass_keeps_the_q_and_k_transformers_sdpa_pass_makes(ours, stock):
+    eager, sdpa = stock
+    assert ours.n_tokens == TOKENS and ours.n_layers == len(sdpa) == 30 and ours.causal
+    for layer, entry in enumerate(sdpa):
+        torch.testing.assert_close(ours.q[layer], entry["q"], rtol=0, atol=0)
+        torch.testing.assert_close(ours.k[layer], entry["k"], rtol=0, atol=0)
+    # Nothing else than q and k is kept: 30 layers × (9 + 3) heads × n × 64 in float32.
+    assert ours.kept_bytes == 30 * 12 * TOKENS * 64 * 4
+    # The first layer's q and k come before any attention: eager's, bit for bit, too.
+    torch.testing.assert_close(ours.q[0], eager[0]["q"], rtol=0, atol=0)
+
+
+def test_every_heads_weights_recomputed_in_blocks_are_eagers_at_1024_tokens(stock):
+    """Every layer and head: the weights read a block of rows at a time from eager's own q and k, against the
+    weights eager made from them, within the rounding of q·kᵀ (64 products), the scale and a softmax of 1,024 terms,
+    in float32 on both sides (tests/numerics.py)."""
+    eager, _ = stock
+    for layer, entry in enumerate(eager):
+        trace, bound = _as_long(entry)
+        for head in range(9):
+            ours = torch.cat([block for _, block in trace.blocks(0, head)])
+            nm.assert_agree(ours, entry["weights"][head], bound[head], what=f"layer {layer + 1} head {head + 1}")
+    # The bound is tight enough to see a wrong mask or scale: below a thousandth of a weight everywhere.
+    assert float(bound.error.max()) < 1e-3
+
+
+def _as_long(entry: dict, scale: float = 0.125, causal: bool = True) -> tuple[LongTrace, nm.Bound]:
+    """One recorded layer as a LongTrace of its own, and the bound of eager's weights from its q and k."""
+    trace = LongTrace(tuple(map(str, range(TOKENS))), (entry["q"],), (entry["k"],), scale, causal, TOKENS)
+    k = nm.exact(entry["k"].repeat_interleave(3, dim=0))  # each key/value head read by three query heads
+    mask = torch.ones(TOKENS, TOKENS, dtype=torch.bool).tril()
+    scores = nm.matmul(nm.exact(entry["q"]), k.map(lambda t: t.transpose(-2, -1)), F32)  # as numerics.attention
+    return trace, nm.softmax(nm.scale(scores, 0.125, F32), mask, F32)
+
+
+def test_a_wrong_scale_or_no_mask_breaks_the_agreement(stock):
+    """The comparison's planted faults: the weights recomputed with √2 times the scale, or without the causal mask,
+    are not eager's within the bound."""
+    eager, _ = stock
+    _, bound = _as_long(eager[3])
+    for fault in (_as_long(eager[3], scale=0.125 * 2**0.5)[0], _as_long(eager[3], causal=False)[0]):
+        with pytest.raises(AssertionError):
+            nm.assert_agree(fault.rows(0, 0, 0, TOKENS), eager[3]["weights"][0], bound[0])
+
+
+def test_a_text_over_the_cap_is_cut_to_it_and_says_how_long_it_was(smollm2):
+    """4,097 tokens and more: cut to 4,096 (SmolLM2's own context, 8,192, is longer), every layer kept."""
+    cap = long_cap(smollm2)
+    assert cap == 4096
+    trace = trace_long(smollm2, "word " * (cap + 200))
+    assert trace.n_tokens == cap < trace.total_tokens
+    assert trace.n_layers == 30 and trace.q[0].shape == (9, cap, 64)
+    assert trace.kept_bytes <= 512 * 2**20  # the goal's memory for one 4,096-token trace
+    ids = smollm2.tokenizer("word " * (cap + 200))["input_ids"]
+    raw = smollm2.tokenizer.convert_ids_to_tokens(ids[:cap])
+    assert trace.tokens == tuple(readable_token(smollm2.tokenizer, token) for token in raw)  # its first 4,096
+    with pytest.raises(ValueError, match="a long text has 1 to 4,096 tokens on SmolLM2.*; got 4,097"):
+        trace_long_ids(smollm2, ids[: cap + 1])

@@ -113,8 +113,9 @@ def trace_long(loaded: LoadedModel, text: str, progress: Callable[[float], None]
     return trace_long_ids(loaded, ids, total, progress)
 
 
-def trace_long_ids(loaded: LoadedModel, ids: list[int], total: int | None = None,
-                   progress: Callable[[float], None] = lambda done: None) -> LongTrace:  # fmt: skip
+def trace_long_ids(
+    loaded: LoadedModel, ids: list[int], total: int | None = None, progress: Callable[[float], None] = lambda done: None
+) -> LongTrace:
     """trace_long of token ids (at most long_cap of them); `total`: how many the text had before it was cut."""
     if not 1 <= len(ids) <= long_cap(loaded):
         raise ValueError(f"a long text has 1 to {long_cap(loaded):,} tokens on {loaded.info.title}; got {len(ids):,}")
@@ -124,12 +125,22 @@ def trace_long_ids(loaded: LoadedModel, ids: list[int], total: int | None = None
     layers = loaded.model.config.num_hidden_layers
     device = next(loaded.model.parameters()).device
     with torch.inference_mode():
-        loaded.model(input_ids=torch.tensor([ids], device=device), keep_qk=kept, use_cache=False,
-                     long_progress=lambda done: progress(done / layers))  # fmt: skip
+        loaded.model(
+            input_ids=torch.tensor([ids], device=device),
+            keep_qk=kept,
+            use_cache=False,
+            long_progress=lambda done: progress(done / layers),
+        )
     if len(kept) != layers:
         raise ValueError(f"kept {len(kept)} attention layers of {layers}: this family's attention is not read")
-    return LongTrace(tokens, tuple(e["q"] for e in kept), tuple(e["k"] for e in kept), kept[0]["scale"],
-                     kept[0]["causal"], len(ids) if total is None else total)  # fmt: skip
+    return LongTrace(
+        tokens,
+        tuple(e["q"] for e in kept),
+        tuple(e["k"] for e in kept),
+        kept[0]["scale"],
+        kept[0]["causal"],
+        len(ids) if total is None else total,
+    )
 
 
 def cell_size(n: int, cells: int = CELLS) -> int:

@@ -26,8 +26,9 @@ sys.path.insert(0, str(ROOT))
 
 import record  # noqa: E402  (bench/ is on the path)
 
+from attention_core.long_maps import grid, overview  # noqa: E402
 from attention_core.models import load_model  # noqa: E402
-from attention_core.models.long import grid, overview, trace_long_ids  # noqa: E402
+from attention_core.models.long import trace_long_ids  # noqa: E402
 from attention_core.models.sparse import sweep_text  # noqa: E402
 
 LENGTHS = (2048, 4096)

@@ -13,8 +13,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
+from attention_core.long_maps import LongTrace
 from attention_core.models import readable_token
-from attention_core.models.long import LongTrace, long_cap, trace_long, trace_long_ids
+from attention_core.models.long import long_cap, trace_long, trace_long_ids
 from attention_core.models.sparse import sweep_text
 from tests import numerics as nm
 from tests.numerics import F32

@@ -1,4 +1,4 @@
-"""A long text's maps and summaries (attention_core/models/long.py) on q and k made here, no model: the overview
+"""A long text's maps and summaries (attention_core/long_maps.py) on q and k made here, no model: the overview
 against a pooling written here in numpy, a planted sink column and a planted needle that the maximum keeps and the
 mean dilutes, and each summary against a float64 computation written here. The weights themselves are checked
 against transformers' eager attention in test_long.py."""
@@ -6,12 +6,13 @@ against transformers' eager attention in test_long.py."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 import torch
 
-from attention_core.models.long import (
+from attention_core.long_maps import (
     LOCAL,
     LongTrace,
     cell_size,
@@ -173,3 +174,46 @@ def test_the_grid_reads_every_head_and_says_how_far_it_is():
     assert all(values.shape == (2, 4) for values in maps.values())
     assert float(maps["reach"][1, 3]) == head_numbers(trace, 1, 3).reach
     assert float(maps["sink"][1, 3]) == pytest.approx(summaries(trace, 1, 3).sink, abs=gamma(40, F64) * 40)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_the_overview_figure_holds_the_cells_says_its_pooling_and_weighs_under_a_megabyte(log):
+    """4,096 tokens: 256 × 256 cells of 16 × 16 tokens, the figure's map is the cells (log₁₀ of them on the log
+    scale), the cells the causal mask hides drawn grey, its title says the pooling and the block's size, its axes
+    each cell's tokens, and the JSON the browser receives is at most 1 MB (the issue's goal)."""
+    import json
+
+    from figures.long import LOG_FLOOR, overview_figure
+    from tests.plotly_spec import panels
+
+    n = 4096
+    trace = _trace(n, heads=1, d=4, seed=2)
+    cells = overview(trace, 0, 0, pool="max")
+    figure = overview_figure(cells, n, "max", "layer 1 · head 1", log=log)
+    sent = figure.to_json()
+    (panel,) = panels(json.loads(sent))
+    expected = cells.double().numpy()
+    if log:
+        expected = np.log10(np.maximum(expected, LOG_FLOOR))
+    hidden = ~np.tri(256, dtype=bool)  # a cell whose every key comes after every query: the mask's, drawn grey
+    expected[hidden] = np.nan
+    np.testing.assert_allclose(panel.z, expected, rtol=gamma(1, F32), atol=0)  # float32 as the browser gets it
+    assert panel.masked is not None and bool(np.isfinite(panel.masked[hidden]).all())
+    assert "the max of each 16×16 block of weights" in panel.name and panel.name.startswith(
+        "log₁₀ weights" if log else "weights"
+    )
+    assert panel.subtitle.endswith("layer 1 · head 1")  # which head, under the title (the shape may come first)
+    ticks = panel.x_ticks or panel.axis("x").get("ticktext", [])
+    assert all(re.fullmatch(r"\d+–\d+", tick) for tick in ticks), ticks[:3]
+    assert len(sent.encode()) <= 2**20, len(sent)
+
+
+def test_a_short_texts_overview_has_one_token_a_cell_and_a_wrong_shape_is_refused():
+    from figures.long import cell_labels, overview_figure
+
+    trace = _trace(30)
+    figure = overview_figure(overview(trace, 0, 0), 30, "max", "layer 1 · head 1")
+    assert "one weight a cell" in figure.to_json()
+    assert cell_labels(30, 1, 1)[:3] == ["1", "2", "3"] and cell_labels(33, 16) == ["0–15", "16–31", "32"]
+    with pytest.raises(ValueError, match="an overview of 30 tokens has 30 cells a side; got \\[29, 29\\]"):
+        overview_figure(torch.zeros(29, 29), 30, "max", "")

@@ -6,6 +6,8 @@ against computations written in numpy, are in test_long_maps.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import transformers
@@ -14,7 +16,7 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_
 from transformers.models.llama.modeling_llama import eager_attention_forward
 
 from attention_core.long_maps import LongTrace
-from attention_core.models import readable_token
+from attention_core.models import CAPTURE, readable_token
 from attention_core.models.long import long_cap, trace_long, trace_long_ids
 from attention_core.models.sparse import sweep_text
 from tests import numerics as nm
@@ -95,7 +97,9 @@ def _as_long(entry: dict, scale: float = 0.125, causal: bool = True) -> tuple[Lo
     trace = LongTrace(tuple(map(str, range(TOKENS))), (entry["q"],), (entry["k"],), scale, causal, TOKENS)
     k = nm.exact(entry["k"].repeat_interleave(3, dim=0))  # each key/value head read by three query heads
     mask = torch.ones(TOKENS, TOKENS, dtype=torch.bool).tril()
-    scores = nm.matmul(nm.exact(entry["q"]), k.map(lambda t: t.transpose(-2, -1)), F32)  # as numerics.attention
+    q, kt = nm.exact(entry["q"]), k.map(lambda t: t.transpose(-2, -1))
+    # numerics.matmul for inputs given exactly (no error of their own to carry): γ₆₄ of the terms' sizes.
+    scores = nm.Bound(q.value @ kt.value, nm.gamma(64, F32) * (q.value.abs() @ kt.value.abs()))
     return trace, nm.softmax(nm.scale(scores, 0.125, F32), mask, F32)
 
 
@@ -110,15 +114,54 @@ def test_a_wrong_scale_or_no_mask_breaks_the_agreement(stock):
 
 
 def test_a_text_over_the_cap_is_cut_to_it_and_says_how_long_it_was(smollm2):
-    """4,097 tokens and more: cut to 4,096 (SmolLM2's own context, 8,192, is longer), every layer kept."""
-    cap = long_cap(smollm2)
-    assert cap == 4096
-    trace = trace_long(smollm2, "word " * (cap + 200))
-    assert trace.n_tokens == cap < trace.total_tokens
-    assert trace.n_layers == 30 and trace.q[0].shape == (9, cap, 64)
-    assert trace.kept_bytes <= 512 * 2**20  # the goal's memory for one 4,096-token trace
-    ids = smollm2.tokenizer("word " * (cap + 200))["input_ids"]
-    raw = smollm2.tokenizer.convert_ids_to_tokens(ids[:cap])
-    assert trace.tokens == tuple(readable_token(smollm2.tokenizer, token) for token in raw)  # its first 4,096
-    with pytest.raises(ValueError, match="a long text has 1 to 4,096 tokens on SmolLM2.*; got 4,097"):
-        trace_long_ids(smollm2, ids[: cap + 1])
+    """SmolLM2's cap is 4,096 tokens (its own context, 8,192, is longer); a model with a shorter context is cut at
+    its own. Run on a tiny random Llama of 64 positions with SmolLM2's tokenizer: a text of 75 tokens keeps its first
+    64, says it had 75, and the progress heard after each layer; 65 token ids are refused by name. (At 4,096 tokens
+    the pass keeps 30 × 12 × 4,096 × 64 × 4 B = 360 MB: kept_bytes at 1,024, checked above, is linear in n.)"""
+    assert long_cap(smollm2) == 4096 and 30 * 12 * 4096 * 64 * 4 <= 512 * 2**20
+    config = transformers.LlamaConfig(vocab_size=len(smollm2.tokenizer), hidden_size=32, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=8, num_hidden_layers=2, intermediate_size=32,
+                                      max_position_embeddings=64)  # fmt: skip
+    tiny = transformers.LlamaModel._from_config(config, attn_implementation=CAPTURE).eval()
+    info = dataclasses.replace(smollm2.info, title="a tiny Llama", max_positions=64)
+    loaded = dataclasses.replace(smollm2, info=info, model=tiny)
+    text = " ".join(f"word{i}" for i in range(40))
+    ids = smollm2.tokenizer(text)["input_ids"]
+    assert len(ids) > 64
+    heard = []
+    trace = trace_long(loaded, text, progress=heard.append)
+    assert (trace.n_tokens, trace.total_tokens, heard) == (64, len(ids), [0.5, 1.0])
+    raw = smollm2.tokenizer.convert_ids_to_tokens(ids[:64])
+    assert trace.tokens == tuple(readable_token(smollm2.tokenizer, token) for token in raw)  # its first 64
+    with pytest.raises(ValueError, match="a long text has 1 to 64 tokens on a tiny Llama; got 65"):
+        trace_long_ids(loaded, ids[:65])
+
+
+def _tiny(model_class, config, n: int = 12) -> list[dict]:
+    """A tiny random model of a family, read as a long text is: what its pass kept."""
+    model = model_class._from_config(config, attn_implementation=CAPTURE).eval()
+    kept: list[dict] = []
+    with torch.inference_mode():
+        model(input_ids=(torch.arange(n)[None] * 7) % config.vocab_size, keep_qk=kept, use_cache=False)
+    return kept
+
+
+def test_the_pass_reads_plain_causal_and_full_attention_and_refuses_what_it_would_not_recompute():
+    """A Llama (causal) and a BERT (an encoder, every key) are read, each layer's mask said; a Mistral's sliding window
+    and a Gemma 2's soft cap change the weights in ways long_maps does not recompute: refused by name."""
+    t = transformers
+    small = dict(num_hidden_layers=2, intermediate_size=32, max_position_embeddings=64)
+    decoder = dict(vocab_size=50, hidden_size=32, num_attention_heads=4, num_key_value_heads=2, head_dim=8, **small)
+    llama = _tiny(t.LlamaForCausalLM, t.LlamaConfig(**decoder))
+    assert [entry["causal"] for entry in llama] == [True, True] and llama[0]["k"].shape == (2, 12, 8)
+    bert = _tiny(t.BertModel, t.BertConfig(vocab_size=50, hidden_size=32, num_attention_heads=4, **small))
+    assert [entry["causal"] for entry in bert] == [False, False]
+    with pytest.raises(
+        ValueError, match=r"this model's attention has a mask other than the causal one \(a sliding window\)"
+    ):
+        _tiny(t.MistralForCausalLM, t.MistralConfig(sliding_window=4, **decoder))
+    gemma2 = t.Gemma2Config(sliding_window=64, attn_logit_softcapping=5.0, query_pre_attn_scalar=8, **decoder)
+    with pytest.raises(
+        ValueError, match=r"this model's attention takes a soft cap on its scores \(Gemma 2's\), which changes"
+    ):
+        _tiny(t.Gemma2ForCausalLM, gemma2)

@@ -98,15 +98,16 @@ def _kept_and_attended(kept: list, query, key, value, attention_mask, scaling, s
     """Keep this layer's q [h, n, d] and k [g, n, d], and attend with PyTorch's SDPA, causal (a decoder's) or over
     every key (an encoder's, unpadded). A mask of another shape (a sliding window), a soft cap or a sink logit would
     change the weights models/long.py recomputes: refused by name."""
-    unread = [name for name in UNREAD if kwargs.get(name) is not None] + (["a soft cap"] if softcap else [])
+    unread = [UNREAD[name] for name in UNREAD if kwargs.get(name) is not None]
+    unread += ["a soft cap on its scores (Gemma 2's)"] if softcap else []
     n = query.shape[2]
     allowed = None if attention_mask is None else attention_mask[0, 0] == 0
     causal = allowed is not None and not bool(allowed.all())
     if unread or (causal and not torch.equal(allowed, torch.ones_like(allowed).tril())):
+        what = f"takes {unread[0]}" if unread else "has a mask other than the causal one (a sliding window)"
         raise ValueError(
             "long texts are read for models whose attention is plain causal or full attention (SmolLM2's, MiniLM's); "
-            f"this model's {unread[0] if unread else 'mask'} changes the weights in a way this reading does not "
-            "recompute"
+            f"this model's attention {what}, which changes the weights in a way this reading does not recompute"
         )
     if scaling is None:
         scaling = query.shape[-1] ** -0.5

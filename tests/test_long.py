@@ -22,9 +22,7 @@ from attention_core.models.sparse import sweep_text
 from tests import numerics as nm
 from tests.numerics import F32
 
-# A group of its own: its minute of float64 bounds runs beside the other model tests, on another worker, for the
-# price of loading SmolLM2 there too (3 s).
-pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("long")]
+pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
 
 TOKENS = 1024
 

@@ -44,7 +44,10 @@ def part_words(name: str) -> tuple[str, str]:
     """A part's name on screen and what it holds: one every variant may have (PARTS), or a variant's own."""
     if name in PARTS:
         return PARTS[name]
-    return next(variant.words[name] for variant in VARIANTS.values() if name in variant.words)
+    said = next((variant.words[name] for variant in VARIANTS.values() if name in variant.words), None)
+    if said is None:
+        raise KeyError(f"no variant names a part {name!r}")
+    return said
 
 
 def variant_controls() -> tuple[Control, ...]:

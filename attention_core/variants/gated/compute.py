@@ -20,7 +20,8 @@ from attention_core.variants.record import WeightSpec
 from attention_core.variants.sizes import Sizes
 
 GATE = WeightSpec("w_g", "W_G", "heads", "d_model", "d_v", "each head's gate on its context, per channel")
-WEIGHTS = (*grouped.weights("kv_heads")[:3], GATE, grouped.weights("kv_heads")[3])  # W_Q, W_K, W_V, W_G, W_O
+W_Q, W_K, W_V, W_O = grouped.weights("kv_heads")
+WEIGHTS = (W_Q, W_K, W_V, GATE, W_O)
 
 
 def project(x, w, config, start) -> dict[str, torch.Tensor]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -199,15 +200,21 @@ def head_numbers(trace: LongTrace, layer: int, head: int) -> HeadNumbers:
     return HeadNumbers(sink / n, local / n, reach / n, entropy / n)
 
 
-def grid(trace: LongTrace, progress: Callable[[float], None] = lambda done: None) -> dict[str, torch.Tensor]:
-    """Every head's numbers (head_numbers) as [layers, heads] float64 maps by name, saying how far it is after each
-    layer."""
+def grid(
+    trace: LongTrace, progress: Callable[[float], None] = lambda done: None, workers: int = 1
+) -> dict[str, torch.Tensor]:
+    """Every head's numbers (head_numbers) as [layers, heads] float64 maps by name, saying how far it is as heads
+    finish. `workers` heads at once, each in a thread of its own: each head's numbers are the same whichever
+    thread computes them (each torch operation runs on as many threads as torch is given, in every thread)."""
     names = [field.name for field in dataclasses.fields(HeadNumbers)]
     maps = {name: torch.empty(trace.n_layers, trace.heads, dtype=torch.float64) for name in names}
-    for layer in range(trace.n_layers):
-        for head in range(trace.heads):
-            numbers = head_numbers(trace, layer, head)
+    heads = [(layer, head) for layer in range(trace.n_layers) for head in range(trace.heads)]
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        for done, ((layer, head), numbers) in enumerate(
+            zip(heads, pool.map(lambda lh: head_numbers(trace, *lh), heads), strict=True), start=1
+        ):
             for name in names:
                 maps[name][layer, head] = getattr(numbers, name)
-        progress((layer + 1) / trace.n_layers)
+            if done % trace.heads == 0:
+                progress(done / len(heads))
     return maps

@@ -9,9 +9,10 @@ import math
 import numpy as np
 import torch
 
-from attention_core.long_maps import CELLS, cell_size
-from figures.heatmap import Panel, heatmaps
-from figures.style import DEFAULT_STYLE, Figure, Style, Title, shape_text
+from attention_core.long_maps import CELLS, cell_size, distance_bins
+from figures.heatmap import Panel, heatmap, heatmaps
+from figures.scaling import line_layout
+from figures.style import DEFAULT_STYLE, Figure, Style, Title, escape, figure, shape_text
 
 LOG_FLOOR = 1e-6  # on the log scale, a weight below this (a hidden key's 0 among them) is drawn at it
 
@@ -62,3 +63,172 @@ def overview_figure(
         drawn_most=CELLS,
     )
     return heatmaps([panel], style)
+
+
+def region_figure(
+    values: torch.Tensor,
+    tokens: tuple[str, ...],
+    rows,
+    keys,
+    where: str,
+    causal: bool = True,
+    style: Style = DEFAULT_STYLE,
+) -> Figure:
+    """One head's weights over a region, a cell per token pair (`values` [rows, keys]), the tokens on the axes as
+    "position token"; in a causal model a key later than its query (hidden by the mask) drawn grey."""
+    (first, stop), (left, right) = rows, keys
+    z = values.double().cpu().numpy()
+    if z.shape != (stop - first, right - left):
+        raise ValueError(f"a region of rows {first}–{stop} and keys {left}–{right} is {stop - first}×{right - left}")
+    base = style.index_base
+    row_labels = [f"{i + base} {tokens[i]}" for i in range(first, stop)]
+    col_labels = [f"{j + base} {tokens[j]}" for j in range(left, right)]
+    allowed = np.arange(left, right)[None, :] <= np.arange(first, stop)[:, None] if causal else None
+    title = Title(
+        f"weights of rows {first + base}–{stop - 1 + base} over keys {left + base}–{right - 1 + base}",
+        "",
+        shape_text(stop - first, right - left),
+    )
+    panel = Panel(
+        z,
+        title,
+        where,
+        row_labels=row_labels,
+        col_labels=col_labels,
+        x_title="key tokens",
+        y_title="query tokens",
+        diverging=False,
+        allowed=allowed,
+        zrange=(0.0, 1.0),
+        colorbar=True,
+    )
+    return heatmaps([panel], style)
+
+
+def distance_figure(summary, n: int, where: str, style: Style = DEFAULT_STYLE):
+    """One head's mean share of a row at each distance, in the log bins of long_maps.distance_bins."""
+    names = [str(low) if low == high else f"{low}–{high}" for low, high in distance_bins(n)]
+    shares = summary.by_distance.tolist()
+    bars = dict(
+        type="bar",
+        x=names,
+        y=shares,
+        marker={"color": style.text_colour},
+        hovertemplate="distance %{x}<br>share %{y:.3f}<extra></extra>",
+    )
+    xaxis = {"title": {"text": "distance from the query, in tokens (bins double)"}, "type": "category"}
+    yaxis = {"title": {"text": "mean share of a row"}, "range": [0, 1]}
+    return figure([bars], line_layout(style, f"Where the weight goes: {escape(where)}", xaxis, yaxis, 320, 0))
+
+
+GRID_NAMES = {
+    "sink": ("Share on the first token", 1.0),
+    "local": ("Share on the last 16 tokens", 1.0),
+    "reach": ("How far back the weight is (tokens)", None),
+    "entropy": ("Entropy of a row (nats)", None),
+}
+
+
+def grid_figure(maps: dict, name: str, note: str, style: Style = DEFAULT_STYLE):
+    """One of every head's four numbers (long_maps.grid) as a layer × head map."""
+    values = maps[name].double().cpu().numpy()
+    title, top = GRID_NAMES[name]
+    layers, heads = values.shape
+    return heatmap(
+        values,
+        title=f"{title}, per layer and head",
+        subtitle=note,
+        style=style,
+        row_labels=[f"L{i + 1}" for i in range(layers)],
+        col_labels=[f"H{j + 1}" for j in range(heads)],
+        x_title="head",
+        y_title="layer",
+        diverging=False,
+        zrange=(0.0, top if top is not None else max(1.0, float(values.max()))),
+    )
+
+
+# ---- Sentences about a long text's numbers (each computed from them; tests/test_long_page.py checks them) ----
+
+
+def percent(share: float) -> str:
+    """A share as a percentage that never says 0 or 100 of what is not: "under 0.1 %", "over 99.9 %"."""
+    if share <= 0:
+        return "0 %"
+    if share >= 1:
+        return "100 %"
+    if share < 0.001:
+        return "under 0.1 %"
+    if share > 0.999:
+        return "over 99.9 %"
+    return f"{share:.1%}".replace("%", " %")
+
+
+def head_sentence(summary, tokens: tuple[str, ...], base: int = 0) -> str:
+    """One head's summary in words: its sink, how much is near, which keys receive most, how spread its rows are."""
+    n = len(tokens)
+    if n == 1:
+        return "One token: its row has one key, itself, with all the weight."
+    near = sum(
+        share for (low, _), share in zip(distance_bins(n), summary.by_distance.tolist(), strict=True) if low < 16
+    )
+    top = summary.received.topk(min(3, n))
+    receivers = ", ".join(
+        f"{int(j) + base} “{tokens[int(j)]}” ({float(v):,.1f} rows' worth)"
+        for v, j in zip(top.values, top.indices, strict=True)
+    )
+    entropy = float(summary.entropy.mean())
+    return (
+        f"A row puts {percent(summary.sink)} of its weight on the first token (“{tokens[0]}”) on average, and "
+        f"{percent(near)} within 15 tokens of itself. The keys that receive the most, summed over the {n:,} rows: "
+        f"{receivers}. Its rows' entropy is {entropy:.2f} nats on average (a row spread evenly over all "
+        f"{n:,} keys: {math.log(n):.2f})."
+    )
+
+
+def grid_sentence(maps: dict) -> str:
+    """Which heads are sinks, which are local, which reach farthest: counted from every head's four numbers."""
+    sink, local, reach = (maps[name].double() for name in ("sink", "local", "reach"))
+    total = sink.numel()
+    heads = sink.shape[1]
+
+    def named(flat: int) -> str:
+        return f"L{flat // heads + 1} H{flat % heads + 1}"
+
+    sinks = int((sink > 0.5).sum())
+    locals_ = int((local > 0.5).sum())
+    far = int(reach.flatten().argmax())
+    layers = sorted({int(i) // heads + 1 for i in torch.nonzero((sink > 0.5).flatten()).flatten()})
+    where = (
+        f" (in layers {layers[0]}–{layers[-1]})" if len(layers) > 1 else f" (in layer {layers[0]})" if layers else ""
+    )
+    return (
+        f"Sinks: {sinks} of {total} heads put over half of a row's weight on the first token{where}. Local: "
+        f"{locals_} of {total} put over half on the last 16 tokens. Reaching farthest: {named(far)}, whose weight "
+        f"is {float(reach.flatten()[far]):,.0f} tokens back on average."
+    )
+
+
+def needle_sentence(read, shares: torch.Tensor, title: str, expected: str, base: int = 0) -> str:
+    """Where the needle is, what the model answered, and which heads look at the needle from the answering row."""
+    first, stop = read.placed.needle
+    needle_words = "".join(read.tokens[first:stop]).replace("·", " ").strip()
+    heads = shares.shape[1]
+    order = torch.argsort(shares.flatten(), descending=True, stable=True)[:3]
+    top = ", ".join(
+        f"L{int(i) // heads + 1} H{int(i) % heads + 1} ({percent(float(shares.flatten()[i]))})" for i in order
+    )
+    said = (
+        f" {title} answers “{read.answer.strip()}”, which "
+        f"{'holds' if expected.lower() in read.answer.lower() else 'does not hold'} “{expected}”."
+        if read.causal and expected
+        else f" {title} writes no answer (an encoder): its heads are read at the question's last token."
+        if not read.causal
+        else f" {title} answers “{read.answer.strip()}”."
+    )
+    return (
+        f"The needle, “{needle_words}”, is tokens {first + base}–{stop - 1 + base} of {read.n_tokens:,} "
+        f"({read.placed.depth * 100:.0f} % of the way into the text).{said} From the answering row (token "
+        f"{read.placed.answer_row + base}, “{read.tokens[read.placed.answer_row]}”), the heads with the most weight on "
+        f"the needle: {top}."
+    )

@@ -1,6 +1,8 @@
 """Writes attention_core/data/sweep-text.txt, the English text the masks after MLA are measured on (issue 43):
 the user guide's prose, its markdown taken out (headings, code, tables and links' addresses), up to a little over
-the sweep's 512 tokens. The project's own words, so that the repository may ship them; not the lecture notes.
+the sweep's 512 tokens; and attention_core/data/long-text.txt, the same prose further on, a little over the 4,096
+tokens a long text reads on the Real model page (issue 64; its first paragraphs are the sweep's). The project's own
+words, so that the repository may ship them; not the lecture notes.
 
     python scripts/sweep_text.py      (run again only to choose another text: the README's figures are of this one)
 """
@@ -12,8 +14,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "docs" / "user-guide.md"
-TARGET = ROOT / "attention_core" / "data" / "sweep-text.txt"
-CHARACTERS = 4000  # about 800 of SmolLM2's tokens: enough for 512 whatever the tokenizer
+DATA = ROOT / "attention_core" / "data"
+# (file, characters): 4,000 are about 800 of SmolLM2's tokens, enough for 512 whatever the tokenizer; 24,000 about
+# 5,000, enough for 4,096
+TARGETS = ((DATA / "sweep-text.txt", 4000), (DATA / "long-text.txt", 24000))
 
 
 def prose(markdown: str) -> list[str]:
@@ -38,14 +42,16 @@ def prose(markdown: str) -> list[str]:
 
 
 def main() -> None:
-    chosen, length = [], 0
-    for paragraph in prose(SOURCE.read_text(encoding="utf-8")):
-        chosen.append(paragraph)
-        length += len(paragraph)
-        if length >= CHARACTERS:
-            break
-    TARGET.write_text("\n\n".join(chosen) + "\n", encoding="utf-8")
-    print(f"{TARGET.relative_to(ROOT)}: {len(chosen)} paragraphs, {length:,} characters")
+    paragraphs = prose(SOURCE.read_text(encoding="utf-8"))
+    for target, characters in TARGETS:
+        chosen, length = [], 0
+        for paragraph in paragraphs:
+            chosen.append(paragraph)
+            length += len(paragraph)
+            if length >= characters:
+                break
+        target.write_text("\n\n".join(chosen) + "\n", encoding="utf-8")
+        print(f"{target.relative_to(ROOT)}: {len(chosen)} paragraphs, {length:,} characters")
 
 
 if __name__ == "__main__":

@@ -174,6 +174,12 @@ def test_the_grid_reads_every_head_and_says_how_far_it_is():
     assert all(values.shape == (2, 4) for values in maps.values())
     assert float(maps["reach"][1, 3]) == head_numbers(trace, 1, 3).reach
     assert float(maps["sink"][1, 3]) == pytest.approx(summaries(trace, 1, 3).sink, abs=gamma(40, F64) * 40)
+    # Heads measured three at once, in threads: the same numbers, bit for bit, and the progress still in order
+    heard_at_once = []
+    at_once = grid(trace, progress=heard_at_once.append, workers=3)
+    assert heard_at_once == [0.5, 1.0]
+    for name, values in maps.items():
+        torch.testing.assert_close(at_once[name], values, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("log", [False, True])

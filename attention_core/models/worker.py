@@ -99,6 +99,16 @@ class ModelWorker:
         """A composed mask measured on the sweep's text (sparse.measure_composed)."""
         return self._ask("composed_point", key, device, written)
 
+    def long(self, key: str, device: str, request, what: str, *args):
+        """A view of a long text (long_store.py: "read", "overview", ...), read in the worker first if it is not
+        kept there."""
+        return self._ask("long", key, device, request, what, *args)
+
+    def long_progress(self, key: str, device: str, request, what: str = "read") -> float | None:
+        """The share done of the long text's pass (or grid) under way; None if none is. Answered at once, beside
+        the runs under way."""
+        return self._ask("long_progress", key, device, request, what)
+
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -230,6 +240,21 @@ def _composed_point(key: str, device: str, written: str):
     return measure_composed(_model(key, device), written)
 
 
+@functools.cache
+def _long_texts():
+    from attention_core.models.long_store import LongTexts
+
+    return LongTexts()
+
+
+def _long(key: str, device: str, request, what: str, *args):
+    return _long_texts().view(_model(key, device), ((key, device), request), what, *args)
+
+
+def _long_progress(key: str, device: str, request, what: str) -> float | None:
+    return _long_texts().progress(((key, device), request), what)
+
+
 class _TensorsAsArrays(pickle.Pickler):
     """Pickles each tensor as the numpy array over its memory: a 30-layer trace (7 MB) pickles in 14 ms and
     unpickles in 7 ms, where torch's own reduction took 45 and 77 ms (the server pays the unpickling)."""
@@ -283,12 +308,14 @@ def serve() -> None:
         "gen_end": _generation_end,
         "sweep_point": _sweep_point,
         "composed_point": _composed_point,
+        "long": _long,
     }
+    at_once = {"long_progress": _long_progress}  # answered as it comes, not behind the runs under way
     writing = threading.Lock()  # one answer at a time on the pipe
 
     def answer(request_id: int, function: str, args: tuple) -> None:
         try:
-            reply = _pickled((request_id, "ok", functions[function](*args)))
+            reply = _pickled((request_id, "ok", {**functions, **at_once}[function](*args)))
         except Exception as error:  # noqa: BLE001  (every error goes back to the caller, who shows or raises it)
             try:
                 reply = _pickled((request_id, "error", error))
@@ -304,7 +331,10 @@ def serve() -> None:
                 request_id, function, args = pickle.load(requests)  # noqa: S301  (from the server that started us)
             except EOFError:
                 return
-            pool.submit(answer, request_id, function, args)
+            if function in at_once:
+                answer(request_id, function, args)
+            else:
+                pool.submit(answer, request_id, function, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""A long text in a real browser at 4,096 tokens of SmolLM2 (issue 64): the slide a lecture shows (the head's
+max-pooled map, its sentence and the needle's) fits 1400x900 and 1920x1080, light and dark, and reading it
+normally draws the region at full resolution, the distances and every head's numbers. One pass for the whole
+module: the server keeps the read, and every test after the first finds it."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+
+from tests.browser import (
+    OVERFLOW,
+    chart_z,
+    check_view_in_both_schemes,
+    no_traceback,
+    settled,
+    text_shown,
+    wait_for_chart,
+)
+from tests.test_browser import SCREENS, axe_at, other_scheme
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("long")]
+
+SLIDE = quote("A long text: sink and needle")
+SINK = (25, 5)  # layer and head (from 0) that put 68 % of a row on the first token at this length, on average
+LINK = (f"rm_model=smollm2&rm_long=true&rm_long_tokens=4096&rm_needle=true&rm_long_layer=layer+{SINK[0] + 1}"
+        f"&rm_long_head=head+{SINK[1] + 1}")  # fmt: skip
+OVERVIEW = "weights = the max of each 16×16 block of weights"
+PASS = 600  # seconds: the first test waits for the 4,096-token pass (about 20 s alone, minutes in a full suite)
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
+def test_the_long_texts_slide_shows_the_sink_and_the_needle_at_4096_tokens_and_fits(server, browser, width, height,
+                                                                                   scheme):  # fmt: skip
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/real_model?present=true&rm_slide={SLIDE}&{LINK}")
+        wait_for_chart(page, OVERVIEW, timeout=PASS)
+        cells = np.asarray(chart_z(page, OVERVIEW), dtype=float)
+        assert cells.shape == (256, 256)
+        # The sink: the first 16 keys' cell holds most of every row's weight, in the maximum's picture
+        assert np.median(cells[:, 0]) > 0.5, np.median(cells[:, 0])
+        text_shown(page, "of 4,096 (")  # the needle's sentence: where it is, what SmolLM2 answered, which heads
+        text_shown(page, "A row puts")
+        settled(page)
+        no_traceback(page)
+        assert page.evaluate(OVERFLOW) <= 2, f"the long text's slide needs scrolling at {width}x{height}"
+        check_view_in_both_schemes(page, f"long text at 4,096 tokens, {width}x{height}", f"presentation-long-{width}",
+                                   other=other_scheme(width), axe=axe_at(width))  # fmt: skip
+    finally:
+        context.close()
+
+
+def test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn(server, page):
+    page.goto(f"{server}/real_model?{LINK}&rm_long_grid=true&rm_long_rows=4000-4096&rm_long_keys=1-64")
+    wait_for_chart(page, OVERVIEW, timeout=PASS)
+    region = np.asarray(chart_z(page, "weights of rows 4000–4096 over keys 1–64"), dtype=float)
+    assert region.shape == (97, 64) and np.median(region[:, 0]) > 0.3  # the sink's own column, a cell a token
+    wait_for_chart(page, "Where the weight goes", timeout=60)
+    wait_for_chart(page, "Share on the first token, per layer and head", timeout=PASS)
+    text_shown(page, "Sinks: ")
+    no_traceback(page)

@@ -1,0 +1,150 @@
+"""A long text read on the bundled models (attention_core/models/long.py, needle.py, long_store.py): the needle
+placed where asked in each tokenizer's own tokens, the answer SmolLM2 writes after it equal to transformers' own
+greedy `generate`, and the worker's store: two readers of one text share one pass, a pushed-out text is read again
+to the same numbers, every view is what long_maps computes from the kept q and k, and bad asks are refused by
+name."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import time
+
+import pytest
+import torch
+import transformers
+
+from attention_core import long_maps
+from attention_core.models import CAPTURE
+from attention_core.models import long_store as store_module
+from attention_core.models.long import ANSWER_TOKENS, LongRequest, kept_bytes, long_text, read_long
+from attention_core.models.long_store import MOST_REGION, LongTexts
+from attention_core.models.needle import MOST_PART_TOKENS, NEEDLE, QUESTION, place
+
+pytestmark = [pytest.mark.models, pytest.mark.xdist_group("models")]
+
+
+@pytest.mark.parametrize("depth", [0.0, 0.3, 0.7, 1.0])
+@pytest.mark.parametrize("model", ["smollm2", "minilm"])
+def test_the_needle_is_placed_at_a_sentence_end_near_its_depth_with_the_question_last(model, depth, request):
+    loaded = request.getfixturevalue(model)
+    tokenizer = loaded.tokenizer
+    placed = place(tokenizer, long_text(), NEEDLE, QUESTION, depth, 400)
+    ids = placed.ids
+    assert len(ids) == 400  # the haystack is cut to fill what was asked
+    first, stop = placed.needle
+    assert ids[first:stop] == tokenizer(" " + NEEDLE, add_special_tokens=False)["input_ids"]
+    question = tokenizer(" " + QUESTION, add_special_tokens=False)["input_ids"]
+    assert ids[placed.answer_row - len(question) + 1 : placed.answer_row + 1] == question
+    if model == "minilm":  # BERT's own [CLS] first and [SEP] last, around the text
+        assert (ids[0], ids[-1]) == (tokenizer.cls_token_id, tokenizer.sep_token_id)
+        assert placed.answer_row == len(ids) - 2
+    else:
+        assert placed.answer_row == len(ids) - 1
+    haystack = len(ids) - (stop - first) - len(question) - (2 if model == "minilm" else 0)
+    before = first - (1 if model == "minilm" else 0)  # the haystack's tokens before the needle
+    assert placed.depth == pytest.approx(before / haystack)
+    assert before == 0 or tokenizer.decode(ids[first - 1 : first]).rstrip().endswith((".", "!", "?"))
+    # the nearest sentence end: no other is closer to the depth asked for (the haystack's ends, counted here)
+    pieces = tokenizer.convert_ids_to_tokens(ids[first - before : first] + ids[stop : stop + haystack - before])
+    ends = [0] + [
+        i + 1 for i, p in enumerate(pieces) if re.search(r"[.!?]\s*$|\n$", tokenizer.convert_tokens_to_string([p]))
+    ]
+    assert abs(before - depth * haystack) <= min(abs(e - depth * haystack) for e in ends) + 1e-9
+
+
+def test_a_bad_needle_question_depth_or_length_is_refused_by_name(smollm2):
+    tokenizer = smollm2.tokenizer
+    with pytest.raises(ValueError, match=r"the needle's depth must be from 0 to 1 .*; got 1.5"):
+        place(tokenizer, long_text(), NEEDLE, QUESTION, 1.5, 400)
+    with pytest.raises(ValueError, match=rf"the question must have 1 to {MOST_PART_TOKENS} tokens; it has 0"):
+        place(tokenizer, long_text(), NEEDLE, "   ", 0.5, 400)
+    with pytest.raises(ValueError, match=rf"the needle must have 1 to {MOST_PART_TOKENS} tokens; it has"):
+        place(tokenizer, long_text(), "word " * 80, QUESTION, 0.5, 400)
+    with pytest.raises(ValueError, match="20 tokens leave no room for a haystack"):
+        place(tokenizer, long_text(), NEEDLE, QUESTION, 0.5, 20)
+    with pytest.raises(ValueError, match="tokens must be a whole number from 1 to 4,096; got 4097"):
+        LongRequest("text", 4097)
+    with pytest.raises(ValueError, match="the long text has 100,001 characters; at most 100,000 are allowed"):
+        LongRequest("a" * 100_001, 10)
+
+
+def test_the_answer_after_the_needle_is_transformers_own_greedy_generation(smollm2):
+    """What SmolLM2 writes after the question, from the pass's own cache, against `generate(do_sample=False)` of
+    the stock model (SDPA) on the same ids."""
+    request = LongRequest(long_text(), 300, NEEDLE, QUESTION, 0.4)
+    trace, read = read_long(smollm2, request)
+    stock = transformers.AutoModelForCausalLM.from_pretrained(smollm2.model.name_or_path, dtype=torch.float32,
+                                                              attn_implementation="sdpa").eval()  # fmt: skip
+    ids = torch.tensor([read.placed.ids])
+    with torch.inference_mode():
+        written = stock.generate(ids, max_new_tokens=ANSWER_TOKENS, do_sample=False)[0, ids.shape[1] :]
+    assert read.answer == smollm2.tokenizer.decode(written)
+    assert read.n_tokens == 300 and trace.n_tokens == 300 and read.kept_bytes == kept_bytes(smollm2.info, 300)
+
+
+@pytest.fixture
+def tiny(smollm2):
+    """A tiny random Llama with SmolLM2's tokenizer: a long text's pass in milliseconds."""
+    config = transformers.LlamaConfig(vocab_size=len(smollm2.tokenizer), hidden_size=32, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=8, num_hidden_layers=2, intermediate_size=32,
+                                      max_position_embeddings=512)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.LlamaModel._from_config(config, attn_implementation=CAPTURE).eval()
+    info = dataclasses.replace(smollm2.info, title="a tiny Llama", n_layers=2, heads=4, n_kv_heads=2, d_k=8,
+                               max_positions=512)  # fmt: skip
+    return dataclasses.replace(smollm2, info=info, model=model, lm=None)
+
+
+def test_two_readers_of_one_text_share_one_pass_and_a_pushed_out_text_is_read_again_the_same(tiny, monkeypatch):
+    passes = []
+    started = threading.Event()
+
+    def counted(loaded, request, progress):
+        passes.append(request.tokens)
+        started.set()
+        time.sleep(0.5)  # the second reader asks while this pass runs
+        return read_long(loaded, request, progress)
+
+    monkeypatch.setattr(store_module, "read_long", counted)
+    texts = LongTexts(kept=1)
+    one, two = ((("tiny", "cpu"), LongRequest(long_text(), n)) for n in (200, 100))
+    answers = []
+    readers = [threading.Thread(target=lambda: answers.append(texts.view(tiny, one, "read"))) for _ in range(2)]
+    readers[0].start()
+    started.wait(timeout=60)
+    assert texts.progress(one) is not None  # a pass under way says how far it is
+    readers[1].start()
+    for reader in readers:
+        reader.join()
+    assert passes == [200] and answers[0] is answers[1]  # one pass, both readers
+    assert texts.progress(one) is None  # nothing under way
+    first = texts.view(tiny, one, "overview", 1, 3, "max")
+    texts.view(tiny, two, "read")  # pushes the first text out (one kept)
+    again = texts.view(tiny, one, "overview", 1, 3, "max")
+    assert passes == [200, 100, 200]
+    torch.testing.assert_close(again, first, rtol=0, atol=0)
+
+
+def test_each_view_is_long_maps_on_the_kept_q_and_k_and_bad_asks_are_refused(tiny):
+    texts = LongTexts()
+    key = (("tiny", "cpu"), LongRequest(long_text(), 300))
+    read = texts.view(tiny, key, "read")
+    trace = texts.entry(tiny, key)["trace"]
+    assert read.tokens == trace.tokens and read.kept_bytes == trace.kept_bytes == kept_bytes(tiny.info, 300)
+    torch.testing.assert_close(texts.view(tiny, key, "overview", 0, 1, "mean"), long_maps.overview(trace, 0, 1, "mean"))
+    region = texts.view(tiny, key, "region", 1, 2, (250, 300), (0, 40))
+    torch.testing.assert_close(region, trace.rows(1, 2, 250, 300)[:, :40], rtol=0, atol=0)
+    grid = texts.view(tiny, key, "grid")
+    assert grid["sink"].shape == (2, 4) and texts.view(tiny, key, "grid") is grid  # kept with the text
+    seconds, estimated = texts.view(tiny, key, "estimate", 300)
+    assert seconds > 0 and estimated == read.kept_bytes
+    with pytest.raises(ValueError, match=r"layer 3, head 1: this model has layers 1 to 2 and heads 1 to 4"):
+        texts.view(tiny, key, "overview", 2, 0, "max")
+    with pytest.raises(ValueError, match=rf"rows 1–{MOST_REGION + 1}: a region's rows are 1 to {MOST_REGION} tokens"):
+        texts.view(tiny, key, "region", 0, 0, (0, MOST_REGION + 1), (0, 10))
+    with pytest.raises(ValueError, match="a long text's view is one of read, overview"):
+        texts.view(tiny, key, "everything")
+    with pytest.raises(ValueError, match="this text has no needle in it"):
+        texts.view(tiny, key, "needle")

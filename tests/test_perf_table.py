@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import perf_table  # noqa: E402
 import record  # noqa: E402
 
-NAMES = ("loop", "open", "load", "class")
+NAMES = ("loop", "open", "load", "class", "long_page")
 
 
 def results(stamps: dict[str, tuple[str, str, str]]) -> dict[str, dict]:
@@ -36,19 +36,22 @@ def test_one_machine_commit_and_date_are_said_once_above_the_table(kept):
     one = ("AMD EPYC, 2 cores", "3eba3d2", "2026-11-27")
     kept(dict.fromkeys(NAMES, one))
     text = perf_table.table()
-    assert text.startswith("Measured on AMD EPYC, 2 cores, 3eba3d2, 2026-11-27.\n")
+    assert text.startswith("Measured on AMD EPYC, 2 cores, 3eba3d2, 2026-11-27, unless a row says otherwise.\n")
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert rows[0] == "| what | measured | target |"
     assert all(row.count("|") == 4 and "3eba3d2" not in row for row in rows), rows
 
 
-def test_a_result_from_another_commit_keeps_every_rows_own_stamp(kept):
+def test_a_result_from_another_commit_says_its_own_stamp_in_its_row(kept):
     one, other = ("AMD EPYC, 2 cores", "3eba3d2", "2026-11-27"), ("AMD EPYC, 2 cores", "a01fafa", "2026-11-26")
-    kept({"loop": one, "open": other, "load": one, "class": one})
+    kept({"loop": one, "open": other, "load": one, "class": one, "long_page": one})
     text = perf_table.table()
     rows = [line for line in text.splitlines() if line.startswith("|")]
-    assert not text.startswith("Measured on") and rows[0] == "| what | measured | target | machine, commit, date |"
-    assert any(row.endswith("a01fafa, 2026-11-26 |") for row in rows) and all(row.count("|") == 5 for row in rows)
+    assert text.startswith("Measured on AMD EPYC, 2 cores, 3eba3d2, 2026-11-27, unless a row says otherwise.")
+    assert all(row.count("|") == 4 for row in rows), rows
+    own = [row for row in rows if "a01fafa" in row]
+    assert len(own) == 2 and all("(on AMD EPYC, 2 cores, a01fafa, 2026-11-26) |" in row for row in own), own
+    assert all(row.startswith(("| cold", "| a new page")) for row in own)  # bench_open's two rows
 
 
 def test_the_stamp_says_changes_for_the_apps_code_and_not_for_kept_results(tmp_path):

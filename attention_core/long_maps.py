@@ -3,7 +3,8 @@ keeps from one pass of a real model): a head's weights recomputed a block of row
 eager attention computes them (q·kᵀ·scale, the causal mask, a softmax in float32). Torch only.
 
 What it keeps, and what it does not: at 4,096 tokens SmolLM2 keeps q [9, n, 64] and k [3, n, 64] per layer in
-float32, 30 × 12 × 4,096 × 64 × 4 B = 360 MB; every layer's weights at once would be 30 × 9 × 4,096² × 4 B = 18 GB.
+float32, 30 × 12 × 4,096 × 64 × 4 B = 377 MB (360 MiB); every layer's weights at once would be
+30 × 9 × 4,096² × 4 B = 18 GB.
 
 From a head's weights, read a block of rows at a time (memory: ROWS × n floats):
 - `overview`: at most CELLS × CELLS cells, each the maximum (or the mean) of the weights it covers. A block mean

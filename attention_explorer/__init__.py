@@ -8,6 +8,7 @@
     assert result.all_right, result
     ax.link(trace)                      # the app's address of the same view
     ax.show_model(model, tokenizer, "a sentence")   # a transformers model in memory: its heads, one head's stages
+    ax.show_long(model, tokenizer, long_text)       # up to 4,096 tokens: a head's pooled map, every head's sink
 
 The settings are the sidebar's, by the sidebar's names (d_model, d_k, d_v, heads, kv_heads, variant, causal,
 scaled, seed, positional, window, sinks, top_k, init; MLA's d_c, d_cq, d_rope), with the sidebar's defaults, so
@@ -15,6 +16,7 @@ that the same settings give the same numbers here and in the app. Nothing here i
 """
 
 from attention_explorer.checking import CaseResult, CheckResult, check
+from attention_explorer.long import ShownLong, long_trace, show_long
 from attention_explorer.models import ShownModel, show_model
 from attention_explorer.settings import DEFAULTS, link, trace
 from attention_explorer.showing import Shown, show
@@ -24,10 +26,13 @@ __all__ = [
     "CaseResult",
     "CheckResult",
     "Shown",
+    "ShownLong",
     "ShownModel",
     "check",
     "link",
+    "long_trace",
     "show",
+    "show_long",
     "show_model",
     "trace",
 ]

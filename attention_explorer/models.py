@@ -43,7 +43,8 @@ def show_model(
     model, tokenizer, text: str, layer: int | None = None, head: int | None = None, display: bool = True
 ) -> ShownModel:
     """The heads' grid of every layer, and one head's stages (layer and head counted from 1, as the app counts;
-    default: the last layer's first head), displayed inline in Jupyter and returned."""
+    default: the last layer's first head), displayed inline in Jupyter and returned. Of the text's first 128 tokens,
+    as the Real model page's maps: show_long (attention_explorer/long.py) reads up to 4,096."""
     traced = model_trace(model, tokenizer, text)
     n_layers, heads = len(traced.layers), traced.layers[0].heads
     layer = n_layers if layer is None else layer

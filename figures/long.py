@@ -232,3 +232,15 @@ def needle_sentence(read, shares: torch.Tensor, title: str, expected: str, base:
         f"{read.placed.answer_row + base}, “{read.tokens[read.placed.answer_row]}”), the heads with the most weight on "
         f"the needle: {top}."
     )
+
+
+def cache_sentence(info, n: int) -> str:
+    """What the model's KV cache holds at this text's length: every layer's keys and values for each token."""
+    if not info.causal:
+        return f"{info.title} is an encoder: it reads the text whole and keeps no KV cache."
+    per_token = info.n_layers * info.n_kv_heads * 2 * info.d_k * 4
+    return (
+        f"Its KV cache at these {n:,} tokens: {info.n_layers} layers × {info.n_kv_heads} key/value heads × "
+        f"(K and V, {info.d_k} numbers each) × 4 bytes = {per_token:,} bytes a token, {per_token * n / 1e6:,.1f} MB "
+        f"in float32 ({per_token * n / 2e6:,.1f} MB in bfloat16)."
+    )

@@ -995,6 +995,8 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
         for index, view in enumerate(deck.views, start=1):
             page.get_by_text(f"view {index} of {len(deck.views)}").wait_for(timeout=60000)
             page.wait_for_url(re.compile(f"{re.escape(server)}{re.escape(view.page.address)}(\\?|$)"))
+            if view.stage == "long":  # the 4,096-token pass, shared with tests/test_browser_long.py's (one per server)
+                wait_for_chart(page, "weights = the max of each", timeout=600)
             settled(page)
             if page.get_by_role("button", name="Measure every mask").count():  # measured, whichever test came first
                 masks_measured(page, progress=False)  # (its progress: tests/test_browser_sweep.py)

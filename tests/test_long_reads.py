@@ -148,3 +148,56 @@ def test_each_view_is_long_maps_on_the_kept_q_and_k_and_bad_asks_are_refused(tin
         texts.view(tiny, key, "everything")
     with pytest.raises(ValueError, match="this text has no needle in it"):
         texts.view(tiny, key, "needle")
+
+
+def test_the_notebook_reads_a_long_text_as_the_page_does(smollm2):
+    """attention_explorer.show_long on the model in memory: the same q and k, sentence and numbers as the page's read
+    of the same text; the model's attention implementation given back; a bad layer, head or pooling named."""
+    import attention_explorer as ax
+    from figures.long import grid_sentence, head_sentence
+
+    before = smollm2.lm.config._attn_implementation
+    shown = ax.show_long(smollm2.lm, smollm2.tokenizer, long_text(), layer=26, head=6, tokens=300, display=False)
+    assert smollm2.lm.config._attn_implementation == before
+    page, _ = read_long(smollm2, LongRequest(long_text(), 300))
+    assert shown.trace.tokens == page.tokens and shown.trace.total_tokens == page.total_tokens > 300
+    for layer in (0, 25, 29):
+        torch.testing.assert_close(shown.trace.q[layer], page.q[layer], rtol=0, atol=0)
+        torch.testing.assert_close(shown.trace.k[layer], page.k[layer], rtol=0, atol=0)
+    assert shown.words == head_sentence(long_maps.summaries(page, 25, 5), page.tokens, 1)
+    assert shown.grid_words == grid_sentence(long_maps.grid(page))
+    assert shown.overview.data[0].name.startswith("weights = the max of each 2×2 block")
+    for bad, named in (({"layer": 31}, "layer must be between 1 and 30; got 31"),
+                       ({"head": 0}, "head must be between 1 and 9; got 0"),
+                       ({"pool": "median"}, "pool must be one of max, mean; got 'median'")):  # fmt: skip
+        with pytest.raises(ValueError, match=re.escape(named)):
+            ax.show_long(smollm2.lm, smollm2.tokenizer, "A short text.", every_head=False, display=False, **bad)
+
+
+def test_the_kv_cache_said_at_the_texts_length_is_what_transformers_cache_holds(smollm2, minilm):
+    """The page's sentence against the bytes of transformers' own DynamicCache after one token of SmolLM2, per
+    token (attention_core/models/generation.py measures them from the cache's tensors), times the length."""
+    from attention_core.models.generation import start
+    from figures.long import cache_sentence
+
+    per_token = start(smollm2, "One", 1).generation.cache_bytes_per_position
+    said = cache_sentence(smollm2.info, 4096)
+    assert f"= {per_token:,} bytes a token, {per_token * 4096 / 1e6:,.1f} MB in float32" in said
+    assert said.startswith("Its KV cache at these 4,096 tokens: 30 layers × 3 key/value heads × (K and V, 64")
+    assert cache_sentence(minilm.info, 512).endswith("is an encoder: it reads the text whole and keeps no KV cache.")
+
+
+def test_a_model_that_counts_positions_after_its_padding_reads_its_own_context_whole(minilm):
+    """RoBERTa's family counts positions from padding_idx + 1: a table of 128 reads 126 tokens. Its cap says so, and
+    a long text is read up to it (at 128 its positions ran off the table: a RuntimeError, not a sentence)."""
+    from attention_core.models import model_info
+    from tests.test_families import _configs
+
+    model_class, config = _configs(len(minilm.tokenizer))["roberta"]
+    torch.manual_seed(0)
+    model = model_class._from_config(config, attn_implementation=CAPTURE).eval()
+    info = model_info(model, minilm.tokenizer, "tiny", "a tiny RoBERTa")
+    assert (config.max_position_embeddings, info.max_positions, minilm.info.max_positions) == (128, 126, 512)
+    loaded = dataclasses.replace(minilm, info=info, model=model)
+    trace, read = read_long(loaded, LongRequest(long_text(), 4096))
+    assert read.n_tokens == 126 and trace.n_layers == config.num_hidden_layers and not trace.causal

@@ -24,6 +24,7 @@ from attention_core.models.needle import ANSWER, NEEDLE, QUESTION
 from figures.glossary import link
 from figures.long import (
     GRID_NAMES,
+    cache_sentence,
     distance_figure,
     grid_figure,
     grid_sentence,
@@ -117,6 +118,7 @@ def show_long_text(key: str, device: str, info, settings, beside_model=(None, No
         )
     if not presentation:
         st.caption(f"Read in {read.seconds:.1f} s: {read.n_tokens:,} tokens, {read.kept_bytes / 1e6:,.0f} MB kept.")
+        st.markdown(cache_sentence(info, read.n_tokens))
     name = digest(request)
     places = (*beside_model, *switches[1:]) if presentation else st.columns(4, vertical_alignment="bottom")
     layer, head, pool, log = choose_head(info, presentation, places)

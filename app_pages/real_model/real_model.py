@@ -112,7 +112,8 @@ def main() -> None:
         if slides.shows("masks"):
             show_mask_sweep(page.key, page.device, model_trace.info, settings)
         if slides.shows("long"):
-            show_long_text(page.key, page.device, model_trace.info, settings, page.row[1:])
+            with friendly_errors():  # a model the long reading refuses (a window, a soft cap): said, the page goes on
+                show_long_text(page.key, page.device, model_trace.info, settings, page.row[1:])
         head_slides = {stage.key for stage in heads_stages} | set(head_reads)
         if not settings.present or slides.shown in head_slides:
             one_head(page, slides, head_reads)

@@ -1,7 +1,7 @@
 """The long texts the model worker has read (worker.py): each request's q and k kept where they were computed,
 and every view of them read from there, so that the server holds only what it draws.
 
-A 4,096-token text of SmolLM2 keeps 360 MB (long.kept_bytes); KEPT of them are kept, the last used first, and
+A 4,096-token text of SmolLM2 keeps 377 MB (long.kept_bytes); KEPT of them are kept, the last used first, and
 one pushed out is read again when it is asked for (the same numbers: each pass runs on one thread). Two readers
 asking for the same text at once share one pass: the second waits for the first and is told its progress.
 
@@ -28,7 +28,7 @@ from attention_core.models.capture import TOKENIZING
 from attention_core.models.long import kept_bytes, long_cap, long_text, pass_cost, read_long, trace_long_ids
 from attention_core.models.needle import needle_shares
 
-KEPT = 2  # texts kept in the worker: 720 MB at 4,096 tokens of SmolLM2
+KEPT = 2  # texts kept in the worker: 755 MB at 4,096 tokens of SmolLM2
 MOST_REGION = 256  # a region's rows and keys, each at most (a cell a token pair)
 VIEWS = ("read", "overview", "region", "summary", "grid", "needle", "estimate")
 CALIBRATION = 256  # tokens: the pass timed once per model to estimate a longer one

@@ -208,6 +208,14 @@ def model_info(model: torch.nn.Module, tokenizer, key: str, title: str) -> Model
         n_kv_heads=max(kv_head_of) + 1,
         d_k=probe[0].d_qk,
         d_model=config.hidden_size,
-        max_positions=int(getattr(config, "max_position_embeddings", MAX_MODEL_TOKENS)),
+        max_positions=_usable_positions(model),
         positions=_positions(config),
     )
+
+
+def _usable_positions(model: torch.nn.Module) -> int:
+    """The most tokens the model reads: its position table's length, less the positions RoBERTa's family keeps
+    below its first (it counts positions from padding_idx + 1: roberta-base's 514 read 512 tokens)."""
+    positions = int(getattr(model.config, "max_position_embeddings", MAX_MODEL_TOKENS))
+    padding = getattr(getattr(model, "embeddings", None), "padding_idx", None)
+    return positions - (padding + 1) if isinstance(padding, int) else positions

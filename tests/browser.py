@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -598,8 +599,9 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # from npm: package.jso
 # Where the app's readers see serious trouble: axe-core's impacts "serious" and "critical" (WCAG 2 A and AA and
 # best practice), each as its rule, how many elements, and the first three of them with what to fix; and how many
 # rules found something to check.
-AXE_RUN = """async () => {
-  const result = await axe.run(document, {resultTypes: ["violations"]});
+AXE_RUN = """async rules => {
+  const only = rules === "colours" ? {runOnly: {type: "rule", values: COLOUR_RULES}} : {};
+  const result = await axe.run(document, {resultTypes: ["violations"], ...only});
   const found = result.violations.filter(v => v.impact === "serious" || v.impact === "critical").map(v =>
     `${v.id} (${v.impact}, ${v.nodes.length}): ` +
     v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`).join(" | "));
@@ -612,6 +614,14 @@ AXE_RUN = """async () => {
 # weight, visibility: a stylesheet's rule changes them without a change in the document), the window's size and the
 # colour scheme. The page hashes it (cyrb53, 53 bits) rather than send a megabyte of SVG to be hashed here.
 _axe_answers: dict[tuple, Measured] = {}
+# The rules that read a page's colours: all that can change when only its colour scheme does (the document, its
+# names, roles and sizes are the scheme's before and after the switch). check_view_in_both_schemes runs all of axe's
+# rules in the first scheme and these in the other.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+AXE_RUN = AXE_RUN.replace("COLOUR_RULES", json.dumps(list(COLOUR_RULES)))
+# And shared by every worker of the run (pytest-xdist's processes): a folder tests/conftest.py makes for the run, an
+# answer a file in it by its view's key; a view another worker checked is not checked again here.
+SHARED_AXE_ANSWERS = "ATTENTION_AXE_ANSWERS"
 VIEW = """() => {
   const styles = [...document.getElementsByTagName('*')].map(element => {
     const s = getComputedStyle(element);
@@ -639,35 +649,59 @@ def view_key(page) -> tuple:
     return page.url, size.get("width"), size.get("height"), dark, digest, length
 
 
-def accessibility(page) -> Measured:
+def accessibility(page, rules: str = "all") -> Measured:
     """The serious and critical violations axe-core finds on the page as it is now (injected from npm's copy), and
-    how many of its rules applied. Cached by the view (view_key): its document, its elements' styles as axe reads
-    them, the window and the colour scheme."""
+    how many of its rules applied: all of them, or ("colours") COLOUR_RULES. Cached by the view (view_key): its
+    document, its elements' styles as axe reads them, the window and the colour scheme; and by the rules run."""
     if not AXE.exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI must run the accessibility checks: `npm ci` installs axe-core (see the Makefile)")
         pytest.skip("axe-core is not installed here (npm ci); `make test` installs it")
     if not page.evaluate("typeof axe !== 'undefined'"):
         page.add_script_tag(path=str(AXE))  # before the key: the script tag is an element of the view
-    key = view_key(page)
+    key = (*view_key(page), rules)
     if key not in _axe_answers:
-        answer = page.evaluate(AXE_RUN)
-        _axe_answers[key] = Measured(answer["found"], answer["looked"])
+        _axe_answers[key] = _shared_answer(key) or _keep_answer(key, page.evaluate(AXE_RUN, rules))
     return _axe_answers[key]
 
 
-def accessibility_problems(page) -> list[str]:
+def _answer_file(key: tuple) -> Path | None:
+    folder = os.environ.get(SHARED_AXE_ANSWERS)
+    return Path(folder) / f"{hashlib.sha256(repr(key).encode()).hexdigest()}.json" if folder else None
+
+
+def _shared_answer(key: tuple) -> Measured | None:
+    """An answer another worker of this run kept for the same view, if any."""
+    path = _answer_file(key)
+    if path is None or not path.exists():
+        return None
+    answer = json.loads(path.read_text())
+    return Measured(answer["found"], answer["looked"])
+
+
+def _keep_answer(key: tuple, answer: dict) -> Measured:
+    """The answer, kept for the other workers (written whole, then renamed: a reader never sees half of it)."""
+    path = _answer_file(key)
+    if path is not None:
+        part = path.with_suffix(f".{os.getpid()}.part")
+        part.write_text(json.dumps(answer))
+        os.replace(part, path)
+    return Measured(answer["found"], answer["looked"])
+
+
+def accessibility_problems(page, rules: str = "all") -> list[str]:
     """axe-core's serious and critical violations here (`accessibility`), failing if it checked nothing."""
-    measured = accessibility(page)
+    measured = accessibility(page, rules)
     assert measured.looked_at > 0, "axe-core applied no rule: it did not run on this page"
     return measured.found
 
 
-def check_view(page, what: str, charts: bool | None = None, axe: bool = True) -> None:
+def check_view(page, what: str, charts: bool | None = None, axe: bool = True, rules: str = "all") -> None:
     """What every view a walk reaches must pass: no traceback; no chart label outside its chart and no two chart
     texts over each other (where the view has charts, with some looked at); no serious accessibility problem.
     `charts`: whether the view has charts; by default, whether the server sent it any (a chart sent but not drawn
-    then fails: nothing is measured). `axe=False`: where the same view was checked by axe-core at another size."""
+    then fails: nothing is measured). `axe=False`: where the same view was checked by axe-core at another size;
+    `rules`: axe's rules run (accessibility)."""
     settled(page)  # a page mid-rerun is faded while Streamlit redraws it: axe would measure the fade
     if charts is None:
         charts = page.locator(".live-chart").count() > 0
@@ -677,7 +711,7 @@ def check_view(page, what: str, charts: bool | None = None, axe: bool = True) ->
     assert_none(clipped(page), f"{what}: labels outside their chart", charts)
     assert_none(overlaps(page), f"{what}: texts drawn over each other", charts)
     if axe:
-        problems = accessibility_problems(page)
+        problems = accessibility_problems(page, rules)
         assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
 
 
@@ -760,7 +794,7 @@ def check_view_in_both_schemes(
         if shot:
             screenshot(page, f"{shot}-{now}")  # before the checks: a failure is seen
         if turn == 0 or other == "full":
-            check_view(page, f"{what} ({now})", charts, axe)
+            check_view(page, f"{what} ({now})", charts, axe, rules="colours" if turn else "all")
         else:  # what check_view waits for first: after a switch, Streamlit may repaint again after a quiet moment
             settled(page)
         ratio, label, looked = readable_charts(page, f"{what} ({now})")  # once the charts have followed (again)

@@ -599,6 +599,10 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"  # from npm: package.jso
 # Where the app's readers see serious trouble: axe-core's impacts "serious" and "critical" (WCAG 2 A and AA and
 # best practice), each as its rule, how many elements, and the first three of them with what to fix; and how many
 # rules found something to check.
+# The rules that read a page's colours: all that can change when only its colour scheme does (the document, its
+# names, roles and sizes are the scheme's before and after the switch). check_view_in_both_schemes runs all of axe's
+# rules in the first scheme and these in the other.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
 AXE_RUN = """async rules => {
   const only = rules === "colours" ? {runOnly: {type: "rule", values: COLOUR_RULES}} : {};
   const result = await axe.run(document, {resultTypes: ["violations"], ...only});
@@ -606,7 +610,7 @@ AXE_RUN = """async rules => {
     `${v.id} (${v.impact}, ${v.nodes.length}): ` +
     v.nodes.slice(0, 3).map(n => `${n.target.join(" ")}: ${n.failureSummary.replace(/\\s+/g, " ")}`).join(" | "));
   return {found, looked: result.passes.length + result.violations.length};
-}"""
+}""".replace("COLOUR_RULES", json.dumps(list(COLOUR_RULES)))
 # axe-core's answer for each view already checked in this test session: a walk that comes back to a view (a deck
 # shows the Walkthrough's slides again) does not run it twice. A view is what the page shows, not its address
 # (/check's verdicts, a follower's page and a popover open all keep theirs): its whole document (every element, its
@@ -614,11 +618,6 @@ AXE_RUN = """async rules => {
 # weight, visibility: a stylesheet's rule changes them without a change in the document), the window's size and the
 # colour scheme. The page hashes it (cyrb53, 53 bits) rather than send a megabyte of SVG to be hashed here.
 _axe_answers: dict[tuple, Measured] = {}
-# The rules that read a page's colours: all that can change when only its colour scheme does (the document, its
-# names, roles and sizes are the scheme's before and after the switch). check_view_in_both_schemes runs all of axe's
-# rules in the first scheme and these in the other.
-COLOUR_RULES = ("color-contrast", "link-in-text-block")
-AXE_RUN = AXE_RUN.replace("COLOUR_RULES", json.dumps(list(COLOUR_RULES)))
 # And shared by every worker of the run (pytest-xdist's processes): a folder tests/conftest.py makes for the run, an
 # answer a file in it by its view's key; a view another worker checked is not checked again here.
 SHARED_AXE_ANSWERS = "ATTENTION_AXE_ANSWERS"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -618,9 +617,6 @@ AXE_RUN = """async rules => {
 # weight, visibility: a stylesheet's rule changes them without a change in the document), the window's size and the
 # colour scheme. The page hashes it (cyrb53, 53 bits) rather than send a megabyte of SVG to be hashed here.
 _axe_answers: dict[tuple, Measured] = {}
-# And shared by every worker of the run (pytest-xdist's processes): a folder tests/conftest.py makes for the run, an
-# answer a file in it by its view's key; a view another worker checked is not checked again here.
-SHARED_AXE_ANSWERS = "ATTENTION_AXE_ANSWERS"
 VIEW = """() => {
   const styles = [...document.getElementsByTagName('*')].map(element => {
     const s = getComputedStyle(element);
@@ -660,32 +656,9 @@ def accessibility(page, rules: str = "all") -> Measured:
         page.add_script_tag(path=str(AXE))  # before the key: the script tag is an element of the view
     key = (*view_key(page), rules)
     if key not in _axe_answers:
-        _axe_answers[key] = _shared_answer(key) or _keep_answer(key, page.evaluate(AXE_RUN, rules))
+        answer = page.evaluate(AXE_RUN, rules)
+        _axe_answers[key] = Measured(answer["found"], answer["looked"])
     return _axe_answers[key]
-
-
-def _answer_file(key: tuple) -> Path | None:
-    folder = os.environ.get(SHARED_AXE_ANSWERS)
-    return Path(folder) / f"{hashlib.sha256(repr(key).encode()).hexdigest()}.json" if folder else None
-
-
-def _shared_answer(key: tuple) -> Measured | None:
-    """An answer another worker of this run kept for the same view, if any."""
-    path = _answer_file(key)
-    if path is None or not path.exists():
-        return None
-    answer = json.loads(path.read_text())
-    return Measured(answer["found"], answer["looked"])
-
-
-def _keep_answer(key: tuple, answer: dict) -> Measured:
-    """The answer, kept for the other workers (written whole, then renamed: a reader never sees half of it)."""
-    path = _answer_file(key)
-    if path is not None:
-        part = path.with_suffix(f".{os.getpid()}.part")
-        part.write_text(json.dumps(answer))
-        os.replace(part, path)
-    return Measured(answer["found"], answer["looked"])
 
 
 def accessibility_problems(page, rules: str = "all") -> list[str]:

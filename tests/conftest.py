@@ -8,9 +8,7 @@ is refused at collection, so the fast tier cannot quietly grow a browser or a mo
 
 import os
 import platform
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,23 +21,10 @@ if str(ROOT) not in sys.path:
 def pytest_configure(config):
     """Each process of the run computes on its share of the cores this machine lets it use: under pytest-xdist,
     the usable cores divided among the workers. torch would start a thread per core of the host in each, and on
-    a CI container given 2 of many cores the training tests ran 20 times slower than here, past their deadline.
-    The process that runs the session makes the folder where axe-core's answers are shared by every worker
-    (tests/browser.py: a view is checked once in the run); the workers, started after this, inherit its name."""
+    a CI container given 2 of many cores the training tests ran 20 times slower than here, past their deadline."""
     from attention_core.device import fit_threads
 
     fit_threads(share=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
-    if not hasattr(config, "workerinput"):
-        from tests.browser import SHARED_AXE_ANSWERS
-
-        config._axe_answers = tempfile.mkdtemp(prefix="axe-answers-")
-        os.environ[SHARED_AXE_ANSWERS] = config._axe_answers
-
-
-def pytest_unconfigure(config):
-    folder = getattr(config, "_axe_answers", None)
-    if folder:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -9,7 +9,6 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from tests import browser as helpers
 from tests.browser import (
     EXPORT_CONTRAST,
     OVERFLOW,
@@ -121,25 +120,6 @@ def test_axe_finds_the_image_without_words(opened):
     assert colours is not grey and colours.looked_at > 0
     assert any(found.startswith("color-contrast (serious") for found in colours.found), colours.found
     assert not any(found.startswith("image-alt") for found in colours.found)
-
-
-def test_an_answer_another_worker_kept_for_the_same_view_is_taken_and_a_new_one_kept(opened, tmp_path, monkeypatch):
-    """axe-core's answers are shared by the run's workers through a folder (tests/conftest.py): a view another worker
-    checked is not checked again here (its answer, planted in the folder, is what comes back), and a view checked
-    here is written there for the others."""
-    page, _, _ = opened
-    page.evaluate("() => { for (let id = 1; id < 1000; id++) clearInterval(id); }")
-    monkeypatch.setenv(helpers.SHARED_AXE_ANSWERS, str(tmp_path))
-    monkeypatch.setattr(helpers, "_axe_answers", {})
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(helpers.AXE))  # as accessibility() does before it names the view
-    key = (*helpers.view_key(page), "all")
-    helpers._answer_file(key).write_text('{"found": ["planted by another worker"], "looked": 7}')
-    taken = accessibility(page)
-    assert (taken.found, taken.looked_at) == (["planted by another worker"], 7)
-    kept = accessibility(page, "colours")  # not in the folder: run here, and kept there
-    assert kept.looked_at > 0 and helpers._answer_file((*helpers.view_key(page), "colours")).exists()
-    assert len(list(tmp_path.glob("*.json"))) == 2 and not list(tmp_path.glob("*.part"))
 
 
 def test_a_request_to_another_host_is_found(opened):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from attention_core.long_maps import CELLS, cell_size, distance_bins
+from attention_core.models.needle import top_heads
 from figures.heatmap import Panel, heatmap, heatmaps
 from figures.scaling import line_layout
 from figures.style import DEFAULT_STYLE, Figure, Style, Title, escape, figure, shape_text
@@ -213,11 +214,7 @@ def needle_sentence(read, shares: torch.Tensor, title: str, expected: str, base:
     """Where the needle is, what the model answered, and which heads look at the needle from the answering row."""
     first, stop = read.placed.needle
     needle_words = "".join(read.tokens[first:stop]).replace("·", " ").strip()
-    heads = shares.shape[1]
-    order = torch.argsort(shares.flatten(), descending=True, stable=True)[:3]
-    top = ", ".join(
-        f"L{int(i) // heads + 1} H{int(i) % heads + 1} ({percent(float(shares.flatten()[i]))})" for i in order
-    )
+    top = ", ".join(f"L{layer + 1} H{head + 1} ({percent(share)})" for layer, head, share in top_heads(shares, 3))
     said = (
         f" {title} answers “{read.answer.strip()}”, which "
         f"{'holds' if expected.lower() in read.answer.lower() else 'does not hold'} “{expected}”."

@@ -17,7 +17,7 @@ from attention_core.limits import MAX_LONG_TEXT_CHARS
 from attention_core.long_maps import LongTrace
 from attention_core.models.capture import TOKENIZING, readable_token
 from attention_core.models.kinds import LoadedModel, ModelInfo
-from attention_core.models.needle import ANSWER, NEEDLE, QUESTION, Placed, place
+from attention_core.models.needle import NEEDLE, QUESTION, Placed, place
 
 MAX_LONG_TOKENS = 4096
 LENGTHS = (256, 512, 1024, 2048, 4096)  # the lengths a reader picks from (each at most the model's own context)
@@ -68,11 +68,6 @@ class LongRead:
     @property
     def n_tokens(self) -> int:
         return len(self.tokens)
-
-    @property
-    def found(self) -> bool:
-        """Whether the answer holds the default needle's word (only asked of the default needle)."""
-        return ANSWER in self.answer.lower()
 
 
 def pass_cost(info: ModelInfo, parameters: int, n: int) -> float:

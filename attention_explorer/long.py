@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import torch
 
 from attention_core.long_maps import POOLS, HeadSummary, LongTrace, grid, overview, summaries
-from attention_core.models import CAPTURE, LoadedModel, model_info
 from attention_core.models.long import MAX_LONG_TOKENS, LongRequest, read_long
+from attention_explorer.models import captured
 from figures.long import distance_figure, grid_figure, grid_sentence, head_sentence, overview_figure
 
 
@@ -29,19 +29,8 @@ class ShownLong:
 def long_trace(model: torch.nn.Module, tokenizer, text: str, tokens: int = MAX_LONG_TOKENS) -> LongTrace:
     """A long text's pass through the model (at most `tokens`, and never past its context), keeping every
     layer's q and k; the model's attention implementation is set back as it was afterwards."""
-    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
-        raise ValueError(f"model must be a transformers model; got {type(model).__name__}")
-    before = model.config._attn_implementation
-    model.set_attn_implementation(CAPTURE)
-    try:
-        base = getattr(model, "base_model", model)
-        title = str(getattr(model.config, "name_or_path", "") or model.config.model_type)
-        loaded = LoadedModel(
-            model_info(base, tokenizer, "notebook", title), base, tokenizer, str(next(model.parameters()).device), 0.0
-        )
+    with captured(model, tokenizer) as loaded:
         return read_long(loaded, LongRequest(text, tokens))[0]
-    finally:
-        model.set_attn_implementation(before)
 
 
 def show_long(

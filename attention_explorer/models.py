@@ -3,7 +3,9 @@ the bundled ones: its attention captured in every layer, the heads' grid, and on
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 
 import plotly.graph_objects as go
 import torch
@@ -21,10 +23,11 @@ class ShownModel:
     stages: list[Shown]  # the chosen head's stages
 
 
-def model_trace(model: torch.nn.Module, tokenizer, text: str) -> ModelTrace:
-    """Every layer's attention on `text`, captured by transformers' own attention path under this app's
-    implementation (attention_core/models/capture.py). The model's attention implementation is set back as it was
-    afterwards; a causal model's decoder (its base model) is what is read."""
+@contextlib.contextmanager
+def captured(model: torch.nn.Module, tokenizer) -> Iterator[LoadedModel]:
+    """The model in memory as the app holds a loaded one, under this app's attention implementation
+    (attention_core/models/capture.py), set back as it was on leaving; a causal model's decoder (its base model) is
+    what is read."""
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
         raise ValueError(f"model must be a transformers model; got {type(model).__name__}")
     before = model.config._attn_implementation
@@ -33,10 +36,15 @@ def model_trace(model: torch.nn.Module, tokenizer, text: str) -> ModelTrace:
         base = getattr(model, "base_model", model)
         title = str(getattr(model.config, "name_or_path", "") or model.config.model_type)
         info = model_info(base, tokenizer, "notebook", title)
-        device = str(next(model.parameters()).device)
-        return trace_text(LoadedModel(info, base, tokenizer, device, 0.0), text)
+        yield LoadedModel(info, base, tokenizer, str(next(model.parameters()).device), 0.0)
     finally:
         model.set_attn_implementation(before)
+
+
+def model_trace(model: torch.nn.Module, tokenizer, text: str) -> ModelTrace:
+    """Every layer's attention on `text`, captured by transformers' own attention path (see `captured`)."""
+    with captured(model, tokenizer) as loaded:
+        return trace_text(loaded, text)
 
 
 def show_model(

@@ -34,6 +34,11 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
+# The suite's browser: V8 without its top compiler, TurboFan. A test's page lives for seconds, and on two cores the
+# compiles it starts in the background cost more than its faster code saves: 5-13 % fewer CPU-seconds on lecture
+# 000's deck and every page's slides (docs/benchmarks.md). What is drawn is the same. The benchmarks and scripts
+# keep the browser as its readers have it (CHROMIUM_FLAGS).
+SUITE_FLAGS = [*CHROMIUM_FLAGS, "--js-flags=--no-turbofan"]
 
 # What Plotly holds for the map (a heatmap panel, found by its trace's name) or the chart (by its own title)
 # whose title starts with a prefix: its title and subtitle as drawn, its row labels as painted, whether "<b>"
@@ -585,6 +590,22 @@ def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
 
 
 RUN_ENDED = "document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'"
+
+
+# Counts the page's runs that end from now on (window.__runsEnded): what a wait for a rerun that was asked for reads,
+# where a quiet moment can come before the rerun begins on a busy machine (runs_ended).
+COUNT_RUNS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.__runsEnded = 0;
+  new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'notRunning') window.__runsEnded++; })
+    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def runs_ended(page, at_least: int, timeout: float = 30) -> None:
+    """Until at least `at_least` runs have ended since COUNT_RUNS was evaluated on the page."""
+    failure = f"fewer than {at_least} of the page's runs ended in {timeout:.0f} s"
+    _until(page, f"() => window.__runsEnded >= {at_least}", timeout, lambda: failure)
 
 
 def idle(page, quiet: float = 1.0, timeout: float = 60) -> None:

@@ -140,10 +140,10 @@ def browser():
     """Debian's Chromium, driven by Playwright, one per browser-test module."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM, CHROMIUM_FLAGS
+    from tests.browser import CHROMIUM, SUITE_FLAGS
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=SUITE_FLAGS)
         yield chromium
         chromium.close()
 

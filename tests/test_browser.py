@@ -26,6 +26,7 @@ from attention_core.training import TrainingConfig
 from figures.settings import DEFAULTS
 from figures.stages import heading, stages_for
 from tests.browser import (
+    COUNT_RUNS,
     EXPORT_CONTRAST,
     OVERFLOW,
     ServerSent,
@@ -43,6 +44,7 @@ from tests.browser import (
     offline,
     outside_requests,
     running_app,
+    runs_ended,
     screenshot,
     settled,
     sizes,
@@ -185,10 +187,14 @@ def test_exports_download_the_exact_numbers(server, page):
     standalone = Path(html_download.value.path()).read_text(encoding="utf-8")
     assert "<script src=" not in standalone and "Plotly.newPlot" in standalone  # plotly.js inside: opens offline
     assert '"showSendToCloud": false' in standalone  # no "Share chart..." (an upload to Plotly's cloud) there either
+    # Closing the popover reruns the page (on_change="rerun"), and a click on the .npz button before that rerun has
+    # ended is lost: the file is made on request by the run that drew the button, and a new run revokes it (a
+    # cancelled download). On a busy machine the rerun began after a quiet moment (twice in full runs here): the
+    # click waits for the rerun's end.
+    page.evaluate(COUNT_RUNS)
     page.keyboard.press("Escape")
-    # Closing the popover reruns the page (on_change="rerun"); a click on the .npz button during that rerun was
-    # lost once in three full runs here (its file is made on request, from the rerun's elements).
     page.get_by_test_id("stPopoverBody").wait_for(state="detached")
+    runs_ended(page, 1)
     settled(page)
     with page.expect_download() as npz_download:
         page.get_by_role("button", name="⬇ whole trace (.npz)").click()

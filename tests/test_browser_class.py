@@ -16,16 +16,9 @@ import zxingcpp
 from PIL import Image
 
 from bench.bench_class import TIMEOUT, lecture, present, start_class
-from tests.browser import OVERFLOW, address_holds, check_view, screenshot, settled
+from tests.browser import COUNT_RUNS, OVERFLOW, address_holds, check_view, screenshot, settled
 
 pytestmark = pytest.mark.browser
-# Counts the page's runs that end from now on (a follower's check of the class is a run of its own: ui/class_bar.py).
-COUNT_RUNS = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  window.__runsEnded = 0;
-  new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'notRunning') window.__runsEnded++; })
-    .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-}"""
 
 
 @pytest.fixture

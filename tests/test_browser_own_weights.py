@@ -78,7 +78,10 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
         page.get_by_text(yours).first.wait_for(timeout=60000)
         settled(page)  # its run finished: a click into a page still drawing was once lost (Compare never came)
     page.get_by_role("link", name="Compare").click()
-    page.get_by_role("radio", name="two variants", exact=True).click()  # the right side is MLA: these weights are not
+    two = page.get_by_role("radio", name="two variants", exact=True)
+    two.wait_for(timeout=60000)
+    settled(page, timeout=60)  # under load the page's first run was still replacing its elements 30 s on (a full run)
+    two.click()  # the right side is MLA: these weights are not
     page.get_by_text("Your own weights do not fit this side's settings").wait_for(timeout=60000)
 
     page.goto(page.evaluate("location.href"))  # the link restores them: the server holds the file (read in the page)

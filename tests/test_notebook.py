@@ -200,8 +200,9 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     installed with its notebook extra into a fresh virtual environment, every dependency pyproject.toml declares
     resolved by pip from the registry's wheels (no .pth lending this environment's), at the versions the app pins
     (requirements.txt as constraints: on these machines an unpinned torch resolves to a 5.8 GB CUDA build), with
-    ipykernel for a kernel of its own. Its python, its site-packages, its kernel's folder and a working directory
-    outside the checkout."""
+    ipykernel for a kernel of its own. Without pip's byte-compiling of every module it installs (a quarter of the
+    install's CPU time): Python compiles the ones the kernel imports as it imports them. Its python, its
+    site-packages, its kernel's folder and a working directory outside the checkout."""
     import venv
 
     root = tmp_path_factory.mktemp("installed")
@@ -211,7 +212,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     elsewhere.mkdir()
     python = fresh / "bin" / "python"
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "-c", str(ROOT / "requirements.txt"),
+    done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-compile", "-c", str(ROOT / "requirements.txt"),
                            f"{source}[notebook]", "ipykernel"],
                           cwd=elsewhere, env=env, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -594,9 +594,12 @@ RUN_ENDED = "document.querySelector('[data-testid=stApp]')?.getAttribute('data-t
 
 # Counts the page's runs that end from now on (window.__runsEnded): what a wait for a rerun that was asked for reads,
 # where a quiet moment can come before the rerun begins on a busy machine (runs_ended).
+# Evaluated again on the same page, it starts the count again (one observer a page: a second would count twice).
 COUNT_RUNS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   window.__runsEnded = 0;
+  if (window.__runsCounted) return;
+  window.__runsCounted = true;
   new MutationObserver(() => { if (app.getAttribute('data-test-script-state') === 'notRunning') window.__runsEnded++; })
     .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
 }"""

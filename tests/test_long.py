@@ -24,7 +24,7 @@ from tests.numerics import F32
 
 pytestmark = [pytest.mark.models, pytest.mark.numeric, pytest.mark.xdist_group("models")]
 
-TOKENS = 1024
+TOKENS = 512  # two blocks of rows (long_maps.ROWS = 256), and the mask's edge within and across them
 
 
 def _recording(kernel, name: str):
@@ -78,9 +78,9 @@ def test_the_long_pass_keeps_the_q_and_k_transformers_sdpa_pass_makes(ours, stoc
     torch.testing.assert_close(ours.q[0], eager[0]["q"], rtol=0, atol=0)
 
 
-def test_every_heads_weights_recomputed_in_blocks_are_eagers_at_1024_tokens(stock):
+def test_every_heads_weights_recomputed_in_blocks_are_eagers_at_512_tokens(stock):
     """Every layer and head: the weights read a block of rows at a time from eager's own q and k, against the
-    weights eager made from them, within the rounding of q·kᵀ (64 products), the scale and a softmax of 1,024 terms,
+    weights eager made from them, within the rounding of q·kᵀ (64 products), the scale and a softmax of 512 terms,
     in float32 on both sides (tests/numerics.py)."""
     eager, _ = stock
     for layer, entry in enumerate(eager):
@@ -115,7 +115,7 @@ def test_a_text_over_the_cap_is_cut_to_it_and_says_how_long_it_was(smollm2):
     """SmolLM2's cap is 4,096 tokens (its own context, 8,192, is longer); a model with a shorter context is cut at
     its own. Run on a tiny random Llama of 64 positions with SmolLM2's tokenizer: a text of 75 tokens keeps its first
     64, says it had 75, and the progress heard after each layer; 65 token ids are refused by name. (At 4,096 tokens
-    the pass keeps 30 × 12 × 4,096 × 64 × 4 B = 360 MB: kept_bytes at 1,024, checked above, is linear in n.)"""
+    the pass keeps 30 × 12 × 4,096 × 64 × 4 B = 360 MB: kept_bytes at 512, checked above, is linear in n.)"""
     assert long_cap(smollm2) == 4096 and 30 * 12 * 4096 * 64 * 4 <= 512 * 2**20
     config = transformers.LlamaConfig(vocab_size=len(smollm2.tokenizer), hidden_size=32, num_attention_heads=4,
                                       num_key_value_heads=2, head_dim=8, num_hidden_layers=2, intermediate_size=32,

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -559,10 +560,25 @@ def address_holds(page, part: str, timeout: float = 30) -> None:
         raise AssertionError(f"the address never held {part!r} in {timeout:.0f} s: it is {now}") from None
 
 
-# What a page shows, for a failure's message: its title, its captions (a page's settings line), its address.
+# What a page shows, for a failure's message: its title, its captions (a page's settings line), its messages, its
+# address and whether its script is running.
 PAGE_SAYS = """() => ({title: document.querySelector('h1')?.textContent,
   captions: [...document.querySelectorAll('[data-testid=stCaptionContainer]')].map(c => c.textContent).slice(0, 4),
-  address: location.href})"""
+  messages: [...document.querySelectorAll('[data-testid=stAlert], [data-testid=stException]')]
+    .map(m => m.textContent.slice(0, 200)),
+  address: location.href,
+  run: document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state')})"""
+
+
+def until_visible(page, locator, what: str, timeout: float = 60) -> None:
+    """Until `locator` is visible; fails naming `what` and what the page shows instead (PAGE_SAYS), with a
+    screenshot (test-artifacts/missing-<what>.png)."""
+    try:
+        locator.wait_for(timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        screenshot(page, "missing-" + re.sub(r"\W+", "-", what))
+        says = page.evaluate(PAGE_SAYS)
+        raise AssertionError(f"{what} not shown in {timeout:.0f} s; the page shows {says}") from None
 
 
 def text_shown(page, text: str, timeout: float = 30) -> None:

@@ -91,7 +91,9 @@ def capture_attention(
                 "kv_heads": key.shape[1],
             }
         )
-    return context.transpose(1, 2).contiguous(), weights
+    out = context.transpose(1, 2).contiguous()  # [b, n, h, d_v]: the heads' outputs, before W_O mixes them
+    intervention = kwargs.get("intervention")  # a head knocked out or patched (models/intervene.py)
+    return (out if intervention is None else intervention.apply(module.layer_idx, out)), weights
 
 
 def _kept_and_attended(kept: list, query, key, value, attention_mask, scaling, softcap, kwargs):

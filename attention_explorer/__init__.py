@@ -9,6 +9,8 @@
     ax.link(trace)                      # the app's address of the same view
     ax.show_model(model, tokenizer, "a sentence")   # a transformers model in memory: its heads, one head's stages
     ax.show_long(model, tokenizer, long_text)       # up to 4,096 tokens: a head's pooled map, every head's sink
+    ax.knock_out(model, tokenizer, "a prompt", "L3.H5, L7.*")    # does a head matter: the prediction after
+    ax.patch(model, tokenizer, clean, corrupted, " Mary", " John")  # each head patched from clean into corrupted
 
 The settings are the sidebar's, by the sidebar's names (d_model, d_k, d_v, heads, kv_heads, variant, causal,
 scaled, seed, positional, window, sinks, top_k, init; MLA's d_c, d_cq, d_rope), with the sidebar's defaults, so
@@ -16,6 +18,7 @@ that the same settings give the same numbers here and in the app. Nothing here i
 """
 
 from attention_explorer.checking import CaseResult, CheckResult, check
+from attention_explorer.intervene import knock_out, patch
 from attention_explorer.long import ShownLong, long_trace, show_long
 from attention_explorer.models import ShownModel, show_model
 from attention_explorer.settings import DEFAULTS, link, trace
@@ -29,8 +32,10 @@ __all__ = [
     "ShownLong",
     "ShownModel",
     "check",
+    "knock_out",
     "link",
     "long_trace",
+    "patch",
     "show",
     "show_long",
     "show_model",

@@ -27,7 +27,7 @@ class ShownModel:
 def captured(model: torch.nn.Module, tokenizer) -> Iterator[LoadedModel]:
     """The model in memory as the app holds a loaded one, under this app's attention implementation
     (attention_core/models/capture.py), set back as it was on leaving; a causal model's decoder (its base model) is
-    what is read."""
+    what is read, and a language model's head, where it has one, what predicts (knock_out, patch)."""
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
         raise ValueError(f"model must be a transformers model; got {type(model).__name__}")
     before = model.config._attn_implementation
@@ -36,7 +36,9 @@ def captured(model: torch.nn.Module, tokenizer) -> Iterator[LoadedModel]:
         base = getattr(model, "base_model", model)
         title = str(getattr(model.config, "name_or_path", "") or model.config.model_type)
         info = model_info(base, tokenizer, "notebook", title)
-        yield LoadedModel(info, base, tokenizer, str(next(model.parameters()).device), 0.0)
+        has_head = model is not base and model.get_output_embeddings() is not None
+        lm = model if info.causal and has_head else None  # a masked LM's head predicts no next token
+        yield LoadedModel(info, base, tokenizer, str(next(model.parameters()).device), 0.0, lm)
     finally:
         model.set_attn_implementation(before)
 

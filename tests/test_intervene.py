@@ -177,3 +177,27 @@ def test_what_a_patch_cannot_read_is_named(tiny, minilm):
         knock_out(minilm, TEXT, ())
     with pytest.raises(ValueError, match="sets a head's output to zero or to its mean; got 'half'"):
         knock_out(loaded, TEXT, (), "half")
+
+
+@pytest.mark.models
+def test_the_notebook_knocks_out_and_patches_a_model_in_memory_and_sets_it_back(tiny, smollm2):
+    """ax.knock_out and ax.patch on a transformers model held in a notebook (the stock eager one): the heads typed as
+    the app takes them, the numbers the test's own hook gives, and the model's attention set back after."""
+    import attention_explorer as ax
+
+    loaded, stock = tiny
+    ids = _ids(loaded, TEXT)
+    knocked = ax.knock_out(stock, smollm2.tokenizer, TEXT, "L2.H1, L4.*")
+
+    def hooked(i, x):
+        for head in {1: (0,), 3: range(HEADS)}.get(i, ()):
+            x[..., _head(x, head)] = 0.0
+        return x
+
+    assert torch.equal(knocked.after.logits, _stock_logits(stock, ids, hooked)[0, -1])
+    assert knocked.heads == (Head(1, 0), *(Head(3, h) for h in range(HEADS)))
+    assert stock.config._attn_implementation == "eager"
+    assert torch.equal(ax.patch(stock, smollm2.tokenizer, CLEAN, CORRUPTED, " Mary", " John").recovered,
+                       patch(loaded, CLEAN, CORRUPTED, " Mary", " John").recovered)  # fmt: skip
+    with pytest.raises(ValueError, match="heads: 'L9.H1' names layer 9; this model has layers 1 to 4"):
+        ax.knock_out(stock, smollm2.tokenizer, TEXT, "L9.H1")

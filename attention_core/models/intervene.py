@@ -196,8 +196,9 @@ class Patched:
     recovered: torch.Tensor  # [layers, heads]
 
 
-def patch(loaded, clean: str, corrupted: str, target: str, foil: str,
-          progress: Callable[[float], None] | None = None) -> Patched:  # fmt: skip
+def patch(
+    loaded, clean: str, corrupted: str, target: str, foil: str, progress: Callable[[float], None] | None = None
+) -> Patched:
     """Every head's output patched, one at a time, from the clean prompt's run into the corrupted prompt's (same
     length in tokens): a layer's heads in one batch, `progress` told after each layer."""
     clean_ids, corrupted_ids = _ids(loaded, clean), _ids(loaded, corrupted)

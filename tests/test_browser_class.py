@@ -16,7 +16,7 @@ import zxingcpp
 from PIL import Image
 
 from bench.bench_class import TIMEOUT, lecture, present, start_class
-from tests.browser import COUNT_RUNS, OVERFLOW, address_holds, check_view, screenshot, settled
+from tests.browser import COUNT_RUNS, OVERFLOW, address_holds, check_view, runs_ended, screenshot, settled
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +52,7 @@ def test_a_student_follows_breaks_away_rejoins_answers_and_sees_the_reveal(serve
     student.evaluate(COUNT_RUNS)
     lecturer.get_by_role("link", name="Multi-head").click()
     lecturer.get_by_text("1 head in parallel").wait_for(timeout=30000)
-    student.wait_for_function("() => window.__runsEnded >= 3", timeout=30000)  # three checks of the class since
+    runs_ended(student, 3)  # three checks of the class since (each is a run of its own: ui/class_bar.py)
     assert "why_sqrt_dk" in student.evaluate("location.href")  # an explorer is left where they are
     student.get_by_role("button", name="Rejoin the class").click()
     student.get_by_text("1 head in parallel").wait_for(timeout=30000)  # where the lecturer is now

@@ -117,11 +117,17 @@ class Prediction:
     loss: float
 
 
-def _predictions(loaded, ids: torch.Tensor, intervention: Intervention | None) -> list[Prediction]:
-    """The model's Prediction after each row of `ids` [batch, n], run with the intervention."""
+def _logits(loaded, ids: torch.Tensor, intervention: Intervention | None) -> torch.Tensor:
+    """The model's logits [batch, n, vocabulary] at every position of each row of `ids` [batch, n], run with the
+    intervention."""
     with torch.inference_mode():
         logits = loaded.lm(input_ids=ids.to(loaded.device), intervention=intervention, use_cache=False).logits
-    logits = logits.float().cpu()
+    return logits.float().cpu()
+
+
+def _predictions(loaded, ids: torch.Tensor, intervention: Intervention | None) -> list[Prediction]:
+    """The model's Prediction after each row of `ids` [batch, n], run with the intervention."""
+    logits = _logits(loaded, ids, intervention)
     losses = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none").mean(1)
     found = []
     for row, loss in zip(logits[:, -1], losses, strict=True):
@@ -209,13 +215,13 @@ def patch(
         )
     target_id, foil_id = token_id(loaded, target), token_id(loaded, foil)
 
-    def difference(prediction: Prediction) -> float:
-        return float(prediction.logits[target_id] - prediction.logits[foil_id])
+    def difference(ids: torch.Tensor, intervention: Intervention | None) -> list[float]:
+        """logit(target) − logit(foil) after each row of ids (what a patch needs of a run: two logits)."""
+        last = _logits(loaded, ids, intervention)[:, -1]
+        return (last[:, target_id] - last[:, foil_id]).tolist()
 
     recorded = Recorded()
-    (clean_run,) = _predictions(loaded, clean_ids, recorded)
-    (corrupted_run,) = _predictions(loaded, corrupted_ids, None)
-    high, low = difference(clean_run), difference(corrupted_run)
+    (high,), (low,) = difference(clean_ids, recorded), difference(corrupted_ids, None)
     if high == low:
         raise ValueError(
             f"the clean and corrupted prompts give {target!r} the same lead over {foil!r} ({high:.3f}): a patch has "
@@ -225,8 +231,8 @@ def patch(
     recovered = torch.zeros(layers, heads, dtype=torch.float64)
     for layer in range(layers):
         patched = tuple(Head(layer, h) for h in range(heads))
-        runs = _predictions(loaded, corrupted_ids.repeat(heads, 1), Patches(patched, recorded.outputs))
-        recovered[layer] = torch.tensor([(difference(run) - low) / (high - low) for run in runs], dtype=torch.float64)
+        runs = difference(corrupted_ids.repeat(heads, 1), Patches(patched, recorded.outputs))
+        recovered[layer] = torch.tensor([(run - low) / (high - low) for run in runs], dtype=torch.float64)
         if progress is not None:
             progress((layer + 1) / layers)
     return Patched(target_id, foil_id, high, low, recovered)

@@ -88,6 +88,13 @@ def long_rows(long: dict) -> list[str]:
             f"{row['grid_s']:.1f} s | ≤ 1 s, ≤ 1 MB; ≤ 10 s | {stamp(long)} |"]  # fmt: skip
 
 
+def patch_rows(patched: dict) -> list[str]:
+    maps = patched["maps"]["20 tokens"]
+    return [f"| SmolLM2, does a head matter: a knock-out; every head, every layer × position patched (20 tokens) "
+            f"| {patched['knock_s']:.2f} s; {maps['heads_s']:.1f} s, {maps['residual_s']:.1f} s "
+            f"| ≤ 1 s; ≤ 15 s, ≤ 15 s | {stamp(patched)} |"]  # fmt: skip
+
+
 def table() -> str:
     """The rows; the machine, commit and date most rows were measured on said once, above; a row measured on
     another says its own, after what it measures."""
@@ -95,7 +102,8 @@ def table() -> str:
     for name, rows_of, bench in (("loop", loop_rows, "bench/bench_loop.py"), ("open", open_rows, "bench/bench_open.py"),
                                  ("load", load_rows, "bench/load.py --record"),
                                  ("class", class_rows, "bench/bench_class.py --record"),
-                                 ("long_page", long_rows, "bench/bench_long_page.py")):  # fmt: skip
+                                 ("long_page", long_rows, "bench/bench_long_page.py"),
+                                 ("patch", patch_rows, "bench/bench_patch.py")):  # fmt: skip
         result = read(name)
         rows += (
             [(row, stamp(result)) for row in rows_of(result)]

@@ -112,6 +112,30 @@ TERMS: dict[str, str] = {
         "vector comes from each input token. Rows still sum to 1; a sink in every layer ends up with almost all "
         "of it."
     ),
+    "ablation": (
+        "Knocking a head out to see what it does: its output is set to zero (**zero ablation**) or to its mean over "
+        "the text (**mean ablation**, which keeps what the head says on average and removes only what it says about "
+        "this text), and the model's prediction is measured again. A head that looks hard at a token and changes "
+        "nothing when knocked out is attention without effect; a sink head often is one."
+    ),
+    "activation patching": (
+        "Two prompts the same length in tokens, a **clean** one (“When Mary and John went to the store, John gave a "
+        "drink to” → “ Mary”) and a **corrupted** one (the second John a Mary). One piece of the clean run (a head's "
+        "output, or the residual stream at one layer and position) is copied into the corrupted run, and the "
+        "share of the logit difference it brings back is measured: 1 all of it, 0 none (Wang et al. 2022, the "
+        "indirect-object circuit)."
+    ),
+    "causal tracing": (
+        "Activation patching of the residual stream (Meng et al. 2022): the vector entering one layer at one "
+        "position, copied from the clean run into the corrupted run. Its map, layer by position, shows where the "
+        "information that decides the answer sits and when it moves: at the name's own position in early layers, "
+        "at the last position in late ones."
+    ),
+    "logit difference": (
+        "logit(target) − logit(foil) after a prompt: how much more the model favours one answer (“ Mary”) over "
+        "its rival (“ John”). Unlike a probability it is not squashed by the softmax, and it is linear in the "
+        "last residual vector, so what each patch recovers of it can be compared and added up."
+    ),
     "sliding window": (
         "A causal mask that keeps only the last w keys (the query's own included): Mistral's and Gemma's. A "
         "decoder's KV cache then stops growing at w entries, whatever the text's length. What falls out of the "

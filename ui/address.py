@@ -4,9 +4,10 @@ A widget bound to the address (bind="query-params") takes its first value from t
 and code may not write a bound value through st.query_params. Four things the app needs have no public call in
 the pinned Streamlit (1.67): forgetting a refused link value, so that its widget takes its default; holding a
 page's own choice in the address when a click's rerun arrived with the older one; opening a deck's view with its
-own values, as a link would; and which page a fragment's run is of (ui.pages.timed_fragment). Streamlit does the
-first three itself after a page change, through the calls below, and tests/test_app.py and the browser tests check
-them on the pinned version. Nothing else in the app imports streamlit.runtime (tests/test_house.py).
+own values, as a link would; which page a fragment's run is of (ui.pages.timed_fragment); and a widget's default,
+which a deck's view sets a choice it does not name back to (ui/decks.py). Streamlit does the first three itself
+after a page change, through the calls below, and tests/test_app.py and the browser tests check them on the pinned
+version. Nothing else in the app imports streamlit.runtime (tests/test_house.py).
 """
 
 from __future__ import annotations
@@ -65,3 +66,14 @@ def seed(values: Mapping[str, str]) -> None:
             for key, value in values.items():
                 params.set_with_no_forward_msg(key, value)
             params.set_initial_query_params_from_current()
+
+
+def widget_default(key: str):
+    """The default of the widget keyed `key`, as Streamlit's own record of it gives it (its deserializer, asked for no
+    value); None where no such widget was drawn in this session, or outside a script run."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return None
+    session = ctx.session_state._state
+    metadata = session._new_widget_state.widget_metadata.get(session._get_widget_id(key))
+    return None if metadata is None else metadata.deserializer(None)

@@ -217,7 +217,7 @@ def _shown_now(going: Going) -> None:
         elif control.key not in DISPLAY:
             state[control.key] = control.default
     for key in going.forget:
-        state.pop(key, None)
+        _forget(key, params)
     state[slides.WANTED] = going.view.stage or going.slide  # a view that names its slide shows it, from either side
     state["link_choices"] = dict(params)  # the page names any own choice it cannot take (check_choice)
     address.clear_bound()  # whatever address the browser sent back
@@ -357,3 +357,16 @@ def set_title(key: str) -> None:
     deck: Deck = st.session_state[DECK]
     title = str(st.session_state.get(key, "")).strip()[:MAX_TITLE] or deck.title
     st.session_state[DECK] = dataclasses.replace(deck, title=title)
+
+
+def _forget(key: str, params: dict) -> None:
+    """A page's own choice of the view before forgotten. One the view names is removed: its widget takes the view's
+    value from the address (address.seed). One it does not name is set to its widget's default where its widget
+    was drawn in this session (Streamlit keeps each widget's deserializer, which gives its default for no value),
+    so that the browser shows the default too: a choice only taken out of the session keeps its old text or option
+    on screen while the server reads the default (a radio showing the residual stream over the heads' map)."""
+    default = None if key in params else address.widget_default(key)
+    if default is None:
+        st.session_state.pop(key, None)
+    else:
+        st.session_state[key] = default

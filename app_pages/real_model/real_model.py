@@ -6,6 +6,7 @@ import dataclasses
 
 import streamlit as st
 
+from app_pages.real_model.effects import show_effects
 from app_pages.real_model.head_reads import beside_weights, read_beside
 from app_pages.real_model.loading import model_for, model_trace_for
 from app_pages.real_model.long_text import show_long_text
@@ -107,6 +108,8 @@ def main() -> None:
                     "weights) + ½·I (the residual connection), multiplied through the layers."
                 )
             show_rollout(model_trace, page.words, page.hide_first, style)
+        if slides.shows("effect"):
+            show_effects(page.key, page.device, model_trace, settings)
         if slides.shows("generate"):
             show_generation(page.key, page.device, settings.text, model_trace.info, model_trace, style)
         if slides.shows("masks"):

@@ -109,6 +109,20 @@ class ModelWorker:
         the runs under way."""
         return self._ask("long_progress", key, device, request, what)
 
+    def knock_out(self, key: str, device: str, text: str, heads: tuple, mode: str, target: str | None):
+        """The text's prediction (an encoder's embedding) with the heads knocked out (intervene.knock_out); a text
+        past the model's token cap is read to the cap, as the page's maps are."""
+        return self._ask("knock_out", key, device, text, heads, mode, target)
+
+    def patch_prepare(self, key: str, device: str, pair: tuple[str, str, str, str]):
+        """A prompt pair (clean, corrupted, target, foil) run once and kept in the worker (patching.prepare): what
+        the page needs of it, without the clean run's activations, which stay in the worker."""
+        return self._ask("patch_prepare", key, device, pair)
+
+    def patch_rows(self, key: str, device: str, pair: tuple[str, str, str, str], kind: str, layer: int):
+        """One layer's patches of the pair, in one batch (patching.rows): the share each recovers."""
+        return self._ask("patch_rows", key, device, pair, kind, layer)
+
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -255,6 +269,31 @@ def _long_progress(key: str, device: str, request, what: str) -> float | None:
     return _long_texts().progress(((key, device), request), what)
 
 
+def _knock_out(key: str, device: str, text: str, heads: tuple, mode: str, target: str | None):
+    from attention_core.models.intervene import knock_out
+
+    return knock_out(_model(key, device), text, heads, mode, target, cut=True)
+
+
+@functools.lru_cache(maxsize=8)  # a pair's clean activations: ~3 MB for SmolLM2 at 20 tokens
+def _prepared(key: str, device: str, pair: tuple[str, str, str, str]):
+    from attention_core.models.patching import prepare
+
+    return prepare(_model(key, device), *pair)
+
+
+def _patch_prepare(key: str, device: str, pair: tuple[str, str, str, str]):
+    from attention_core.models.intervene import Recorded
+
+    return dataclasses.replace(_prepared(key, device, pair), recorded=Recorded())
+
+
+def _patch_rows(key: str, device: str, pair: tuple[str, str, str, str], kind: str, layer: int) -> list[float]:
+    from attention_core.models.patching import rows
+
+    return rows(_model(key, device), _prepared(key, device, pair), kind, layer)
+
+
 class _TensorsAsArrays(pickle.Pickler):
     """Pickles each tensor as the numpy array over its memory: a 30-layer trace (7 MB) pickles in 14 ms and
     unpickles in 7 ms, where torch's own reduction took 45 and 77 ms (the server pays the unpickling)."""
@@ -309,6 +348,9 @@ def serve() -> None:
         "sweep_point": _sweep_point,
         "composed_point": _composed_point,
         "long": _long,
+        "knock_out": _knock_out,
+        "patch_prepare": _patch_prepare,
+        "patch_rows": _patch_rows,
     }
     at_once = {"long_progress": _long_progress}  # answered as it comes, not behind the runs under way
     writing = threading.Lock()  # one answer at a time on the pipe

@@ -1,0 +1,107 @@
+"""Does this head matter? on the Real model page, in a real browser with SmolLM2: a click on the layer × head grid
+knocks a head out (typed into the field and into the address) and a second click brings it back; a click patches
+every head, with its progress, and the map and its words are drawn; the slide fits 1400x900 (light) and 1920x1080
+(dark), at the default sentence and an awkward one."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from app_pages.real_model.effects import GRID_CELL, GRID_LAYER
+from tests.browser import OVERFLOW, check_view, screenshot, settled, wait_for_chart
+from tests.test_browser import AWKWARD
+
+pytestmark = [pytest.mark.browser, pytest.mark.models]
+
+ROW = 35  # pixels: a row of Streamlit's data grid, its header's too
+SLIDE = quote("Does this head matter?")
+
+
+def click_cell(page, layer: int, head: int) -> None:
+    """A click on the grid's cell of layer `layer` and head `head` (both from 1), by the grid's own column widths."""
+    grid = page.locator(".st-key-rm_knock_grid")
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    page.mouse.click(box["x"] + GRID_LAYER + (head - 0.5) * GRID_CELL, box["y"] + ROW * layer + ROW / 2)
+
+
+def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server, browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="light")
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/real_model?rm_model=smollm2")
+        page.locator(".st-key-rm_knock_grid").wait_for(timeout=120000)
+        settled(page, timeout=60)
+        click_cell(page, 3, 5)
+        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5')", timeout=30000)
+        page.wait_for_function("() => document.querySelector('.st-key-rm_knock input').value === 'L3.H5'")
+        page.get_by_text("With 1 head set to zero, p(").wait_for(timeout=30000)
+        settled(page, timeout=60)
+        screenshot(page, "effects-knocked-1400")
+        click_cell(page, 7, 2)  # a second head, in another layer
+        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5%2C+L7.H2')", timeout=30000)
+        page.get_by_text("With 2 heads set to zero").wait_for(timeout=30000)
+        settled(page, timeout=60)
+        click_cell(page, 3, 5)  # the same cell again: back
+        page.wait_for_function("() => location.search.includes('rm_knock=L7.H2')", timeout=30000)
+        page.wait_for_function("() => document.querySelector('.st-key-rm_knock input').value === 'L7.H2'")
+        settled(page, timeout=60)
+        button = page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)")
+        if button.count():  # not yet measured on this server: with its progress
+            button.click()
+            page.locator("[data-testid='stProgress']").wait_for(timeout=60000)
+        wait_for_chart(page, "Each head patched in", timeout=120)
+        page.get_by_text("Recovering most of it: L24.H4").wait_for(timeout=60000)
+        page.get_by_text("large attention, small effect").wait_for(timeout=60000)
+        settled(page, timeout=60)
+        screenshot(page, "effects-patched-1400")
+        check_view(page, "does this head matter?, read at 1400x900")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
+def test_the_slide_fits_with_its_map_at_the_default_sentence_and_an_awkward_one(server, browser, width, height, scheme):
+    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    page = context.new_page()
+    try:
+        for name, text in (("default", None), ("awkward", AWKWARD)):
+            sentence = f"&text={quote(text)}" if text else ""
+            page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_knock=L24.H4&rm_slide={SLIDE}{sentence}")
+            page.get_by_text("With 1 head set to zero").wait_for(timeout=120000)
+            button = page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)")
+            if button.count():
+                button.click()
+            wait_for_chart(page, "Each head patched in", timeout=120)
+            settled(page, timeout=60)
+            screenshot(page, f"effects-slide-{name}-{width}-{scheme}")
+            assert page.evaluate(OVERFLOW) <= 2, f"the slide needs scrolling at {width}x{height}, {name} sentence"
+            check_view(page, f"does this head matter?, presented at {width}x{height} {scheme}, {name} sentence")
+    finally:
+        context.close()
+
+
+def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(server, browser):
+    """The deck "Does this head matter?": view 4 patches the residual stream, view 3 names no kind. Back from 4 to 3
+    with ←, the kind shown is the heads' (the default), as the server reads it: a choice only taken out of the
+    session kept its option on screen while the server drew the heads' button (ui/decks.py _forget)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/decks")
+        page.locator(".st-key-deck_shipped_head-effects button").click()
+        page.get_by_role("button", name="▶ Present from view 1").click()
+        for index in range(1, 5):
+            page.get_by_text(f"view {index} of 4").wait_for(timeout=60000)
+            settled(page, timeout=60)
+            page.keyboard.press("ArrowRight" if index < 4 else "ArrowLeft")
+        page.get_by_text("view 3 of 4").wait_for(timeout=60000)
+        settled(page, timeout=60)
+        kind = page.locator(".st-key-rm_patch_kind")
+        assert kind.get_by_role("radio", name="heads").is_checked(), "the heads are the view's kind"
+        assert not kind.get_by_role("radio", name="residual stream").is_checked()
+        assert page.get_by_role("button", name="Patch every layer and position").count() == 0
+    finally:
+        context.close()

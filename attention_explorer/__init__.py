@@ -11,6 +11,7 @@
     ax.show_long(model, tokenizer, long_text)       # up to 4,096 tokens: a head's pooled map, every head's sink
     ax.knock_out(model, tokenizer, "a prompt", "L3.H5, L7.*")    # does a head matter: the prediction after
     ax.patch(model, tokenizer, clean, corrupted, " Mary", " John")  # each head patched from clean into corrupted
+    ax.show_patch(patched)                                           # its map, as the app draws it
 
 The settings are the sidebar's, by the sidebar's names (d_model, d_k, d_v, heads, kv_heads, variant, causal,
 scaled, seed, positional, window, sinks, top_k, init; MLA's d_c, d_cq, d_rope), with the sidebar's defaults, so
@@ -18,7 +19,7 @@ that the same settings give the same numbers here and in the app. Nothing here i
 """
 
 from attention_explorer.checking import CaseResult, CheckResult, check
-from attention_explorer.intervene import knock_out, patch
+from attention_explorer.intervene import knock_out, patch, show_patch
 from attention_explorer.long import ShownLong, long_trace, show_long
 from attention_explorer.models import ShownModel, show_model
 from attention_explorer.settings import DEFAULTS, link, trace
@@ -39,5 +40,6 @@ __all__ = [
     "show",
     "show_long",
     "show_model",
+    "show_patch",
     "trace",
 ]

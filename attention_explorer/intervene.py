@@ -1,4 +1,4 @@
-"""knock_out() and patch(): does a head matter? For a transformers model in memory, as
+"""knock_out(), patch() and show_patch(): does a head matter? For a transformers model in memory, as
 attention_core/models/intervene.py and patching.py ask it of the bundled ones: heads typed as the app takes them
 ("L3.H5, L7.*"). The model is left as it was: its attention set back, no hook left on it."""
 
@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+import plotly.graph_objects as go
 import torch
 
 from attention_core.models import intervene, patching
 from attention_explorer.models import captured
+from figures.effects import patch_figure, patch_sentence
 
 
 @contextlib.contextmanager
@@ -39,3 +41,18 @@ def patch(
     logit(target) − logit(foil), each patch recovers, as a layer × head (or layer × position) tensor."""
     with _changed(model, tokenizer) as loaded:
         return patching.patch(loaded, clean, corrupted, target, foil, kind=kind)
+
+
+def show_patch(patched: patching.Patched, display: bool = True) -> go.Figure:
+    """A patch's map (patch()'s answer) as the app draws it, with the sentence the app says of it: displayed inline
+    in Jupyter (display=False: only returned)."""
+    figure = patch_figure(patched).plotly
+    if display:
+        try:
+            from IPython.display import Markdown
+            from IPython.display import display as draw
+        except ImportError:  # not in IPython: the figure is returned, not drawn
+            return figure
+        draw(figure)
+        draw(Markdown(patch_sentence(patched)))
+    return figure

@@ -1,7 +1,7 @@
 """Does this head matter? on the Real model page, in a real browser with SmolLM2: a click on the layer × head grid
 knocks a head out (typed into the field and into the address) and a second click brings it back; a click patches
-every head, with its progress, and the map and its words are drawn; the slide fits 1400x900 (light) and 1920x1080
-(dark), at the default sentence and an awkward one."""
+every head, with its progress, and the map and its words are drawn, then the residual stream's; the slide fits
+1400x900 (light) and 1920x1080 (dark) at an awkward sentence; a deck's view shows the kind the server reads."""
 
 from __future__ import annotations
 
@@ -58,17 +58,27 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
         settled(page, timeout=60)
         screenshot(page, "effects-patched-1400")
         check_view(page, "does this head matter?, read at 1400x900")
+        page.locator(".st-key-rm_patch_kind").get_by_text("residual stream").click()  # causal tracing
+        button = page.get_by_role("button", name="Patch every layer and position")
+        button.wait_for(timeout=60000)
+        button.click()
+        wait_for_chart(page, "The residual stream patched in", timeout=120)
+        page.get_by_text("Recovering most of it: layer").wait_for(timeout=60000)
+        page.wait_for_function("() => location.search.includes('rm_patch_kind=residual+stream')", timeout=30000)
+        settled(page, timeout=60)
+        screenshot(page, "effects-residual-1400")
     finally:
         context.close()
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
-def test_the_slide_fits_with_its_map_at_the_default_sentence_and_an_awkward_one(server, browser, width, height, scheme):
+def test_the_slide_fits_with_its_map_at_an_awkward_sentence(server, browser, width, height, scheme):
+    """At the default sentence the deck walks it (tests/test_browser.py, the deck "Does this head matter?")."""
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()
     try:
-        for name, text in (("default", None), ("awkward", AWKWARD)):
-            sentence = f"&text={quote(text)}" if text else ""
+        for name, text in (("awkward", AWKWARD),):
+            sentence = f"&text={quote(text)}"
             page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_knock=L24.H4&rm_slide={SLIDE}{sentence}")
             page.get_by_text("With 1 head set to zero").wait_for(timeout=120000)
             button = page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)")

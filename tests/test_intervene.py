@@ -11,6 +11,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import transformers
@@ -207,6 +208,10 @@ def test_the_notebook_knocks_out_and_patches_a_model_in_memory_and_sets_it_back(
                        patch(loaded, CLEAN, CORRUPTED, " Mary", " John").recovered)  # fmt: skip
     with pytest.raises(ValueError, match="heads: 'L9.H1' names layer 9; this model has layers 1 to 4"):
         ax.knock_out(stock, smollm2.tokenizer, TEXT, "L9.H1")
+    residual = ax.patch(stock, smollm2.tokenizer, CLEAN, CORRUPTED, " Mary", " John", kind="residual")
+    drawn = ax.show_patch(residual, display=False)  # the app's map of it: its numbers, its title
+    np.testing.assert_allclose(np.asarray(drawn.data[0].z, dtype=np.float64), residual.recovered.numpy(), rtol=1e-6)
+    assert drawn.data[0].name.startswith("The residual stream patched in")
 
 
 @pytest.mark.models

@@ -44,6 +44,7 @@ def said(at) -> list[str]:
 
 def test_heads_typed_on_smollm2_are_knocked_out_as_the_core_does(smollm2):
     at = open_page(text="the cat saw the dog and the", rm_model=SMOLLM2)
+    assert any(s.startswith("No head is knocked out yet: type them above or click") for s in said(at))  # nothing run
     at.text_input(key="rm_knock").input("L3.H5, L7.*").run()
     at.radio(key="rm_knock_mode").set_value("mean").run()
     no_problems(at)
@@ -97,7 +98,7 @@ def test_every_head_patched_on_smollm2_draws_the_cores_map_and_says_its_numbers(
                 at.radio(key="rm_patch_kind").set_value("residual").run()
                 at.button(key="rm_patch_go").click().run()
                 no_problems(at)
-            kept = kept_maps()["smollm2", "cpu", pair, kind]
+            kept = kept_maps()[0]["smollm2", "cpu", pair, kind]
             assert (kept.clean, kept.corrupted, kept.tokens) == (prepared.high, prepared.low, prepared.tokens)
             for layer in (0, 14, 29):
                 assert kept.recovered[layer].tolist() == rows(smollm2, prepared, kind, layer), (kind, layer)

@@ -17,7 +17,7 @@ import torch
 import transformers
 
 from attention_core.models.capture import CAPTURE
-from attention_core.models.intervene import Head, Recorded, _predictions, knock_out, parse_heads, token_id
+from attention_core.models.intervene import Head, KnockOut, Recorded, _predictions, knock_out, parse_heads, token_id
 from attention_core.models.patching import Patches, ResidualPatches, patch
 from tests.numerics import F32, gamma
 
@@ -111,8 +111,9 @@ def test_a_knock_out_is_stock_transformers_with_the_tests_own_hook_on_w_o(tiny, 
         assert torch.equal(result.before.logits, plain[0, -1]), heads
         assert torch.equal(result.after.logits, _stock_logits(stock, ids, knocked)[0, -1]), (heads, mode)
         assert result.kl > 0 and result.after.loss != result.before.loss
-    untouched = knock_out(loaded, TEXT, (), mode)
-    assert torch.equal(untouched.after.logits, untouched.before.logits) and untouched.kl == 0
+    untouched = knock_out(loaded, TEXT, (), mode)  # run once: the same prediction before and after
+    assert torch.equal(untouched.after.logits, plain[0, -1]) and untouched.kl == 0
+    assert torch.equal(_predictions(loaded, ids, KnockOut(()))[0].logits, plain[0, -1])  # knocking out none: nothing
 
 
 CLEAN, CORRUPTED = TEXT, "When Mary and John went to the store, Mary gave a drink to"

@@ -6,7 +6,9 @@ measured once per server and prompt pair."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import pandas as pd
@@ -28,7 +30,7 @@ from figures.effects import (
 from figures.glossary import link
 from ui.links import check_choice
 from ui.live_chart import show_figure
-from ui.screen import slide_columns
+from ui.screen import slide_columns, slide_pixels
 from ui.show import style_for
 
 CLEAN = "When Mary and John went to the store, John gave a drink to"  # the indirect-object prompt (Wang et al. 2022)
@@ -36,6 +38,8 @@ CORRUPTED = "When Mary and John went to the store, Mary gave a drink to"
 TARGET, FOIL = " Mary", " John"
 AT_ONCE = 2  # layers patched side by side in the worker: one a core on 2 cores, and never every core of a larger one
 MAPS_KEPT = 16  # patching maps kept for the server (each a few kilobytes)
+KIND_ROW = 40  # pixels, on a 1400x900 slide: the row that chooses the kind, above the map
+TOKEN_LABELS = 50  # pixels: how much taller the residual stream's slanted tokens are than the heads' "H1"
 KINDS = {"heads": "heads", "residual": "residual stream"}  # as the address writes them
 MODES = {"zero": "zero", "mean": "mean"}
 
@@ -47,31 +51,42 @@ def knocked_out(key: str, device: str, text: str, heads: tuple[Head, ...], mode:
 
 
 @st.cache_resource(show_spinner=False)
-def kept_maps() -> dict:
-    """Every patching map measured on this server: (model, device, pair, kind) -> Patched, the newest MAPS_KEPT."""
-    return {}
+def kept_maps() -> tuple[dict, threading.Lock]:
+    """Every patching map measured on this server, (model, device, pair, kind) -> Patched, the newest MAPS_KEPT; and
+    one lock: one map is measured at a time, so a second reader of the same pair waits for the first's and runs
+    nothing, and a class patching at once does not queue the worker for every reader."""
+    return {}, threading.Lock()
 
 
 def patch_map(key: str, device: str, pair: tuple[str, str, str, str], kind: str, layers: int, start: bool):
     """The pair's map of `kind`, measured now (a layer a request, AT_ONCE at a time, with a progress bar) if `start`
     and not kept; None if not measured. A pair the worker refuses raises its ValueError, which names why."""
-    kept, found = kept_maps(), (key, device, pair, kind)
+    (kept, one_at_a_time), found = kept_maps(), (key, device, pair, kind)
     if found in kept or not start:
         return kept.get(found)
+    bar = st.progress(0.0, text="Waiting for another reader's patching map…")
+    try:
+        with one_at_a_time:
+            if found not in kept:
+                kept[found] = measured_map(key, device, pair, kind, layers, bar)
+                while len(kept) > MAPS_KEPT:
+                    kept.pop(next(iter(kept)))
+    finally:
+        bar.empty()
+    return kept.get(found)
+
+
+def measured_map(key: str, device: str, pair: tuple[str, str, str, str], kind: str, layers: int, bar):
+    """The map, measured in the model worker: the pair run once, then each layer's patches as a request."""
     worker = model_worker()
     prepared = worker.patch_prepare(key, device, pair)
-    bar = st.progress(0.0, text=f"Patching: 0 of {layers} layers…")
     rows: list = [None] * layers
     with ThreadPoolExecutor(AT_ONCE) as pool:
         asked = {pool.submit(worker.patch_rows, key, device, pair, kind, layer): layer for layer in range(layers)}
         for done, answer in enumerate(as_completed(asked), start=1):
             rows[asked[answer]] = answer.result()
             bar.progress(done / layers, text=f"Patching: {done} of {layers} layers…")
-    bar.empty()
-    kept[found] = patched(prepared, kind, rows)
-    while len(kept) > MAPS_KEPT:
-        kept.pop(next(iter(kept)))
-    return kept[found]
+    return patched(prepared, kind, rows)
 
 
 def show_effects(key: str, device: str, model_trace, settings) -> None:
@@ -134,7 +149,8 @@ def knock_section(key: str, device: str, info, text: str, presentation: bool):
         )
     try:
         heads = parse_heads(typed or "", info.n_layers, info.heads)
-        knocked = knocked_out(key, device, text, heads, mode or "zero", target or None)
+        # nothing chosen, no run: a page that is only read costs the model worker nothing more
+        knocked = knocked_out(key, device, text, heads, mode or "zero", target or None) if heads or target else None
     except ValueError as error:
         st.error(str(error))
         return None
@@ -144,6 +160,10 @@ def knock_section(key: str, device: str, info, text: str, presentation: bool):
         with grid:
             heads_grid(info, heads)
     with said:
+        if knocked is None:
+            where = "type them above" if presentation else "type them above or click them on the grid"
+            st.markdown(f"No head is knocked out yet: {where}, and the model's answer is read again without them.")
+            return None
         if not info.causal:
             st.markdown(embedding_sentence(knocked))
             return knocked
@@ -258,6 +278,9 @@ def patch_section(key: str, device: str, info, settings, presentation: bool):
         st.caption("Not measured yet for this pair. Once measured, every reader of this server sees it at once.")
         return None
     style = style_for(settings, side_by_side=presentation, slide=presentation)
+    if presentation:  # the kind's row above the map, and (the residual stream's) its tokens slanted above it
+        shorter = KIND_ROW + (TOKEN_LABELS if kind == "residual" else 0)
+        style = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - slide_pixels(shorter))
     show_figure(patch_figure(found, style), f"rm-patch-{kind}")
     if presentation:  # its words go in the slide's other column (show_effects)
         return found

@@ -259,7 +259,7 @@ def knock_out(
     if loaded.lm is None:
         return _embedding_moved(loaded, ids, heads, mode)
     (before,), means = _means(loaded, ids, mode, lambda i, r: _predictions(loaded, i, r))
-    (after,) = _predictions(loaded, ids, KnockOut(heads, means))
+    (after,) = _predictions(loaded, ids, KnockOut(heads, means)) if heads else (before,)  # none: one run
     chosen = int(before.logits.argmax()) if target is None else token_id(loaded, target)
     name = readable_token(loaded.tokenizer, loaded.tokenizer.convert_ids_to_tokens([chosen])[0])
     return KnockedOut(heads, mode, before, after, chosen, name)
@@ -272,7 +272,7 @@ def _embedding_moved(loaded, ids: torch.Tensor, heads: tuple[Head, ...], mode: s
         return out[0].double().cpu()  # [n, d_model]
 
     stock, means = _means(loaded, ids, mode, hidden)
-    knocked = hidden(ids, KnockOut(heads, means))
+    knocked = hidden(ids, KnockOut(heads, means)) if heads else stock
     sentence = [torch.nn.functional.normalize(h.mean(0), dim=0) for h in (stock, knocked)]
     tokens = loaded.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     return EmbeddingMoved(

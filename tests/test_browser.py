@@ -5,6 +5,7 @@ mask, and checks what Plotly painted. Screenshots go to test-artifacts/. Under C
 Chromium is a failure, not a skip.
 """
 
+import contextlib
 import csv
 import json
 import re
@@ -16,6 +17,7 @@ from urllib.parse import quote, quote_plus
 
 import numpy as np
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from app_pages import BY_TITLE, PAGES
@@ -1014,6 +1016,14 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             page.wait_for_url(re.compile(f"{re.escape(server)}{re.escape(view.page.address)}(\\?|$)"))
             if view.stage == "long":  # the 4,096-token pass, shared with tests/test_browser_long.py's (one per server)
                 wait_for_chart(page, "weights = the max of each", timeout=600)
+            # Drawn for this screen, on another page too (a page switch once forgot the window's size: 1400x900's
+            # slide in a 1920x1080 corner). Chromium's root type is 16 px; a slide scales it (ui.show). The first
+            # presented run draws at 1400x900 until the browser has told its window's size (ui/screen.py), which on
+            # a busy machine comes after a quiet moment: waited for, then the view is measured as drawn at its scale.
+            scaled = 16 * screen_scale((width, height))
+            with contextlib.suppress(PlaywrightTimeout):
+                page.wait_for_function(f"Math.abs(parseFloat(getComputedStyle(document.documentElement).fontSize) - "
+                                       f"{scaled}) < {scaled / 100}", timeout=30000)  # fmt: skip
             settled(page)
             if page.get_by_role("button", name="Measure every mask").count():  # measured, whichever test came first
                 masks_measured(page, progress=False)  # (its progress: tests/test_browser_sweep.py)
@@ -1023,10 +1033,8 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
                 screenshot(page, f"{shot}-{browser_scheme(page)}")
             assert page.locator("[data-testid='stAlert']").count() == 0, (index, view)
             assert page.evaluate(OVERFLOW) <= 2, f"{what} scrolls"
-            # Drawn for this screen, on another page too (a page switch once forgot the window's size: 1400x900's
-            # slide in a 1920x1080 corner). Chromium's root type is 16 px; a slide scales it (ui.show).
             root = page.evaluate("parseFloat(getComputedStyle(document.documentElement).fontSize)")
-            assert root == pytest.approx(16 * screen_scale((width, height)), rel=0.01), (index, view.page.title)
+            assert root == pytest.approx(scaled, rel=0.01), (index, view.page.title)  # (waited for above)
             if lecture in BOTH_SCHEMES:
                 check_view_in_both_schemes(page, what, shot, other=other_scheme(width), axe=axe_at(width))
             else:

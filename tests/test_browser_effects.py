@@ -5,7 +5,7 @@ every head, with its progress, and the map and its words are drawn, then the res
 
 from __future__ import annotations
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 
@@ -15,6 +15,7 @@ from tests.test_browser import AWKWARD
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
 
+ANNA = "When Anna and Tom went to the park, {} gave a ball to"
 ROW = 35  # pixels: a row of Streamlit's data grid, its header's too
 SLIDE = quote("Does this head matter?")
 
@@ -31,7 +32,15 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
     context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="light")
     page = context.new_page()
     try:
-        page.goto(f"{server}/real_model?rm_model=smollm2&text=Mary")  # one token: the rest of the page is light
+        # One token in the sidebar: the rest of the page is light. A pair of its own, which no other test patches:
+        # the server keeps a map for every reader, so a map another test measured first would show no progress.
+        pair = {
+            "rm_clean": ANNA.format("Tom"),
+            "rm_corrupt": ANNA.format("Anna"),
+            "rm_target": " Anna",
+            "rm_foil": " Tom",
+        }
+        page.goto(f"{server}/real_model?rm_model=smollm2&text=Mary&{urlencode(pair)}")
         page.locator(".st-key-rm_knock_grid").wait_for(timeout=120000)
         settled(page, timeout=60)
         click_cell(page, 3, 5)
@@ -48,22 +57,19 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
         page.wait_for_function("() => location.search.includes('rm_knock=L7.H2')", timeout=30000)
         page.wait_for_function("() => document.querySelector('.st-key-rm_knock input').value === 'L7.H2'")
         settled(page, timeout=60)
-        button = page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)")
-        if button.count():  # not yet measured on this server: with its progress
-            button.click()
-            page.locator("[data-testid='stProgress']").wait_for(timeout=60000)
+        page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)").click()
+        page.locator("[data-testid='stProgress']").wait_for(timeout=60000)  # its progress
         wait_for_chart(page, "Each head patched in", timeout=120)
-        page.get_by_text("Recovering most of it: L24.H4").wait_for(timeout=60000)
-        page.get_by_text("large attention, small effect").wait_for(timeout=60000)
+        page.get_by_text("logit(·Anna) − logit(·Tom) is +").wait_for(timeout=60000)  # (its numbers: test_app_effects)
+        page.get_by_text("Looking most at ·Anna from the last row").wait_for(timeout=60000)
         settled(page, timeout=60)
         screenshot(page, "effects-patched-1400")
         # (axe: the section's grid and fields read normally on MiniLM in tests/test_accessibility.py, its map on the
         # slide below; here the labels of every chart, none cut or over another)
         check_view(page, "does this head matter?, read at 1400x900", axe=False)
         page.locator(".st-key-rm_patch_kind").get_by_text("residual stream").click()  # causal tracing
-        button = page.get_by_role("button", name="Patch every layer and position")
-        button.wait_for(timeout=60000)
-        button.click()
+        page.get_by_role("button", name="Patch every layer and position").click()
+        page.locator("[data-testid='stProgress']").wait_for(timeout=60000)
         wait_for_chart(page, "The residual stream patched in", timeout=120)
         page.get_by_text("Recovering most of it: layer").wait_for(timeout=60000)
         page.wait_for_function("() => location.search.includes('rm_patch_kind=residual+stream')", timeout=30000)

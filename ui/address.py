@@ -74,6 +74,9 @@ def widget_default(key: str):
     ctx = get_script_run_ctx()
     if ctx is None:
         return None
-    session = ctx.session_state._state
-    metadata = session._new_widget_state.widget_metadata.get(session._get_widget_id(key))
+    try:
+        session = ctx.session_state._state
+        metadata = session._new_widget_state.widget_metadata.get(session._get_widget_id(key))
+    except AttributeError:  # another Streamlit's internals: no default known (the choice is then only forgotten)
+        return None
     return None if metadata is None else metadata.deserializer(None)

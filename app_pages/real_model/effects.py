@@ -30,6 +30,7 @@ from figures.effects import (
 from figures.glossary import link
 from ui.links import check_choice
 from ui.live_chart import show_figure
+from ui.memo import remember
 from ui.screen import slide_columns, slide_pixels
 from ui.show import style_for
 
@@ -281,15 +282,24 @@ def patch_section(key: str, device: str, info, settings, presentation: bool):
     if presentation:  # the kind's row above the map, and (the residual stream's) its tokens slanted above it
         shorter = KIND_ROW + (TOKEN_LABELS if kind == "residual" else 0)
         style = dataclasses.replace(style, max_map_pixels=style.max_map_pixels - slide_pixels(shorter))
-    show_figure(patch_figure(found, style), f"rm-patch-{kind}")
+    # What is drawn of a map is made once while the server keeps it, for every reader (ui.memo): not on each rerun
+    show_figure(remember(found, ("map", style), lambda: patch_figure(found, style)), f"rm-patch-{kind}")
     if presentation:  # its words go in the slide's other column (show_effects)
         return found
     st.markdown(patch_sentence(found))
     if kind == "heads":
-        clean_trace = cached_model_trace(key, device, pair[0])
-        last_rows = torch.stack([layer.weights[:, -1, :] for layer in clean_trace.layers])  # [layers, heads, n]
-        for sentence in beside_sentences(found, last_rows, clean_trace.tokens):
+        read = style_for(settings)
+        sentences, figure = remember(found, ("beside", read), lambda: beside(key, device, pair[0], found, read))
+        for sentence in sentences:
             st.markdown(sentence)
-        layers = [clean_trace.layers[layer] for layer, _ in top(found.recovered)]
-        show_figure(found_heads_figure(found, layers, style_for(settings)), "rm-patch-found")
+        show_figure(figure, "rm-patch-found")
     return found
+
+
+def beside(key: str, device: str, clean: str, found, style) -> tuple[list[str], object]:
+    """Attention beside effect: the sentences, and the maps of the heads that recover most, from the clean prompt's
+    trace (run in the worker once per prompt, as any sentence's)."""
+    clean_trace = cached_model_trace(key, device, clean)
+    last_rows = torch.stack([layer.weights[:, -1, :] for layer in clean_trace.layers])  # [layers, heads, n]
+    layers = [clean_trace.layers[layer] for layer, _ in top(found.recovered)]
+    return beside_sentences(found, last_rows, clean_trace.tokens), found_heads_figure(found, layers, style)

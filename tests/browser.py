@@ -337,7 +337,7 @@ class ServerSent:
     def __init__(self, page):
         self.figures: dict[str, tuple[str, str]] = {}
         self._held: dict[str, bytes] = {}
-        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+        listen(page, "websocket", lambda socket: socket.on("framereceived", self._frame))
 
     def _frame(self, payload) -> None:
         if isinstance(payload, str):
@@ -417,8 +417,63 @@ def outside_requests(page) -> list[str]:
     """Every address the page asks for that is not this machine: the Docker image runs offline,
     so a font, icon or script from the internet would be missing in the lecture hall."""
     asked = []
-    page.on("request", lambda request: asked.append(request.url))
+    listen(page, "request", lambda request: asked.append(request.url))
     return asked  # read after the test: it fills as the page runs
+
+
+# What each test added to a page's events, taken off again when the page is lent to the next test (lent_tab).
+_LISTENERS: dict[int, list] = {}
+
+
+def listen(page, event: str, handler) -> None:
+    """page.on(event, handler), taken off when the test that added it hands its tab back (lent_tab)."""
+    page.on(event, handler)
+    _LISTENERS.setdefault(id(page), []).append((event, handler))
+
+
+# Each worker's one tab, lent to its tests in turn. A page opened in a new browser context compiles Streamlit's and
+# Plotly's scripts again and starts a new renderer: on a 2-core Intel Xeon, 6.6 CPU-seconds a Walkthrough opened so,
+# against 3.0 in a tab that has opened the app before (docs/benchmarks.md). Each test still starts on a new page
+# and a new session: the tab is taken to about:blank, its storage and cookies cleared, its listeners taken off.
+_TABS: dict[int, object] = {}
+
+
+@contextlib.contextmanager
+def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "light"):
+    """This worker's tab at this window and colour scheme, as a new context would open it, asking nothing of any host
+    but this machine's (checked when it is handed back). A tab whose reset fails is closed, and the next test gets a
+    new one. Not for a test that adds scripts to its page (add_init_script stays with the tab): `fresh_page`."""
+    page = _TABS.get(id(browser))
+    if page is None:
+        page = _TABS[id(browser)] = browser.new_context().new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    page.emulate_media(color_scheme=scheme, reduced_motion="no-preference")
+    asked = outside_requests(page)
+    try:
+        yield page
+    finally:
+        _hand_back(browser, page)
+    assert offline(asked) == [], "the page fetched from outside this machine"
+
+
+def _hand_back(browser, page) -> None:
+    """The tab as a new context has it: no listener of the test's, a new blank document, no storage, no cookie, no
+    other tab (a link the test opened in a new one)."""
+    for event, handler in _LISTENERS.pop(id(page), []):
+        page.remove_listener(event, handler)
+    try:
+        for other in page.context.pages:
+            if other != page:
+                other.close()
+        if page.url.startswith("http"):
+            page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+        page.goto("about:blank", timeout=10_000)
+        page.context.clear_cookies()
+        page.mouse.move(0, 0)
+    except PlaywrightError:  # a page the test left unusable: a new one for the next
+        _TABS.pop(id(browser), None)
+        with contextlib.suppress(PlaywrightError):
+            page.context.close()
 
 
 def offline(asked: list[str]) -> list[str]:

@@ -135,9 +135,9 @@ def server(request):
         yield started
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Debian's Chromium, driven by Playwright, one per browser-test module."""
+    """Debian's Chromium, driven by Playwright, one per worker for the whole run."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser import CHROMIUM, SUITE_FLAGS
@@ -150,7 +150,18 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page at 1400 x 1000 that must ask nothing of any host but the app's own."""
+    """A new page at 1400 x 1000 that must ask nothing of any host but the app's own: the worker's tab, lent
+    (tests/browser.py lent_tab)."""
+    from tests.browser import lent_tab
+
+    with lent_tab(browser) as page:
+        yield page
+
+
+@pytest.fixture
+def fresh_page(browser):
+    """A page in a browser context of its own, at 1400 x 1000, for a test that adds scripts to its page
+    (add_init_script), which a lent tab would carry to the next test."""
     from tests.browser import offline, outside_requests
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})

@@ -16,9 +16,8 @@ from tests.browser import (
     accessibility_problems,
     chart_locator,
     idle,
+    lent_tab,
     no_traceback,
-    offline,
-    outside_requests,
     scheme,
     screenshot,
     settled,
@@ -42,10 +41,7 @@ def default_trace():
 def test_no_page_has_a_serious_accessibility_problem(server, browser):
     """Every page read normally, and the pages whose slides no other test walks in presentation mode, in both
     colour schemes (the system's scheme switched live on each page)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    asked = outside_requests(page)
-    try:
+    with lent_tab(browser, 1400, 900, "light") as page:
         shown = [(spec, False) for spec in PAGES] + [(BY_TITLE[title], True) for title in PRESENTED_HERE]
         for spec, present in shown:
             page.goto(f"{server}{spec.address}" + ("?present=true" if present else ""))
@@ -59,9 +55,6 @@ def test_no_page_has_a_serious_accessibility_problem(server, browser):
                 how = ("presentation" if present else "read normally", scheme(page))
                 # the other scheme: the rules that read colours (the document is the first scheme's)
                 assert accessibility_problems(page, "colours" if turn else "all") == [], (spec.title, *how)
-        assert offline(asked) == []
-    finally:
-        context.close()
 
 
 def test_the_arrow_keys_walk_a_maps_cells_and_each_is_read_out_and_shown(server, page):

@@ -41,6 +41,7 @@ from tests.browser import (
     check_view_in_both_schemes,
     clipped,
     idle,
+    lent_tab,
     masks_measured,
     no_traceback,
     offline,
@@ -128,26 +129,20 @@ def test_odd_unicode_keeps_every_row_and_every_label_inside_its_chart(server, pa
 def test_titles_never_clip_and_cell_numbers_never_run_together(server, browser, width, height):
     """Issue 11: at 1400 px the causal mask's title ran out ("…grey ✕ = hidde") and the concat's numbers ran
     together ("-1.42-0.99-0.44"); the peakiness chart's sub-plot titles overlapped its subtitle."""
-    context = browser.new_context(viewport={"width": width, "height": 3000})
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, 3000) as page:
         page.goto(f"{server}/?causal=true&heads=2&text={quote(DOG)}")
         wait_for_chart(page, "causal mask", lambda s: s["masked"] is not None)
         wait_for_chart(page, "concat")
         settled(page)
         check_view(page, f"the dog sentence at {width}x{height}")
         screenshot(page, f"walkthrough-dog-causal-{width}")
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_every_label_is_readable_on_screen_and_in_the_exported_image(server, browser, scheme):
     """Streamlit follows the system's colour scheme; every chart label of every sub-plot and legend must stand
     out from the page (4.5:1), and from the paper of the PNG the camera button saves."""
-    context = browser.new_context(viewport={"width": 1400, "height": 2400}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, 1400, 2400, scheme) as page:
         for path, chart in (
             ("/?causal=true", "attention weights"),
             ("/multihead?heads=6&causal=true", "weights of all 6 heads"),
@@ -168,8 +163,6 @@ def test_every_label_is_readable_on_screen_and_in_the_exported_image(server, bro
             chart.hover()
             chart.locator(".modebar-btn[data-title='Download plot as a PNG']").first.click()
         assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    finally:
-        context.close()
 
 
 def test_exports_download_the_exact_numbers(server, page):
@@ -440,9 +433,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
     """On a projector: every stage fits the screen without scrolling, in both colour schemes, type is large
     everywhere (ticks, titles, hovers, buttons, formulas), and every page has links to the others and a way out
     (a button and Esc)."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?present=true")
         for index, stage in enumerate(DEFAULT_STAGES, start=1):
             page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
@@ -482,8 +473,6 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
                 screenshot(page, f"presentation-{name}-{width}-{browser_scheme(page)}")
         page.keyboard.press("Escape")  # the way out, from any page
         page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
-    finally:
-        context.close()
 
 
 # Each chart: its name, its smallest tick label, and its key (its container's st-key class), to say whether what it
@@ -522,10 +511,8 @@ def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
     slide caps at 400 pixels. The window's size is told by the browser, so the larger slide comes on its rerun."""
     measured = {}
     for width, height in ((1400, 900), (1920, 1080)):
-        context = browser.new_context(viewport={"width": width, "height": height})
-        page = context.new_page()
-        sent = ServerSent(page)
-        try:
+        with lent_tab(browser, width, height) as page:
+            sent = ServerSent(page)
             page.goto(f"{server}/?present=true&stage=softmax&{LONG_LINKS['003']}")
             page.get_by_role("button", name="next →").wait_for(timeout=60000)
             settled(page)
@@ -533,8 +520,6 @@ def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
             shown = measured[width]["charts"]
             assert all(drawn == "its last figure" for _, _, drawn in shown), (width, shown)  # every chart's newest
             assert page.evaluate(OVERFLOW) <= 2, (width, measured)  # the long-input walk checks the rest
-        finally:
-            context.close()
     small, large = measured[1400], measured[1920]
     assert large["root"] == pytest.approx(1.2 * small["root"], rel=0.02), f"{measured}"  # a string: shown whole
     for size in ("text", "tick", "title", "plot"):
@@ -546,9 +531,7 @@ def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(serve
     """Lecture 002's sentence on the weights slide: with random weights the slide says they learned nothing, with
     the row's numbers; one click loads lecture 002's trained model, named trained, whose "eat" looks at "Alice".
     Both fit the screen."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?text=Alice+will+eat+pizza&present=true&stage=softmax")
         page.get_by_role("heading", name=re.compile("Softmax")).wait_for(timeout=30000)
         settled(page)
@@ -568,8 +551,6 @@ def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(serve
         eat_on_alice = chart_z(page, "attention weights")[2][0]
         assert eat_on_alice >= 0.6
         address_holds(page, "numbers_from=trained-")
-    finally:
-        context.close()
 
 
 LONG_LINKS = {
@@ -584,9 +565,7 @@ def test_long_inputs_fit_every_slide_gpt2_sizes_and_a_15_token_sentence(server, 
     """GPT-2 small's sizes (768-wide matrices, 12 heads: a band of 8 dimensions a side, the heads in a menu) and
     lecture 003's 15 tokens: every Walkthrough slide fits the screen, nothing cut or overlapping. Every slide: as
     many as the page's own slide bar has (the 11th, FlashAttention's tiles, was left out when the count was typed)."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?present=true&{LONG_LINKS[link]}")
         page.get_by_role("heading", name=re.compile("^1 · ")).wait_for(timeout=30000)
         settled(page)
@@ -604,8 +583,6 @@ def test_long_inputs_fit_every_slide_gpt2_sizes_and_a_15_token_sentence(server, 
             page.keyboard.press("ArrowRight")
         if link == "gpt2":  # the 12th head, from the link, chosen in the menu all along
             address_holds(page, "head=head+12")
-    finally:
-        context.close()
 
 
 MLA_LINK = "variant=mla&heads=2&d_c=3&d_rope=2&positional=rotary&causal=true"
@@ -649,10 +626,8 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
     trace = trace_sentence(
         text, AttentionConfig(variant="mla", heads=2, d_c=3, d_rope=2, positional="rotary", causal=True)
     )
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
     named = "awkward" if text == AWKWARD else "default"
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         address = f"{server}/?present=true&text={quote(text)}&{MLA_LINK}"
         page.goto(address)
         for stage in stages_for(trace):
@@ -671,8 +646,6 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
             assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {stage.key} is cut at {width}x{height}"
             if text != AWKWARD:
                 page.keyboard.press("ArrowRight")
-    finally:
-        context.close()
 
 
 def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
@@ -724,10 +697,7 @@ def test_glossary_links_open_the_term_in_a_new_tab(server, page):
 
 @pytest.mark.models
 def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server, browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 7000})  # the page scrolls inside its own pane
-    page = context.new_page()
-    asked = outside_requests(page)
-    try:
+    with lent_tab(browser, 1400, 7000) as page:  # the page scrolls inside its own pane
         # Bound select boxes keep their shown label in the URL.
         model, head = quote("SmolLM2-135M-Instruct (Llama-style decoder)"), quote("head 5 (kv 2)")
         page.goto(f"{server}/real_model?text={quote('the cat saw the dog <b>')}&rm_model={model}&rm_head={head}")
@@ -753,9 +723,6 @@ def test_real_model_page_paints_a_trained_decoder_with_inactive_controls(server,
         no_traceback(page)
         settled(page)
         screenshot(page, "real-model-minilm-awkward")
-        assert offline(asked) == []
-    finally:
-        context.close()
 
 
 def trained_as_the_server_trains(steps: int) -> str:
@@ -954,9 +921,7 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
     """Presentation mode on Multi-head, Why √d_k, Compare, Training and the Glossary (its first three terms): each
     slide, reached with → alone, fits the screen without scrolling and nothing on it is cut or overlaps, in both
     colour schemes. (The Real model page's slides: test_every_stage_slide_of_a_real_model_fits_the_screen.)"""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         for title in SLIDE_PAGES:
             spec = next(spec for spec in PAGES if spec.title == title)
             page.goto(f"{server}{spec.address}?present=true&heads=2")
@@ -979,8 +944,6 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
                     axe=axe_at(width),
                 )
                 page.keyboard.press("ArrowRight")
-    finally:
-        context.close()
 
 
 # Every lecture at both projector sizes; 000, 002 and 004 (issue 25's lectures), the deck after MLA (issue 43) and
@@ -1004,10 +967,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
     leaves the machine."""
     name = lecture if not lecture[0].isdigit() else f"lecture-{lecture}"
     deck = decks.shipped()[name]
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    asked = outside_requests(page)
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/decks")
         page.locator(f".st-key-deck_shipped_{name} button").click()
         page.get_by_role("button", name="▶ Present from view 1").click()
@@ -1042,9 +1002,6 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             page.keyboard.press("ArrowRight")
         idle(page)  # → at the last view: the deck stays there
         assert page.get_by_text(f"view {len(deck.views)} of {len(deck.views)}").is_visible()
-        assert offline(asked) == []
-    finally:
-        context.close()
 
 
 @pytest.mark.models
@@ -1054,9 +1011,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
     """Every slide of the Real model page for both bundled models (MiniLM: 6 layers, d_model 384; SmolLM2: 30
     layers, d_model 576, grouped keys), its overview and each stage of one head, reached with → alone in the order
     of its slide bar, fits the screen; nothing cut or overlapping; → at the last goes round to the first."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/real_model?present=true&rm_model={quote(model)}")
         page.get_by_role("button", name="next →").wait_for(timeout=60000)
         # The page's own list of its slides (the bar's choices, once its first run has drawn them all: the stages'
@@ -1075,8 +1030,6 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
         # → at the last slide wraps round to the first, as on every page (the walk once read the wrap's address,
         # the first one it had seen, as "stays there")
         page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(slides[0])), timeout=60000)
-    finally:
-        context.close()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1105,9 +1058,7 @@ def test_decoding_steps_one_token_at_a_time_and_greys_what_is_not_recomputed(ser
 def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, width, height, scheme):
     """Presentation mode: → writes the next token (the step's rows, its cache), and past the last one opens the
     cost slide; every slide is checked at both projector sizes in both colour schemes, and screenshot."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/decoding?present=true&dec_step=1&heads=2")
         wait_for_chart(page, "cached")
         n = int(_step_shown(page).split(" of ")[1].split(":")[0].split("*")[0])
@@ -1127,8 +1078,6 @@ def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, w
         settled(page)
         check_view_in_both_schemes(page, f"Decoding's cost slide at {width}x{height}", f"slide-decoding-cost-{width}",
                                    other=other_scheme(width), axe=axe_at(width))  # fmt: skip
-    finally:
-        context.close()
 
 
 @pytest.mark.models

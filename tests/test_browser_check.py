@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tests.browser import check_view, screenshot, settled
+from tests.browser import check_view, lent_tab, screenshot, settled
 from tests.test_checking import step_student, student
 
 pytestmark = pytest.mark.browser
@@ -71,9 +71,7 @@ def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
 def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, browser, width, height, scheme, tmp_path):
     """On a projector the type grows: the loading snippet once ran past its block, which then scrolled sideways
     where no key could reach it (axe: scrollable-region-focusable). It wraps now."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/check?present=true&variant=mla&heads=2")
         page.get_by_text("Check your attention").wait_for(timeout=60000)
         settled(page)
@@ -90,5 +88,3 @@ def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, brow
         page.get_by_text("expected and yours").scroll_into_view_if_needed()  # the mistake and its row in view
         check_view(page, f"check's verdict presented at {width}x{height} ({scheme})", charts=False)
         screenshot(page, f"check-verdict-presented-{width}-{scheme}")
-    finally:
-        context.close()

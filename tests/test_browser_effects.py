@@ -10,7 +10,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from app_pages.real_model.effects import GRID_CELL, GRID_LAYER
-from tests.browser import OVERFLOW, check_view, screenshot, settled, wait_for_chart
+from tests.browser import OVERFLOW, check_view, lent_tab, screenshot, settled, wait_for_chart
 from tests.test_browser import AWKWARD
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
@@ -29,9 +29,7 @@ def click_cell(page, layer: int, head: int) -> None:
 
 
 def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server, browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    try:
+    with lent_tab(browser, 1400, 900, "light") as page:
         # One token in the sidebar: the rest of the page is light. A pair of its own, which no other test patches:
         # the server keeps a map for every reader, so a map another test measured first would show no progress.
         pair = {
@@ -75,8 +73,6 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
         page.wait_for_function("() => location.search.includes('rm_patch_kind=residual+stream')", timeout=30000)
         settled(page, timeout=60)
         screenshot(page, "effects-residual-1400")
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
@@ -84,9 +80,7 @@ def test_the_slide_fits_with_each_map_at_an_awkward_sentence(server, browser, wi
     """Each kind's map on the slide (the residual stream's slanted tokens take more room than the heads' labels), at
     an awkward sentence; at the default sentence the deck walks it (tests/test_browser.py, "Does this head
     matter?")."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         for kind, chart, label in (
             ("heads", "Each head patched in", "Patch every head (30 × 9 = 270 runs)"),
             ("residual+stream", "The residual stream patched in", "Patch every layer and position"),
@@ -103,17 +97,13 @@ def test_the_slide_fits_with_each_map_at_an_awkward_sentence(server, browser, wi
             screenshot(page, f"effects-slide-{kind.split('+')[0]}-awkward-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) <= 2, f"the slide of the {kind} needs scrolling at {width}x{height}"
             check_view(page, f"does this head matter?, the {kind}, presented at {width}x{height} {scheme}")
-    finally:
-        context.close()
 
 
 def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(server, browser):
     """The deck "Does this head matter?": view 4 patches the residual stream, view 3 names no kind. Back from 4 to 3
     with ←, the kind shown is the heads' (the default), as the server reads it: a choice only taken out of the
     session kept its option on screen while the server drew the heads' button (ui/decks.py _forget)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    try:
+    with lent_tab(browser, 1400, 900) as page:
         page.goto(f"{server}/decks")
         page.locator(".st-key-deck_shipped_head-effects button").click()
         page.get_by_role("button", name="▶ Present from view 1").click()
@@ -127,5 +117,3 @@ def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(se
         assert kind.get_by_role("radio", name="heads").is_checked(), "the heads are the view's kind"
         assert not kind.get_by_role("radio", name="residual stream").is_checked()
         assert page.get_by_role("button", name="Patch every layer and position").count() == 0
-    finally:
-        context.close()

@@ -13,6 +13,7 @@ import torch
 from tests.browser import (
     check_view,
     free_port,
+    lent_tab,
     no_traceback,
     require_chromium,
     screenshot,
@@ -69,9 +70,7 @@ VIEWS = [(1400, 900, "light", False), (1920, 1080, "dark", True)]
 @pytest.mark.parametrize(("width", "height", "scheme", "present"), VIEWS)
 def test_deepseeks_real_model_page_shows_mlas_own_stages(families_app, browser, width, height, scheme, present):
     url, folders = families_app
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         model = quote(f"dir:{folders['deepseek_v3']}")
         stage = "&rm_slide=c_KV" if present else ""  # the slide bar's label, as the address holds it
         page.goto(f"{url}/real_model?rm_model={model}&text={quote(SENTENCE)}&present={str(present).lower()}{stage}")
@@ -80,5 +79,3 @@ def test_deepseeks_real_model_page_shows_mlas_own_stages(families_app, browser, 
         settled(page)
         check_view(page, f"DeepSeek-V3's latent on the Real model page at {width}x{height} ({scheme})")
         screenshot(page, f"real-model-deepseek-latent-{width}-{scheme}")
-    finally:
-        context.close()

@@ -12,7 +12,7 @@ import pytest
 from attention_core import AttentionConfig, trace_sentence
 from figures.settings import DEFAULTS
 from figures.stages import BY_KEY, heading
-from tests.browser import OVERFLOW, chart_z, check_view_in_both_schemes, no_traceback, settled, wait_for_chart
+from tests.browser import OVERFLOW, chart_z, check_view_in_both_schemes, lent_tab, no_traceback, settled, wait_for_chart
 from tests.test_browser import AWKWARD, FORMULA_CUT, SCREENS, axe_at, other_scheme
 
 pytestmark = pytest.mark.browser
@@ -24,9 +24,7 @@ SIDEBAR = {name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init", "
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
 def test_the_gate_and_the_gated_output_fit_every_screen_with_the_engines_numbers(server, browser, width, height,
                                                                                  scheme):  # fmt: skip
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         for text, named in ((DEFAULTS["text"], "default"), (AWKWARD, "awkward")):
             trace = trace_sentence(text, AttentionConfig(**SIDEBAR, variant="gated", heads=2, kv_heads=1, causal=True))
             for key in ("gate", "output") if named == "default" else ("gate",):  # the formula's fit: one text
@@ -42,5 +40,3 @@ def test_the_gate_and_the_gated_output_fit_every_screen_with_the_engines_numbers
                 check_view_in_both_schemes(page, f"gated stage {key} at {width}x{height} ({named})",
                                            f"presentation-gated-{key}-{width}-{named}", other=other_scheme(width),
                                            axe=axe_at(width))  # fmt: skip
-    finally:
-        context.close()

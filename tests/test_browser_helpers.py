@@ -18,6 +18,8 @@ from tests.browser import (
     assert_none,
     check_view,
     clipped,
+    lent_tab,
+    listen,
     no_traceback,
     offline,
     outside_requests,
@@ -206,3 +208,33 @@ def test_readable_charts_measures_once_and_a_chart_unreadable_then_is_the_caller
     ratio, label, looked = readable_charts(page, "a dark slide")
     assert ratio < 2 and looked == 1 and "rgb(49, 51, 63) on rgb(14, 17, 23)" in label, (ratio, label)
     page.close()
+
+
+def test_a_lent_tab_comes_to_the_next_test_as_a_new_context_would_open_it(browser, fixture_url):
+    """The worker's tab (lent_tab) is handed on with nothing of the test before: no storage, cookie, listener or
+    other tab, its window and scheme as asked; a request to another host is found when it is handed back; a tab left
+    unusable is replaced."""
+    late = []
+    with lent_tab(browser, 800, 600, "dark") as first:
+        first.goto(fixture_url + "?clean")
+        first.evaluate("() => { localStorage.x = 1; sessionStorage.y = 2; document.cookie = 'z=3'; }")
+        listen(first, "request", lambda request: late.append(request.url))
+        first.context.new_page()
+        assert first.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
+    with lent_tab(browser) as page:
+        assert page == first and page.url == "about:blank" and page.context.pages == [page]  # the same tab, alone
+        assert page.viewport_size == {"width": 1400, "height": 1000}
+        page.goto(fixture_url + "?clean")
+        left = page.evaluate("() => [localStorage.x, sessionStorage.y, document.cookie, matchMedia("
+                             "'(prefers-color-scheme: dark)').matches]")  # fmt: skip
+        assert left == [None, None, "", False] and late == [], (left, late)
+    with pytest.raises(AssertionError, match="outside this machine"), lent_tab(browser) as page:
+        page.goto(fixture_url + "?clean")
+        with page.expect_request(lambda request: "example.invalid" in request.url):
+            page.evaluate("() => { fetch('http://example.invalid/font.woff').catch(() => {}); }")
+    with lent_tab(browser) as page:
+        page.context.close()  # unusable
+    with lent_tab(browser) as page:
+        assert page != first
+        page.goto(fixture_url + "?clean")
+        assert page.evaluate("document.title") is not None

@@ -14,6 +14,7 @@ from tests.browser import (
     OVERFLOW,
     chart_z,
     check_view_in_both_schemes,
+    lent_tab,
     no_traceback,
     settled,
     text_shown,
@@ -34,9 +35,7 @@ PASS = 600  # seconds: the first test waits for the 4,096-token pass (about 20 s
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
 def test_the_long_texts_slide_shows_the_sink_and_the_needle_at_4096_tokens_and_fits(server, browser, width, height,
                                                                                    scheme):  # fmt: skip
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/real_model?present=true&rm_slide={SLIDE}&{LINK}")
         wait_for_chart(page, OVERVIEW, timeout=PASS)
         cells = np.asarray(chart_z(page, OVERVIEW), dtype=float)
@@ -50,8 +49,6 @@ def test_the_long_texts_slide_shows_the_sink_and_the_needle_at_4096_tokens_and_f
         assert page.evaluate(OVERFLOW) <= 2, f"the long text's slide needs scrolling at {width}x{height}"
         check_view_in_both_schemes(page, f"long text at 4,096 tokens, {width}x{height}", f"presentation-long-{width}",
                                    other=other_scheme(width), axe=axe_at(width))  # fmt: skip
-    finally:
-        context.close()
 
 
 def test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn(server, page):

@@ -35,6 +35,14 @@ from tests.browser import (
 
 pytestmark = pytest.mark.browser
 
+
+@pytest.fixture
+def page(fresh_page):
+    """A page of its own: these tests watch it with scripts added before it opens (add_init_script), which stay with
+    a tab (tests/browser.py lent_tab)."""
+    return fresh_page
+
+
 STAGE_TOP = """prefix => {
   const chart = [...document.querySelectorAll('.live-chart')].find(c => (c.getAttribute('aria-label') || '')
     .startsWith(prefix));

@@ -13,7 +13,7 @@ from safetensors.torch import save
 
 from attention_core import AttentionConfig, compute_attention
 from tests import numerics as nm
-from tests.browser import check_view, screenshot, settled, until_visible
+from tests.browser import check_view, lent_tab, screenshot, settled, until_visible
 from tests.test_checkpoints import DEEPSEEK_NAMES, NanoGPTAttention, _nanogpt_model, _torch_file
 
 pytestmark = pytest.mark.browser
@@ -119,17 +119,13 @@ def test_a_deepseek_checkpoint_opens_in_the_walkthrough_with_its_mla(server, bro
     path = tmp_path / "deepseek.safetensors"
     path.write_bytes(save(entries, metadata={"n_heads": "3"}))  # DeepSeek's ModelArgs calls them n_heads
     for width, height, colours in ((1400, 900, "light"), (1920, 1080, "dark")):
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=colours)
-        page = context.new_page()
-        try:
+        with lent_tab(browser, width, height, colours) as page:
             page.goto(f"{server}/?text={SENTENCE.replace(' ', '+')}")
             _uploaded(page, path, "DeepSeek's inference code (MLA)")
             page.get_by_text("RoPE: DeepSeek pairs neighbouring dimensions").wait_for(timeout=30000)
             check_view(page, f"own weights: DeepSeek at {width}x{height} ({colours})")
             screenshot(page, f"own-weights-deepseek-{width}-{colours}")
             shown = _page_trace(page)
-        finally:
-            context.close()
     assert json.loads(shown["variant_json"].tobytes()) == "mla"
     x = torch.as_tensor(shown["x"], dtype=torch.float64)  # the app's own X: the file holds no embedding
     with torch.no_grad():

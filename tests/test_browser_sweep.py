@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import OVERFLOW, check_view, masks_measured, screenshot, settled
+from tests.browser import OVERFLOW, check_view, lent_tab, masks_measured, screenshot, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
 
@@ -17,9 +17,7 @@ SLIDE = quote("Masks after MLA, measured")
 @pytest.mark.xdist_group("sweep")  # with the deck after MLA's walks (tests/test_browser.py): one waits for the sweep
 def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, browser):
     for turn, (width, height, scheme) in enumerate([(1400, 900, "light"), (1920, 1080, "dark")]):
-        context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-        page = context.new_page()
-        try:
+        with lent_tab(browser, width, height, scheme) as page:
             page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_slide={SLIDE}")
             measuring = masks_measured(page)  # a click if not measured yet, with its progress
             assert not (turn and measuring), "the second view measured the masks again"
@@ -29,11 +27,7 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
             screenshot(page, f"masks-slide-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) <= 2, f"the masks' slide needs scrolling at {width}x{height}"
             check_view(page, f"masks after MLA, presented at {width}x{height} {scheme}")
-        finally:
-            context.close()
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    try:
+    with lent_tab(browser, 1400, 900) as page:
         page.goto(f"{server}/real_model?rm_model=smollm2&rm_sweep_mask={quote('sliding window w')}&rm_sweep_budget=8")
         heading = page.get_by_text("After MLA: windows, sinks and sparse attention, measured")
         heading.wait_for(timeout=60000)
@@ -43,8 +37,6 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
         settled(page, timeout=60)
         check_view(page, "masks after MLA, read")
         screenshot(page, "masks-read-1400")
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), [(1400, 900, "light"), (1920, 1080, "dark")])
@@ -53,10 +45,8 @@ def test_a_sliding_window_with_sinks_and_top_k_show_on_the_mask_and_kv_cache_sli
 ):
     """The sidebar's window and sinks (from the link) on the Walkthrough's slides: the mask stage names what it
     hides and the most keys a row keeps; the KV cache stage says where the cache stops growing. DSA's top-k too."""
-    context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
-    page = context.new_page()
     text = quote("one two three four five six seven eight nine ten")
-    try:
+    with lent_tab(browser, width, height, scheme) as page:
         for stage, says, mask in (
             ("mask", "at most 6 a row", "window=2&sinks=true"),
             ("KV cache", "the cache stops at 6 tokens", "window=2&sinks=true"),
@@ -68,5 +58,3 @@ def test_a_sliding_window_with_sinks_and_top_k_show_on_the_mask_and_kv_cache_sli
             screenshot(page, f"{mask.split('=')[0]}-{stage.split()[0].lower()}-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) <= 2, f"the {stage} slide with {mask} needs scrolling at {width}x{height}"
             check_view(page, f"{mask}: {stage}, presented at {width}x{height} {scheme}")
-    finally:
-        context.close()

@@ -355,6 +355,11 @@ MUTANTS = (
            ";", "lost click",
            ("tests/test_browser.py::"
             "test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_returns_to_the_slide",)),
+    Mutant("a freed heavy slot taken by a newcomer, not the first in line", "ui/traces.py",
+           "            if self._line:\n                self._line.popleft().set()\n            else:\n"
+           "                self._free += 1",
+           "            self._free += 1\n            if self._line:\n                self._line.popleft().set()",
+           "starved run"),
 )  # fmt: skip
 
 

@@ -431,7 +431,7 @@ def listen(page, event: str, handler) -> None:
     _LISTENERS.setdefault(id(page), []).append((event, handler))
 
 
-# Each worker's one tab, lent to its tests in turn. A page opened in a new browser context compiles Streamlit's and
+# Each browser's one tab, lent to its tests in turn. A page opened in a new browser context compiles Streamlit's and
 # Plotly's scripts again and starts a new renderer: on a 2-core Intel Xeon, 6.6 CPU-seconds a Walkthrough opened so,
 # against 3.0 in a tab that has opened the app before (docs/benchmarks.md). Each test still starts on a new page
 # and a new session: the tab is taken to about:blank, its storage and cookies cleared, its listeners taken off.
@@ -454,6 +454,11 @@ def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "ligh
     finally:
         _hand_back(browser, page)
     assert offline(asked) == [], "the page fetched from outside this machine"
+
+
+def forget_tab(browser) -> None:
+    """The browser's lent tab let go, before the browser closes (a later browser may get its id)."""
+    _TABS.pop(id(browser), None)
 
 
 def _hand_back(browser, page) -> None:
@@ -878,8 +883,10 @@ def readable_charts(page, what: str, timeout: float = 30) -> tuple[float, str, i
 
 
 def no_traceback(page):
+    """No exception box, and no traceback in the page's text (read in the page: the whole document sent here, SVG
+    and all, takes ten times as long)."""
     assert page.locator("[data-testid='stException']").count() == 0
-    assert "Traceback" not in page.content()
+    assert not page.evaluate("() => document.documentElement.textContent.includes('Traceback')")
 
 
 def screenshot(page, name):

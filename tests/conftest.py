@@ -135,16 +135,18 @@ def server(request):
         yield started
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Debian's Chromium, driven by Playwright, one per worker for the whole run."""
+    """Debian's Chromium, driven by Playwright, one per browser-test module (Playwright's sync API holds an event loop
+    while it runs: the tests that drive the server with asyncio, tests/test_load.py, need it ended)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM, SUITE_FLAGS
+    from tests.browser import CHROMIUM, SUITE_FLAGS, forget_tab
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=SUITE_FLAGS)
         yield chromium
+        forget_tab(chromium)
         chromium.close()
 
 

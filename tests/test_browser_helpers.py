@@ -146,6 +146,9 @@ def test_a_traceback_a_page_too_tall_and_every_check_of_a_view(opened):
     if planted:
         with pytest.raises(AssertionError):
             no_traceback(page)
+        page.evaluate("() => document.querySelector('[data-testid=stException]').removeAttribute('data-testid')")
+        with pytest.raises(AssertionError):
+            no_traceback(page)  # its words alone
         # The page's ticking paragraph stopped, so that check_view fails on what it checks (the traceback), not on
         # the page never going quiet (30 s of settled() waiting, and a failure for another reason).
         page.evaluate("() => { for (let id = 1; id < 1000; id++) clearInterval(id); }")

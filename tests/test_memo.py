@@ -61,3 +61,40 @@ def test_a_traces_views_and_their_json_go_when_the_trace_goes():
     del trace, view, figure, objects
     gc.collect()
     assert _held(refs) == []
+
+
+def test_heavy_work_is_served_in_the_order_it_asked():
+    """ui.traces.InTurn, the server's slots for heavy work (large traces, training runs): a slot freed goes to the
+    first in line, not to a newcomer (a threading.Semaphore hands it to whoever asks first after the release: a run
+    waiting behind a stream of large traces could wait for ever), and the line is served in its order."""
+    import threading
+    import time
+
+    from ui.traces import InTurn
+
+    slots, served, threads = InTurn(1), [], []
+    assert slots.acquire()
+
+    def wait_then_hold(name: str) -> None:
+        with slots:
+            served.append(name)
+
+    def in_line(name: str, ahead: int) -> None:
+        threads.append(threading.Thread(target=wait_then_hold, args=(name,)))
+        threads[-1].start()
+        while slots.waiting <= ahead:
+            time.sleep(0.001)
+
+    in_line("first", 0)
+    slots.release()  # freed while "first" waits alone in line: it is "first"'s
+    assert not slots.acquire(blocking=False), "a newcomer took the slot freed for the first in line"
+    threads[0].join(timeout=10)
+    assert served == ["first"]
+    assert slots.acquire()
+    in_line("second", 0)
+    in_line("third", 1)
+    slots.release()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert served == ["first", "second", "third"]
+    assert slots.acquire(blocking=False) and slots.waiting == 0  # all given back: free again

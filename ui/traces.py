@@ -3,6 +3,7 @@ slot and kept by the session that asked (a 4096-token trace holds ~335 MB of map
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import threading
@@ -77,7 +78,49 @@ HEAVY_TRACE_BYTES = 64 * 2**20
 HEAVY_PER_SESSION = 2  # Compare shows two traces
 # Half the threads torch computes with: the cores, or OMP_NUM_THREADS where a replica is given fewer (deploy/).
 HEAVY_AT_ONCE = max(1, cpu_threads() // 2)
-HEAVY_SLOTS = threading.BoundedSemaphore(HEAVY_AT_ONCE)
+
+
+class InTurn:
+    """At most `slots` holders at a time, and those who wait served in the order they asked. (A semaphore lets a
+    newcomer take a slot freed while another waits for it: a training run waiting behind a stream of large traces
+    could wait for ever.) A slot freed goes straight to the first in line."""
+
+    def __init__(self, slots: int):
+        self._free, self._line, self._lock = slots, collections.deque(), threading.Lock()
+
+    def acquire(self, blocking: bool = True) -> bool:
+        with self._lock:
+            if self._free and not self._line:
+                self._free -= 1
+                return True
+            if not blocking:
+                return False
+            turn = threading.Event()
+            self._line.append(turn)
+        turn.wait()  # set by release, which hands this caller the slot it frees
+        return True
+
+    @property
+    def waiting(self) -> int:
+        """How many wait in line now."""
+        return len(self._line)
+
+    def release(self) -> None:
+        with self._lock:
+            if self._line:
+                self._line.popleft().set()
+            else:
+                self._free += 1
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+HEAVY_SLOTS = InTurn(HEAVY_AT_ONCE)
 
 
 @contextlib.contextmanager

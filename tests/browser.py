@@ -440,9 +440,9 @@ _TABS: dict[int, object] = {}
 
 @contextlib.contextmanager
 def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "light"):
-    """This worker's tab at this window and colour scheme, as a new context would open it, asking nothing of any host
-    but this machine's (checked when it is handed back). A tab whose reset fails is closed, and the next test gets a
-    new one. Not for a test that adds scripts to its page (add_init_script stays with the tab): `fresh_page`."""
+    """This browser's one tab at this window and colour scheme, as a new context would open it, asking nothing of any
+    host but this machine's (checked when it is handed back). A tab whose reset fails is closed, and the next test
+    gets a new one. Not for a test that adds scripts to its page (add_init_script stays with the tab): `fresh_page`."""
     page = _TABS.get(id(browser))
     if page is None:
         page = _TABS[id(browser)] = browser.new_context().new_page()

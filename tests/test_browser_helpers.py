@@ -214,7 +214,7 @@ def test_readable_charts_measures_once_and_a_chart_unreadable_then_is_the_caller
 
 
 def test_a_lent_tab_comes_to_the_next_test_as_a_new_context_would_open_it(browser, fixture_url):
-    """The worker's tab (lent_tab) is handed on with nothing of the test before: no storage, cookie, listener or
+    """The browser's one tab (lent_tab) is handed on with nothing of the test before: no storage, cookie, listener or
     other tab, its window and scheme as asked; a request to another host is found when it is handed back; a tab left
     unusable is replaced."""
     late = []

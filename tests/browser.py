@@ -442,10 +442,14 @@ _TABS: dict[int, object] = {}
 def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "light"):
     """This browser's one tab at this window and colour scheme, as a new context would open it, asking nothing of any
     host but this machine's (checked when it is handed back). A tab whose reset fails is closed, and the next test
-    gets a new one. Not for a test that adds scripts to its page (add_init_script stays with the tab): `fresh_page`."""
+    gets a new one. Not for a test that adds scripts to its page (add_init_script) or changes it through the DevTools
+    protocol (new_cdp_session: a CPU slowed), which stay with the tab: `fresh_page` (tests/test_house.py checks)."""
     page = _TABS.get(id(browser))
     if page is None:
         page = _TABS[id(browser)] = browser.new_context().new_page()
+        for owner, name in ((page, "add_init_script"), (page.context, "add_init_script"),
+                            (page.context, "new_cdp_session")):  # fmt: skip
+            setattr(owner, name, _kept_from_the_lent_tab(name))
     page.set_viewport_size({"width": width, "height": height})
     page.emulate_media(color_scheme=scheme, reduced_motion="no-preference")
     asked = outside_requests(page)
@@ -454,6 +458,13 @@ def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "ligh
     finally:
         _hand_back(browser, page)
     assert offline(asked) == [], "the page fetched from outside this machine"
+
+
+def _kept_from_the_lent_tab(name: str):
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{name} on a lent tab would stay with it for the next tests: take `fresh_page`")
+
+    return refuse
 
 
 def forget_tab(browser) -> None:

@@ -163,7 +163,8 @@ def page(browser):
 @pytest.fixture
 def fresh_page(browser):
     """A page in a browser context of its own, at 1400 x 1000, for a test that adds scripts to its page
-    (add_init_script), which a lent tab would carry to the next test."""
+    (add_init_script) or changes it through the DevTools protocol (a CPU slowed), which a lent tab would carry to
+    the next test."""
     from tests.browser import offline, outside_requests
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})

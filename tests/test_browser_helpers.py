@@ -216,7 +216,8 @@ def test_readable_charts_measures_once_and_a_chart_unreadable_then_is_the_caller
 def test_a_lent_tab_comes_to_the_next_test_as_a_new_context_would_open_it(browser, fixture_url):
     """The browser's one tab (lent_tab) is handed on with nothing of the test before: no storage, cookie, listener or
     other tab, its window and scheme as asked; a request to another host is found when it is handed back; a tab left
-    unusable is replaced."""
+    unusable is replaced; what would stay with the tab (a script added to every page it opens, a CPU slowed through
+    the DevTools protocol: once, every later test of a module ran six times as slow) is refused."""
     late = []
     with lent_tab(browser, 800, 600, "dark") as first:
         first.goto(fixture_url + "?clean")
@@ -235,6 +236,11 @@ def test_a_lent_tab_comes_to_the_next_test_as_a_new_context_would_open_it(browse
         page.goto(fixture_url + "?clean")
         with page.expect_request(lambda request: "example.invalid" in request.url):
             page.evaluate("() => { fetch('http://example.invalid/font.woff').catch(() => {}); }")
+    with lent_tab(browser) as page:
+        for change in (lambda: page.add_init_script("window.kept = 1"), lambda: page.context.add_init_script("1"),
+                       lambda: page.context.new_cdp_session(page)):  # fmt: skip
+            with pytest.raises(RuntimeError, match="fresh_page"):
+                change()
     with lent_tab(browser) as page:
         page.context.close()  # unusable
     with lent_tab(browser) as page:

@@ -15,7 +15,7 @@ FAST := not browser and not models and not slow
 # the plainest kernels their runs take six times as long; `make learns-plain` runs them so.
 CONSERVATIVE := MKL_CBWR=COMPATIBLE ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 DNNL_MAX_CPU_ISA=SSE41
 
-.PHONY: run test test-random check lint mutants learns-plain install install-dev bench bench-all
+.PHONY: run test test-random check lint mutants learns-plain install install-dev bench bench-all decks
 
 # `make run MODEL=path` adds one's own model to the Real model page: a folder (config, safetensors, tokenizer) or a
 # .gguf file of any family transformers reads (docs/user-guide.md).
@@ -44,6 +44,13 @@ lint: install-dev
 
 learns-plain: install-dev
 	$(CONSERVATIVE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m learns
+
+# Every shipped deck as one HTML file that opens without the server (app_pages/decks/export.py), in build/decks/:
+# for a lecture hall's laptop without Python, or a course's web site (docs/user-guide.md).
+decks: install
+	mkdir -p build/decks
+	for deck in decks/*.json; do \
+		$(BIN)/python -m app_pages.decks.export $$deck build/decks/$$(basename $$deck .json).html || exit 1; done
 
 mutants: install-dev
 	$(BIN)/python scripts/mutants.py
@@ -76,6 +83,7 @@ bench: install-dev
 	$(BIN)/python bench/bench_class.py --followers 60 --decks 2 --record
 	$(BIN)/python bench/bench_long_page.py
 	$(BIN)/python bench/bench_patch.py
+	$(BIN)/python bench/bench_deck_file.py
 	$(BIN)/python bench/perf_table.py
 
 bench-all: bench

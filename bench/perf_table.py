@@ -95,6 +95,13 @@ def patch_rows(patched: dict) -> list[str]:
             f"| ≤ 1 s; ≤ 15 s, ≤ 15 s | {stamp(patched)} |"]  # fmt: skip
 
 
+def deck_file_rows(made: dict) -> list[str]:
+    return [f"| lecture 000 as one HTML file: the export; the file; opened from disk, the first view; → "
+            f"| {made['export_s']:.1f} s; {made['size_bytes'] / 1e6:.1f} MB; {made['first_view_s']:.2f} s; "
+            f"{made['step_ms']:.0f} ms = **{made['ratio']:.1f}×** (yardstick {made['yardstick_ms']:.0f} ms) "
+            f"| ≤ 10 s; ≤ 8 MB; ≤ 2 s; ≤ 3× | {stamp(made)} |"]  # fmt: skip
+
+
 def table() -> str:
     """The rows; the machine, commit and date most rows were measured on said once, above; a row measured on
     another says its own, after what it measures."""
@@ -103,7 +110,8 @@ def table() -> str:
                                  ("load", load_rows, "bench/load.py --record"),
                                  ("class", class_rows, "bench/bench_class.py --record"),
                                  ("long_page", long_rows, "bench/bench_long_page.py"),
-                                 ("patch", patch_rows, "bench/bench_patch.py")):  # fmt: skip
+                                 ("patch", patch_rows, "bench/bench_patch.py"),
+                                 ("deck_file", deck_file_rows, "bench/bench_deck_file.py")):  # fmt: skip
         result = read(name)
         rows += (
             [(row, stamp(result)) for row in rows_of(result)]

@@ -157,7 +157,7 @@ CONTRAST = (
   """
     + LUMINANCE
     + """
-  const page = getComputedStyle(document.querySelector('.stApp')).backgroundColor;
+  const page = getComputedStyle(document.querySelector('.stApp') ?? document.body).backgroundColor;
   let worst = [Infinity, ''], looked = 0;
   const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
                  '.legendtext, .legendtitletext, .cbaxis text, text.bartext';  // the app's bar numbers are outside
@@ -493,7 +493,7 @@ def _hand_back(browser, page) -> None:
 
 
 def offline(asked: list[str]) -> list[str]:
-    return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))]
+    return [url for url in asked if not url.startswith(("http://127.0.0.1", "data:", "blob:", "about:", "file:"))]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -798,7 +798,8 @@ def check_view(page, what: str, charts: bool | None = None, axe: bool = True, ru
         assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
 
 
-# Whether every chart drawn on the page has followed the page's colour scheme: its paper is the page's background,
+# Whether every chart drawn on the page has followed the page's colour scheme (the page: the app's element, or the
+# body of a page without one, a deck's file): its paper is the page's background,
 # its labels are there, and chart.js draws none and has each in the colours its place on the page has now. After a
 # switch chart.js redraws each chart once Streamlit has repainted the page; on a busy machine that comes after a
 # quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
@@ -807,7 +808,7 @@ IN_PAGE_COLOURS = (
   """
     + LUMINANCE
     + """
-  const app = getComputedStyle(document.querySelector('.stApp')), page = rgb(app.backgroundColor);
+  const app = getComputedStyle(document.querySelector('.stApp') ?? document.body), page = rgb(app.backgroundColor);
   // Streamlit's own repaint done: the page's text readable on its background (seen seconds apart in a full suite)
   if (ratio(luminance(rgb(app.color)), luminance(page)) < 4.5) return false;
   return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
@@ -817,7 +818,7 @@ IN_PAGE_COLOURS = (
 )
 
 
-APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.stApp'));
+APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.stApp') ?? document.body);
   return `text ${app.color} on ${app.backgroundColor}`; }"""
 
 

@@ -115,9 +115,10 @@ FORBIDDEN = {
     "attention_explorer": ("streamlit", "ui", "app_pages", "classroom"),  # the notebook's: no Streamlit
     "ui": ("app_pages",),
 }
-# Streamlit's public API: `streamlit` and its components. ui/address.py is the one room that reaches past it: a bound
-# widget's address has no public call (its docstring says which and why).
-STREAMLIT_PUBLIC = ("streamlit", "streamlit.components.v1", "streamlit.components.v2")
+# Streamlit's public API: `streamlit`, its components and its testing API (AppTest, which runs the app without a
+# browser: a deck's file is made so). ui/address.py is the one room that reaches past it: a bound widget's address
+# has no public call (its docstring says which and why).
+STREAMLIT_PUBLIC = ("streamlit", "streamlit.components.v1", "streamlit.components.v2", "streamlit.testing.v1")
 STREAMLIT_PRIVATE_ALLOWED = {"ui.address"}
 COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b")  # the core computes: how a thing is drawn lives with the figures, or
 # in a variant's look.py (its folder declares how it is drawn, as data the figures read)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import perf_table  # noqa: E402
 import record  # noqa: E402
 
-NAMES = ("loop", "open", "load", "class", "long_page", "patch")
+NAMES = ("loop", "open", "load", "class", "long_page", "patch", "deck_file")
 
 
 def results(stamps: dict[str, tuple[str, str, str]]) -> dict[str, dict]:

@@ -1,11 +1,24 @@
 """Decks: present a lecture as a list of views, or build one (add views from any page, reorder, note, export)."""
 
+import hashlib
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
 import streamlit as st
 
 from figures.style import markdown_literal
 from ui import classroom, decks
 from ui.show import friendly_errors
 from ui.sidebar import current_settings
+from ui.traces import heavy_slot
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORT_SECONDS = 900  # a deck with a real model's long text takes minutes on 2 cores
+HTML = "deck_html"  # session state: (the deck's digest, the file's bytes or None, what the export said)
 
 
 def _load(text: str) -> None:
@@ -68,6 +81,54 @@ def _views(deck: decks.Deck) -> None:
         row.button("✕", key=f"deck_del_{version}_{i}", on_click=decks.delete, args=(i,), help=f"Delete view {i + 1}")
 
 
+def _digest(deck: decks.Deck) -> str:
+    return hashlib.sha256(deck.to_json().encode()).hexdigest()
+
+
+def _export_html(deck: decks.Deck) -> None:
+    """The deck as one HTML file (app_pages/decks/export.py), made in a process of its own, which runs the app's
+    pages as this server does; the file's links open each view on this server's address."""
+    parts = urlsplit(st.context.url or "")
+    app_url = f"{parts.scheme}://{parts.netloc}" if parts.netloc else "http://localhost:8501"
+    with tempfile.TemporaryDirectory() as folder, heavy_slot("Another heavy run is under way: waiting for it…"):
+        source, out = Path(folder) / "deck.json", Path(folder) / "deck.html"
+        source.write_text(deck.to_json(), encoding="utf-8")
+        try:
+            command = [sys.executable, "-m", "app_pages.decks.export", str(source), str(out), "--app", app_url]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=EXPORT_SECONDS)
+            said = (done.stdout if done.returncode == 0 else done.stderr).strip().splitlines()[-1:] or [""]
+            data = out.read_bytes() if done.returncode == 0 and out.exists() else None
+        except subprocess.TimeoutExpired:
+            data, said = None, [f"the export took over {EXPORT_SECONDS // 60} minutes and was stopped"]
+    st.session_state[HTML] = (_digest(deck), data, said[0].replace(str(source), "the deck").replace(str(out), ""))
+
+
+def _one_file(deck: decks.Deck) -> None:
+    """The button that makes the deck one HTML file, and the file to download once made."""
+    st.button(
+        "Make one HTML file of the deck",
+        key="deck_make_html",
+        on_click=lambda: _export_html(deck),
+        help="Every view with its charts, words and formulas in one file that opens without this server or any "
+        "network (a few seconds a view; minutes for a real model's long text)",
+    )
+    made = st.session_state.get(HTML)
+    if made is None or made[0] != _digest(deck):
+        return
+    if made[1] is None:
+        st.error(f"⚠️ Not made: {markdown_literal(made[2])}")
+        return
+    st.download_button(
+        f"⬇ deck (.html, {len(made[1]) / 1e6:.1f} MB)",
+        data=made[1],
+        file_name=f"{re.sub(r'[^a-z0-9]+', '-', deck.title.lower()).strip('-') or 'deck'}.html",
+        mime="text/html",
+        on_click="ignore",
+        key="deck_download_html",
+    )
+    st.caption("Open it in any browser: ← → step the views, Esc lists them. Controls do not turn in the file.")
+
+
 def main() -> None:
     with friendly_errors():
         current_settings()  # checks the sidebar's values, as every page does
@@ -118,6 +179,7 @@ def main() -> None:
                 key="deck_download",
             )
             right.button("Close the deck", key="deck_close", on_click=decks.replace, args=(None,))
+            _one_file(deck)
             st.caption("The deck as one link (open it on the lecture machine; nothing leaves this one):")
             st.code(
                 f"{(st.context.url or '/decks').split('?')[0]}?deck={deck.to_token()}", language=None, wrap_lines=True

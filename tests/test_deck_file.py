@@ -1,0 +1,262 @@
+"""A deck exported to one HTML file that runs without the server (app_pages/decks/export.py): every shipped deck
+exported, opened from disk in a real browser that refuses every request, walked with → to its end and back with ←;
+each view's charts are the figures the app draws for that view opened by the file's own link (compared byte for
+byte with a run of the app that is not the export's), fit the screen and pass axe-core in both colour schemes. A
+deck that cannot be exported is refused by name, and nothing half-written is left."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import app_pages  # noqa: F401  (the pages registered: a deck's addresses name them)
+from app_pages.decks import export
+from app_pages.decks.export_html import write_page
+from tests.browser import accessibility_problems, assert_none, clipped, overlaps, readable_charts, screenshot
+from tests.test_decks import _shortest_long_text
+from ui import decks
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = decks.shipped()
+WITH_MODELS = {name for name, deck in SHIPPED.items() if any(v.page.title == "Real model" for v in deck.views)}
+# What the walk reads of the view shown: its counter, the charts drawn (each with the figure JSON chart.js drew),
+# and how far the view would scroll.
+SHOWN = """() => ({counter: document.getElementById('counter').textContent,
+  charts: [...document.querySelectorAll('#stage .live-chart')].map(c => c.__spec ?? null),
+  scrolls: document.getElementById('stage').scrollHeight - document.getElementById('stage').clientHeight})"""
+
+
+@pytest.fixture
+def file_page(browser):
+    """A page of its own that may run the tests' scripts on the file: the file forbids a script made from text
+    (its Content-Security-Policy), and Playwright's waits are such scripts. What the policy itself blocks is
+    checked on a page that keeps it (the planted request)."""
+    context = browser.new_context(bypass_csp=True)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("decks")
+    return {"folder": folder}
+
+
+def _exported(files, name: str) -> Path:
+    if name not in files:
+        path = files["folder"] / f"{name}.html"
+        done = export.export_deck(_shortest_long_text(SHIPPED[name]), path)
+        assert done.views == len(SHIPPED[name].views) and done.size < export.MAX_FILE_BYTES, done
+        files[name] = path
+    return files[name]
+
+
+def _refusing(page) -> list[str]:
+    """Every request the page makes that is not to the file itself refused, and kept to be said."""
+    asked = []
+
+    def refuse(route):
+        url = route.request.url
+        if url.startswith(("file:", "blob:", "data:")):
+            route.continue_()
+        else:
+            asked.append(url)
+            route.abort()
+
+    page.route("**/*", refuse)
+    return asked
+
+
+def _walk(page, name: str, views: int, width: int, scheme: str) -> list[list[str | None]]:
+    """Every view reached with → alone, checked; then back to the first with ← alone. The figures each view drew."""
+    drawn = []
+    for index in range(views):
+        what = f"{name}, view {index + 1} at {width} ({scheme})"
+        page.wait_for_function(f"document.getElementById('counter').textContent === 'view {index + 1} of {views}'")
+        page.wait_for_function(
+            "[...document.querySelectorAll('#stage .live-chart')].every(c => c.__spec && c.querySelector('.main-svg'))"
+            " && document.querySelectorAll('#stage .live-chart').length === document.querySelectorAll('#stage .chart')"
+            ".length && document.querySelectorAll('#stage .tex').length === "
+            "document.querySelectorAll('#stage .tex .katex').length",
+            timeout=30_000,
+        )
+        shown = page.evaluate(SHOWN)
+        assert shown["scrolls"] <= 2, f"{what} scrolls {shown['scrolls']} px"
+        drawn.append(shown["charts"])
+        if shown["charts"]:
+            assert_none(clipped(page), f"{what}: labels outside their chart")
+            assert_none(overlaps(page), f"{what}: texts over each other")
+            ratio, label, _ = readable_charts(page, what)
+            assert ratio >= 4.5, f"{what}: {label!r} has contrast {ratio:.1f}"
+        assert accessibility_problems(page) == [], what
+        if index in (0, views - 1):
+            screenshot(page, f"deck-file-{name}-{index + 1:02}-{width}-{scheme}")
+        page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(100)
+    assert page.evaluate(SHOWN)["counter"] == f"view {views} of {views}"  # → at the last stays there
+    for index in range(views - 1, 0, -1):
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(f"document.getElementById('counter').textContent === 'view {index} of {views}'")
+    return drawn
+
+
+def _sent_by_the_app(link: str) -> list[str]:
+    """The figure JSON of every chart the app sends for the view its link opens: a run of the app by the link, as a
+    browser opening it would (not the export's deck walk)."""
+    parts = urlsplit(link)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params.update(dict(parse_qsl(parts.query, keep_blank_values=True)))
+    at.run()
+    if parts.path not in ("", "/"):
+        page = next(spec for spec in app_pages.PAGES if spec.address == parts.path)
+        at.switch_page(page.path).run()
+    assert not at.exception and not at.error, (link, [e.value for e in at.exception], [e.value for e in at.error])
+    specs = [json.loads(c.proto.json) for c in at.get("bidi_component") if c.proto.json]
+    return [s["spec"] for s in specs if "spec" in s]
+
+
+def _digest(spec: str | None) -> str:
+    return hashlib.sha256((spec or "").encode()).hexdigest()[:16]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.models) if name in WITH_MODELS else name for name in sorted(SHIPPED)]
+)
+def test_every_shipped_deck_exports_to_one_file_that_walks_offline_and_draws_the_apps_figures(files, file_page, name):
+    path = _exported(files, name)
+    text = path.read_text()
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text  # the file asks no host for anything
+    deck = json.loads(re.search(r'<script id="deck" type="application/json">(.*?)</script>', text, re.S).group(1))
+    views = len(SHIPPED[name].views)
+    page = file_page
+    asked = _refusing(page)
+    for width, height, scheme in ((1400, 900, "light"), (1920, 1080, "dark")):
+        page.set_viewport_size({"width": width, "height": height})
+        page.emulate_media(color_scheme=scheme)
+        page.goto(path.as_uri())
+        drawn = _walk(page, name, views, width, scheme)
+        assert [[_digest(spec) for spec in view] for view in drawn] == [
+            [_digest(chart["spec"]) for chart in view["charts"]] for view in deck["views"]
+        ], f"{name}: a view drew other figures than the file holds"
+    assert asked == [], f"{name}: the file asked {asked}"
+    if name in ("lecture-000", "masks-and-scores"):  # each view's figures are the app's for the view's own link
+        for index, view in enumerate(deck["views"]):
+            sent = [_digest(spec) for spec in _sent_by_the_app(view["link"])]
+            assert [_digest(chart["spec"]) for chart in view["charts"]] == sent, (name, index + 1, view["link"])
+
+
+@pytest.mark.browser
+def test_the_files_keys_buttons_and_scheme_switch_work_and_a_planted_request_is_caught(files, file_page):
+    path = _exported(files, "lecture-000")
+    views = len(SHIPPED["lecture-000"].views)
+    page = file_page
+    asked = _refusing(page)
+    page.goto(path.as_uri() + "#view-3")
+    page.wait_for_function(f"document.getElementById('counter').textContent === 'view 3 of {views}'")
+    page.keyboard.press("End")
+    page.wait_for_function(f"document.getElementById('counter').textContent === 'view {views} of {views}'")
+    page.keyboard.press("Home")
+    page.wait_for_function(f"document.getElementById('counter').textContent === 'view 1 of {views}'")
+    page.get_by_role("button", name="next →").click()
+    page.wait_for_function(f"document.getElementById('counter').textContent === 'view 2 of {views}'")
+    page.keyboard.press("Escape")  # the list of views; a view chosen from it opens
+    page.get_by_role("dialog").get_by_role("button").nth(9).click()
+    page.wait_for_function(f"document.getElementById('counter').textContent === 'view 10 of {views}'")
+    assert page.evaluate("location.hash") == "#view-10"
+    assert (
+        page.get_by_role("link", name="open this view in the app")
+        .get_attribute("href")
+        .startswith(export.APP_URL + "/?")
+    )
+    before = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    page.get_by_role("button", name=re.compile("switch to dark")).click()
+    page.wait_for_function(f"getComputedStyle(document.body).backgroundColor !== '{before}'")
+    ratio, label, looked = readable_charts(page, "lecture 000's view 10 switched to dark")
+    assert looked > 0 and ratio >= 4.5, (label, ratio)
+    assert accessibility_problems(page) == []
+    assert asked == []
+    # The planted fault: a file that asks another host for a font is caught by the same watch.
+    planted = path.with_name("planted.html")
+    planted.write_text(
+        path.read_text().replace("</body>", "<link rel=stylesheet href='http://example.invalid/f.css'></body>")
+    )
+    page.goto(planted.as_uri())
+    page.wait_for_function("document.getElementById('counter').textContent.startsWith('view 1')")
+    assert any("example.invalid" in url for url in asked), asked
+    # And where the file's policy holds (a reader's browser), the request is not even made: the browser refuses it.
+    reader = page.context.browser.new_context()
+    try:
+        kept, refused = reader.new_page(), []
+        kept.on("console", lambda message: refused.append(message.text))
+        made = _refusing(kept)
+        kept.goto(planted.as_uri())
+        kept.get_by_text("view 1 of").wait_for()
+        assert made == [] and any("Content Security Policy" in said for said in refused), (made, refused)
+    finally:
+        reader.close()
+
+
+def test_a_deck_that_cannot_be_exported_is_refused_by_name_and_nothing_is_left(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"title": "bad", "views": [{"address": "/no-such-page", "stage": "", "note": ""}]}))
+    out = tmp_path / "out.html"
+    assert export.main([str(bad), str(out)]) == 1
+    said = capsys.readouterr().err
+    assert "not exported" in said and "/no-such-page" in said, said
+    assert list(tmp_path.iterdir()) == [bad]  # nothing written
+    # A view whose figures are over the limit: named, and nothing written (not even the scratch file beside it).
+    monkeypatch.setattr(export, "MAX_VIEW_BYTES", 1000)
+    good = tmp_path / "one.json"
+    good.write_text(json.dumps({"title": "one", "views": [{"address": "/", "stage": "weights", "note": "n"}]}))
+    assert export.main([str(good), str(out)]) == 1
+    said = capsys.readouterr().err
+    assert "view 1 (Walkthrough" in said and "MB of figures" in said, said
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "one.json"]
+
+
+def test_a_view_showing_an_error_is_not_put_in_a_file(monkeypatch):
+    """A view whose page shows an error is refused by name (never an error in front of the room, from a file)."""
+    deck = decks.Deck("errs", (decks.View("/?d_k=1", "weights", ""),))
+    shown = export.shown_views(deck)
+    assert len(shown) == 1 and shown[0].charts  # the control: a view that shows no error is taken
+    monkeypatch.setattr(export, "_problems", lambda at: ["planted"])
+    with pytest.raises(export.NotExported, match=r"view 1 \(Walkthrough .* shows a problem: planted"):
+        export.shown_views(deck)
+
+
+def test_what_a_file_cannot_show_is_said_and_the_words_are_the_apps():
+    """Write_page on a made-up view: the placeholders for charts, the words escaped, an element the file cannot
+    show said as such, and a script inside the data cannot end its script element."""
+    view = decks.View("/", "weights", "a note </script><script>alert(1)</script>")
+    shown = export.Shown(0, view, "<p>words</p>", [{"spec": "{}", "height": "10"}], {"stage": "softmax"})
+    page, charts = write_page(decks.Deck("t <b>", (view,)), [shown], "http://h:1", "abc", view_most=10**6)
+    assert charts == 1 and "<title>t &lt;b&gt;</title>" in page
+    assert "</script><script>alert(1)" not in page and "http://h:1/?stage=softmax&present=true" in page
+
+
+@pytest.mark.slow
+def test_the_decks_page_makes_the_open_deck_one_file_to_download():
+    """The Decks page's button: the open deck exported by a process of its own, offered as a download whose
+    bytes are the file; a deck changed since is not offered the old file."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
+    at.switch_page("app_pages/decks/decks.py")
+    short = decks.Deck("two views", SHIPPED["lecture-000"].views[:2])
+    at.session_state[decks.DECK] = short
+    at.run()
+    at.button(key="deck_make_html").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    made = at.session_state["deck_html"]
+    assert made[1] is not None and made[1].startswith(b"<!doctype html>"), made[2]
+    views = json.loads(re.search(rb'<script id="deck" type="application/json">(.*?)</script>', made[1], re.S).group(1))
+    assert [view["note"] for view in views["views"]] == [view.note for view in short.views]
+    assert [b.label for b in at.get("download_button") if "html" in b.label][0].startswith("⬇ deck (.html, ")
+    at.session_state[decks.DECK] = decks.Deck("one view", short.views[:1])  # another deck: the file is not its
+    at.run()
+    assert not [b for b in at.get("download_button") if "html" in b.label]

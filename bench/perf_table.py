@@ -96,7 +96,7 @@ def patch_rows(patched: dict) -> list[str]:
 
 
 def deck_file_rows(made: dict) -> list[str]:
-    return [f"| lecture 000 as one HTML file: the export; the file; opened from disk, the first view; → "
+    return [f"| lecture 000 in one HTML file: export; size; first view from disk; → "
             f"| {made['export_s']:.1f} s; {made['size_bytes'] / 1e6:.1f} MB; {made['first_view_s']:.2f} s; "
             f"{made['step_ms']:.0f} ms = **{made['ratio']:.1f}×** (yardstick {made['yardstick_ms']:.0f} ms) "
             f"| ≤ 10 s; ≤ 8 MB; ≤ 2 s; ≤ 3× | {stamp(made)} |"]  # fmt: skip

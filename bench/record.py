@@ -22,6 +22,7 @@ def machine() -> str:
         lines = cpuinfo.read_text().splitlines()
         names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
         cpu = names[0] if names else cpu
+    cpu = cpu.replace("(R)", "").replace("(TM)", "")  # "Intel Xeon Processor", as a reader writes it
     return f"{cpu}, {len(os.sched_getaffinity(0))} cores"
 
 

@@ -104,7 +104,7 @@ def sqrt_dk_figures(scaled, unscaled, d_k: int, style: Style = DEFAULT_STYLE) ->
     gradient norm reaching W_Q, per step."""
     rows = (
         ("loss", "next-word loss (nats)", "loss", {"rangemode": "tozero"}),
-        ("saturated", "share of softmax rows with max weight > 0.99", "share of rows", {"range": [0, 1.05]}),
+        ("saturated", "rows with max weight > 0.99", "share of rows", {"range": [0, 1.05]}),  # a third of a slide wide
         ("grad_w_q", "gradient norm reaching W_Q", "‖∂loss/∂W_Q‖", {"type": "log"}),
     )
     figures = []

@@ -236,7 +236,7 @@ def test_the_sqrt_dk_experiment_states_what_its_runs_measured(page):
     scaled, unscaled = (page.session_state[f"sqrt-{s}"].run for s in (True, False))
     lines = [m.value for m in page.markdown if m.value.startswith("- Loss over the last")]
     assert lines and f"not scaled {statistics.fmean(unscaled.loss[-50:]):.3f}" in lines[0]
-    assert chart_titled(page, "d_k = 64: share of softmax rows")
+    assert chart_titled(page, "d_k = 64: rows with max weight")
     # That unscaled rows saturate is checked over three seeds (tests/test_training.py): at the page's 2,000 steps
     # one seed's share of saturated rows depends on the CPU's kernels (seed 0: 0%, 39% or 98% on three paths).
     shares = [statistics.fmean(run.saturated[-50:]) for run in (scaled, unscaled)]

@@ -36,9 +36,11 @@ import app_pages  # noqa: E402, F401  (the pages registered: a deck's addresses 
 from app_pages.decks.export_html import Shown, view_body, write_page  # noqa: E402
 from ui import decks  # noqa: E402
 
-# What a view shows only once a button has measured it (once per server): pressed before the view is read, so that
-# the file holds the numbers, not a button that cannot be pressed there.
-MEASURE_FIRST = ("Measure every mask",)
+# What a view shows only once a button has measured or trained it (once per server): pressed before the view is
+# read, and the view read once its work is done (no progress bar left), so that the file holds the numbers, not a
+# button that cannot be pressed there.
+MEASURE_FIRST = ("Measure every mask", "Train both")
+WORK_SECONDS = 600  # the most a pressed button's work is waited for
 MAX_VIEW_BYTES = 3_000_000  # a view's figures: a real model's every head at 128 tokens is ~1 MB
 MAX_FILE_BYTES = 8_000_000  # the whole file, plotly.js (1.5 MB) and the fonts included
 APP_URL = "http://localhost:8501"  # `make run`'s address: where each view's link opens it
@@ -84,6 +86,10 @@ def shown_views(deck: decks.Deck, app_url: str = APP_URL) -> list[Shown]:
             at.switch_page(view.page.path).run()
             for button in [b for b in at.button if str(b.label).startswith(MEASURE_FIRST)]:
                 button.click().run()
+            deadline = time.monotonic() + WORK_SECONDS
+            while at.get("progress") and time.monotonic() < deadline:  # work in a thread of its own: looked at again
+                time.sleep(0.5)
+                at.run()
         if problems := _problems(at):
             raise NotExported(f"{where} shows a problem: {problems[0]}")
         address = {

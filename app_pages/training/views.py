@@ -344,4 +344,5 @@ def sqrt_dk_experiment(settings, config, style) -> None:
     scaled, unscaled = (r.run for r in runs)
     for line in sqrt_dk_notes(scaled, unscaled, SQRT_D_K):
         st.markdown(f"- {line}")
-    show_figures(sqrt_dk_figures(scaled, unscaled, SQRT_D_K, style), "train-sqrt", side_by_side=False)
+    # Presented, the three side by side: stacked, they ran 600 px past a 1400 x 900 screen (seen in a deck's file)
+    show_figures(sqrt_dk_figures(scaled, unscaled, SQRT_D_K, style), "train-sqrt", side_by_side=settings.present)

@@ -94,7 +94,9 @@ def _walk(page, name: str, views: int, width: int, scheme: str) -> list[list[str
             assert_none(overlaps(page), f"{what}: texts over each other")
             ratio, label, _ = readable_charts(page, what)
             assert ratio >= 4.5, f"{what}: {label!r} has contrast {ratio:.1f}"
-        assert accessibility_problems(page) == [], what
+        # Every rule at the first size, in light; at the second, in dark, the rules a scheme changes (the colours):
+        # roles, names and order do not change with the window or the scheme (as the app's walks, tests/browser.py)
+        assert accessibility_problems(page, "all" if width == 1400 else "colours") == [], what
         if index in (0, views - 1):
             screenshot(page, f"deck-file-{name}-{index + 1:02}-{width}-{scheme}")
         page.keyboard.press("ArrowRight")

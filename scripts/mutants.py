@@ -360,6 +360,12 @@ MUTANTS = (
            "                self._free += 1",
            "            self._free += 1\n            if self._line:\n                self._line.popleft().set()",
            "starved run"),
+    Mutant("a deck's view showing an error put in its file", "app_pages/decks/export.py",
+           "        if problems := _problems(at):", "        if (problems := _problems(at)) and False:",
+           "error shown", ("tests/test_deck_file.py::test_a_view_showing_an_error_is_not_put_in_a_file",)),
+    Mutant("a deck's view over the size limit written into its file", "app_pages/decks/export_html.py",
+           "        if size > view_most:", "        if size > view_most * 1000:", "limit ignored",
+           ("tests/test_deck_file.py::test_a_deck_that_cannot_be_exported_is_refused_by_name_and_nothing_is_left",)),
 )  # fmt: skip
 
 

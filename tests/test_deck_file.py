@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -17,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 import app_pages  # noqa: F401  (the pages registered: a deck's addresses name them)
 from app_pages.decks import export
-from app_pages.decks.export_html import write_page
+from app_pages.decks.export_html import _element, write_page
 from tests.browser import accessibility_problems, assert_none, clipped, overlaps, readable_charts, screenshot
 from tests.test_decks import _shortest_long_text
 from ui import decks
@@ -241,6 +243,9 @@ def test_what_a_file_cannot_show_is_said_and_the_words_are_the_apps():
     page, charts = write_page(decks.Deck("t <b>", (view,)), [shown], "http://h:1", "abc", view_most=10**6)
     assert charts == 1 and "<title>t &lt;b&gt;</title>" in page
     assert "</script><script>alert(1)" not in page and "http://h:1/?stage=softmax&present=true" in page
+    unknown = _element(SimpleNamespace(type="map", children={}), [], "http://h:1")  # an element the file cannot draw
+    assert "a map the file cannot show: open the view in the app" in unknown
+    assert f"Attention Explorer {tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']['version']}," in page
 
 
 @pytest.mark.slow

@@ -84,8 +84,8 @@ def shown_views(deck: decks.Deck, app_url: str = APP_URL) -> list[Shown]:
         if any(str(button.label).startswith(MEASURE_FIRST) for button in at.button):
             # AppTest reruns the page it was last told to show: the view's page, for the button's click to reach it
             at.switch_page(view.page.path).run()
-            for button in [b for b in at.button if str(b.label).startswith(MEASURE_FIRST)]:
-                button.click().run()
+            for button in [b for b in at.button if str(b.label).startswith(MEASURE_FIRST) and not b.disabled]:
+                button.click().run()  # (a disabled one: its work is done or under way, which the wait below reads)
             deadline = time.monotonic() + WORK_SECONDS
             while at.get("progress") and time.monotonic() < deadline:  # work in a thread of its own: looked at again
                 time.sleep(0.5)

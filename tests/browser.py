@@ -132,6 +132,8 @@ OVERLAPS = """() => {
   return {found, looked};
 }"""
 
+# The page whose colours the charts must follow: the app's element, or the body of a page without one (a deck's file).
+PAGE_ELEMENT = "(document.querySelector('.stApp') ?? document.body)"
 LUMINANCE = """const luminance = colour => {
     const [r, g, b] = colour.match(/[\\d.]+/g).slice(0, 3).map(v => {
       v /= 255;
@@ -157,7 +159,9 @@ CONTRAST = (
   """
     + LUMINANCE
     + """
-  const page = getComputedStyle(document.querySelector('.stApp') ?? document.body).backgroundColor;
+  const page = getComputedStyle("""
+    + PAGE_ELEMENT
+    + """).backgroundColor;
   let worst = [Infinity, ''], looked = 0;
   const labels = 'g[class$="tick"] > text, text[class$="title"], .gtitle-subtitle, .annotation-text, ' +
                  '.legendtext, .legendtitletext, .cbaxis text, text.bartext';  // the app's bar numbers are outside
@@ -443,7 +447,8 @@ def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "ligh
     """This browser's one tab at this window and colour scheme, as a new context would open it, asking nothing of any
     host but this machine's (checked when it is handed back). A tab whose reset fails is closed, and the next test
     gets a new one. Not for a test that adds scripts to its page (add_init_script) or changes it through the DevTools
-    protocol (new_cdp_session: a CPU slowed), which stay with the tab: `fresh_page` (tests/test_house.py checks)."""
+    protocol (new_cdp_session: a CPU slowed), which stay with the tab: `fresh_page` (refused here; planted in
+    tests/test_browser_helpers.py)."""
     page = _TABS.get(id(browser))
     if page is None:
         page = _TABS[id(browser)] = browser.new_context().new_page()
@@ -798,17 +803,18 @@ def check_view(page, what: str, charts: bool | None = None, axe: bool = True, ru
         assert problems == [], f"{what}: {problems}"  # said in full: tests/browser.py's asserts are not rewritten
 
 
-# Whether every chart drawn on the page has followed the page's colour scheme (the page: the app's element, or the
-# body of a page without one, a deck's file): its paper is the page's background,
-# its labels are there, and chart.js draws none and has each in the colours its place on the page has now. After a
-# switch chart.js redraws each chart once Streamlit has repainted the page; on a busy machine that comes after a
-# quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
+# Whether every chart drawn on the page (PAGE_ELEMENT) has followed the page's colour scheme: its paper is the page's
+# background, its labels are there, and chart.js draws none and has each in the colours its place on the page has
+# now. After a switch chart.js redraws each chart once Streamlit has repainted the page; on a busy machine that comes
+# after a quiet moment, so a check that only waited for quiet measured a chart mid-redraw.
 IN_PAGE_COLOURS = (
     """() => {
   """
     + LUMINANCE
     + """
-  const app = getComputedStyle(document.querySelector('.stApp') ?? document.body), page = rgb(app.backgroundColor);
+  const app = getComputedStyle("""
+    + PAGE_ELEMENT
+    + """), page = rgb(app.backgroundColor);
   // Streamlit's own repaint done: the page's text readable on its background (seen seconds apart in a full suite)
   if (ratio(luminance(rgb(app.color)), luminance(page)) < 4.5) return false;
   return [...document.querySelectorAll('.js-plotly-plot')].every(gd => gd._fullLayout
@@ -818,8 +824,12 @@ IN_PAGE_COLOURS = (
 )
 
 
-APP_COLOURS = """() => { const app = getComputedStyle(document.querySelector('.stApp') ?? document.body);
+APP_COLOURS = (
+    """() => { const app = getComputedStyle("""
+    + PAGE_ELEMENT
+    + """);
   return `text ${app.color} on ${app.backgroundColor}`; }"""
+)
 
 
 # A chart's labels drawn on the page, and every chart on or near the screen showing its latest figure in the page's

@@ -1,6 +1,5 @@
 """Decks: present a lecture as a list of views, or build one (add views from any page, reorder, note, export)."""
 
-import hashlib
 import re
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from ui.traces import heavy_slot
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORT_SECONDS = 900  # a deck with a real model's long text takes minutes on 2 cores
-HTML = "deck_html"  # session state: (the deck's digest, the file's bytes or None, what the export said)
+HTML = "deck_html"  # session state: (the deck exported, the file's bytes or None, what the export said)
 
 
 def _load(text: str) -> None:
@@ -81,10 +80,6 @@ def _views(deck: decks.Deck) -> None:
         row.button("✕", key=f"deck_del_{version}_{i}", on_click=decks.delete, args=(i,), help=f"Delete view {i + 1}")
 
 
-def _digest(deck: decks.Deck) -> str:
-    return hashlib.sha256(deck.to_json().encode()).hexdigest()
-
-
 def _export_html(deck: decks.Deck) -> None:
     """The deck as one HTML file (app_pages/decks/export.py), made in a process of its own, which runs the app's
     pages as this server does; the file's links open each view on this server's address."""
@@ -100,7 +95,7 @@ def _export_html(deck: decks.Deck) -> None:
             data = out.read_bytes() if done.returncode == 0 and out.exists() else None
         except subprocess.TimeoutExpired:
             data, said = None, [f"the export took over {EXPORT_SECONDS // 60} minutes and was stopped"]
-    st.session_state[HTML] = (_digest(deck), data, said[0].replace(str(source), "the deck").replace(str(out), ""))
+    st.session_state[HTML] = (deck, data, said[0].replace(str(source), "the deck").replace(str(out), ""))
 
 
 def _one_file(deck: decks.Deck) -> None:
@@ -113,7 +108,7 @@ def _one_file(deck: decks.Deck) -> None:
         "network (a few seconds a view; minutes for a real model's long text)",
     )
     made = st.session_state.get(HTML)
-    if made is None or made[0] != _digest(deck):
+    if made is None or made[0] != deck:  # a deck changed since: not its file
         return
     if made[1] is None:
         st.error(f"⚠️ Not made: {markdown_literal(made[2])}")

@@ -460,9 +460,24 @@ def lent_tab(browser, width: int = 1400, height: int = 1000, scheme: str = "ligh
     asked = outside_requests(page)
     try:
         yield page
+    except Exception as failure:  # what the page showed, said with the failure, before the tab is handed back
+        failure.add_note(last_look(page, os.environ.get("PYTEST_CURRENT_TEST", "lent tab").split(" ")[0]))
+        raise
     finally:
         _hand_back(browser, page)
     assert offline(asked) == [], "the page fetched from outside this machine"
+
+
+def last_look(page, name: str) -> str:
+    """A failed test's page as it was: a screenshot (test-artifacts/failed-<name>.png) and what it showed (its
+    title, captions, messages, address and Streamlit's run state), said: an element not found in a full suite is
+    otherwise only its locator, and the page is gone when the log is read."""
+    name = re.sub(r"[^\w.-]+", "-", name)[-120:]
+    try:
+        screenshot(page, f"failed-{name}")
+        return f"the page when it failed (test-artifacts/failed-{name}.png): {page.evaluate(PAGE_SAYS)}"
+    except PlaywrightError as error:
+        return f"the page when it failed could not be read: {error}"
 
 
 def _kept_from_the_lent_tab(name: str):

@@ -41,6 +41,20 @@ def pytest_terminal_summary(terminalreporter):
     )
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A browser test that fails says what its page showed then (tests/browser.py last_look), before the fixture
+    hands the page on. (A test's own lent tab says it in the failure's note.)"""
+    report = yield
+    if report.when == "call" and report.failed:
+        for fixture in ("page", "fresh_page", "file_page"):
+            if fixture in item.funcargs:
+                from tests.browser import last_look
+
+                report.sections.append(("the page", last_look(item.funcargs[fixture], item.name)))
+    return report
+
+
 # Fixtures that bring a browser or a model, and the marker a test using them must carry.
 NEEDS = {"browser": "browser", "worker": "models"}
 

@@ -3,6 +3,7 @@ each must find its fault there, find nothing on the same page without them (?cle
 A measurement that cannot see its own failure is no check."""
 
 import functools
+import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
@@ -10,6 +11,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 
 from tests.browser import (
+    ARTIFACTS,
     EXPORT_CONTRAST,
     OVERFLOW,
     ROOT,
@@ -211,6 +213,18 @@ def test_readable_charts_measures_once_and_a_chart_unreadable_then_is_the_caller
     ratio, label, looked = readable_charts(page, "a dark slide")
     assert ratio < 2 and looked == 1 and "rgb(49, 51, 63) on rgb(14, 17, 23)" in label, (ratio, label)
     page.close()
+
+
+def test_a_test_failing_in_a_lent_tab_says_what_the_page_showed(browser, fixture_url):
+    """A failure in a lent tab carries a note of the page as it was (last_look: its address, title, messages and a
+    screenshot), taken before the tab is handed on: in a full suite an element not found is otherwise only a locator."""
+    with pytest.raises(AssertionError, match="planted") as failed, lent_tab(browser) as page:
+        page.goto(fixture_url + "?looked")
+        raise AssertionError("planted")
+    note = failed.value.__notes__[0]
+    assert "?looked" in note and "test-artifacts/failed-" in note, note
+    shot = re.search(r"test-artifacts/(failed-\S+\.png)", note).group(1)
+    assert (ARTIFACTS / shot).stat().st_size > 0
 
 
 def test_a_lent_tab_comes_to_the_next_test_as_a_new_context_would_open_it(browser, fixture_url):

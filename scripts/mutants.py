@@ -366,6 +366,12 @@ MUTANTS = (
     Mutant("a deck's view over the size limit written into its file", "app_pages/decks/export_html.py",
            "        if size > view_most:", "        if size > view_most * 1000:", "limit ignored",
            ("tests/test_deck_file.py::test_a_deck_that_cannot_be_exported_is_refused_by_name_and_nothing_is_left",)),
+    Mutant("a V4 window that keeps W tokens, not W - 1", "attention_core/kv_cache.py",
+           "    return min(n, s.window - 1) * s.d", "    return min(n, s.window) * s.d", "off by one",
+           ("tests/test_kv_cache.py",)),
+    Mutant("a CSA entry counted before its window closes", "attention_core/kv_cache.py",
+           "    closed, waiting = divmod(n, s.m)", "    closed, waiting = -(-n // s.m), n % s.m", "early entry",
+           ("tests/test_kv_cache.py",)),
 )  # fmt: skip
 
 

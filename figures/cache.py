@@ -4,7 +4,9 @@ formulas tests/test_variants.py checks against the bytes of the tensors each var
 
 While a decoder writes, every new token's query meets the keys and values of all the tokens before it. Those
 are kept (the KV cache) rather than recomputed: per layer, per token, MHA keeps h·(d_k + d_v) numbers, GQA
-g·(d_k + d_v), MQA d_k + d_v, and MLA only its latent c_KV and the shared rotary key: d_c + d_h^R.
+g·(d_k + d_v), MQA d_k + d_v, and MLA only its latent c_KV and the shared rotary key: d_c + d_h^R. Past MLA
+(attention_core/kv_cache.py): DeepSeek-V3.2's DSA keeps its indexer's keys beside MLA's, and DeepSeek-V4 a window
+and compressed entries, so that its numbers per token depend on the text's length.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from attention_core.kv_cache import PUBLISHED, Published
 from attention_core.variants import PRESETS, VARIANTS, Sizes, look_of
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
 
 BYTES = {"fp32": 4, "fp16/bf16": 2, "fp8": 1}  # bytes per cached number
-CONTEXTS = {"4k": 4_096, "32k": 32_768, "128k": 131_072}  # tokens in the context, as a link writes them
+# Tokens in the context, as a link writes them.
+CONTEXTS = {"4k": 4_096, "32k": 32_768, "128k": 131_072, "1M": 1_048_576}
 
 UNSEEN = "#8c8c8c"  # the bar of a variant whose look names no colour of its own
 
@@ -26,17 +30,24 @@ class CacheRow:
     """One bar: a variant at some sizes, its formula, and the numbers it keeps per token (in `layers` layers)."""
 
     name: str
-    variant: str
-    sizes: Sizes
+    variant: str  # its colour (and, unless `counted`, its formula)
+    sizes: Sizes | None
     layers: int = 1
+    counted: Published | None = None  # a cache past MLA, whose numbers per token depend on the text's length
 
     @property
     def per_token(self) -> int:
         return self.layers * VARIANTS[self.variant].cache_per_token(self.sizes)
 
+    def per_token_at(self, context: int) -> float:
+        """Numbers per token in a text of `context` tokens (the same at every length, but past MLA)."""
+        return self.counted.per_token(context) if self.counted else self.per_token
+
     @property
     def formula(self) -> str:
         """The variant's formula, and with this row's sizes put in: "g·(d_k + d_v) = 2·(4 + 4) = 16"."""
+        if self.counted:
+            return f"{self.counted.formula} ({self.counted.source})"
         s, variant = self.sizes, VARIANTS[self.variant]
         filled = variant.formula_at(s)
         per_layer = variant.cache_per_token(s)
@@ -65,8 +76,14 @@ def _name(key: str, s: Sizes, current: str) -> str:
     return f"{VARIANTS[key].label}{look_of(key).detail(s)}{' · here' if key == current else ''}"
 
 
+# Past MLA: DeepSeek-V3.2's DSA and DeepSeek-V4-Flash, drawn in the colour of DeepSeek-V2's MLA (PRESETS[0]).
+PAST_MLA = tuple(row for row in PUBLISHED if row.name in ("DeepSeek-V3.2 (DSA)", "DeepSeek-V4-Flash"))
+
+
 def preset_rows() -> list[CacheRow]:
-    return [CacheRow(p.name, p.variant, p.sizes, p.layers) for p in PRESETS]
+    return [CacheRow(p.name, p.variant, p.sizes, p.layers) for p in PRESETS] + [
+        CacheRow(row.name, PRESETS[0].variant, None, counted=row) for row in PAST_MLA
+    ]
 
 
 def amount(numbers: float, bytes_per: int) -> str:
@@ -93,8 +110,8 @@ def cache_figure(
     in `bytes_name` (BYTES); the hover gives each bar's formula."""
     per = BYTES[bytes_name]
     names = [escape(row.name) for row in rows]
-    values = [row.per_token for row in rows]
-    labels = [f"{v:,} → {amount(v * context, per)}" for v in values]
+    values = [row.per_token_at(context) for row in rows]
+    labels = [f"{v:,.0f} → {amount(v * context, per)}" for v in values]
     bars = dict(
         type="bar",
         orientation="h",
@@ -128,7 +145,7 @@ def cache_figure(
         }
     else:
         xaxis |= {"range": [0, top * (1 + (widest_label + 10) / bar_room)]}
-    rows_height = len(rows) * 1.7 * line
+    rows_height = len(rows) * (1.7 if len(rows) <= 4 else 1.3) * line  # six bars fit a slide's half
     layout = style.layout(
         title={**style.title(escape(title), escape(subtitle)), "x": 0, "xanchor": "left"},
         xaxis=xaxis,

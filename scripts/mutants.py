@@ -372,6 +372,10 @@ MUTANTS = (
     Mutant("a CSA entry counted before its window closes", "attention_core/kv_cache.py",
            "    closed, waiting = divmod(n, s.m)", "    closed, waiting = -(-n // s.m), n % s.m", "early entry",
            ("tests/test_kv_cache.py",)),
+    Mutant("V4's cache bar drawn at 1M tokens whatever the context", "figures/cache.py",
+           "    values = [row.per_token_at(context) for row in rows]",
+           '    values = [row.per_token_at(CONTEXTS["1M"]) for row in rows]', "wrong length",
+           ("tests/test_claims.py",)),
 )  # fmt: skip
 
 

@@ -149,6 +149,14 @@ TERMS: dict[str, str] = {
         "I = Σ_j w_j · ReLU(q_j · k) over a few low-rank heads j, one choice for all the heads of a layer, so the "
         "kernel loads k keys instead of every one. The cache still holds every key: a later query may pick any."
     ),
+    "compressed attention": (
+        "**DeepSeek-V4**'s attention: one key/value head, read as both key and value (K = V), and in every layer a "
+        "sliding window of the last 128 tokens. Two kinds of layer add compressed entries: **CSA** (compressed "
+        "sparse attention) folds every 4 tokens into one entry with a learned softmax gate and lets a lightning "
+        "indexer pick the entries each query reads; **HCA** (heavily compressed attention) folds every 128 tokens "
+        "into one, all read. Its cache per token falls as the text grows: DeepSeek-V4-Flash keeps 3,295 numbers a "
+        "token at 1M tokens, DeepSeek-V3.2 42,944 (docs/kv-cache.md)."
+    ),
     "positional encoding": (
         "Attention by itself does not see word order: permute the tokens and the outputs are permuted the same "
         "way. Adding a position code to X (here the sinusoids of “Attention Is All You Need”; rotary positions "

@@ -430,25 +430,23 @@ def test_cache_claims_equal_the_bytes_of_what_the_variant_keeps(variant_traces):
 
 
 @pytest.mark.parametrize("context", ["4k", "1M"])
-def test_the_cache_after_mla_is_said_with_v3_2s_and_v4s_numbers_at_the_context(context):
-    """The sentence after MLA: DeepSeek-V3.2's numbers per token (61 layers of 512 + 64 + 128) and DeepSeek-V4-Flash's
-    at this context, as attention_core/kv_cache.py counts them (tests/test_kv_cache.py: against transformers' own
-    cache); the bars drawn with the same numbers per token, labelled with what each cache comes to."""
+def test_the_cache_after_mla_is_drawn_with_v3_2s_and_v4s_numbers_at_the_context(context):
+    """The published sizes' bars after MLA: DeepSeek-V3.2's numbers per token (61 layers of 512 + 64 + 128) and
+    DeepSeek-V4-Flash's at this context, as attention_core/kv_cache.py counts them (tests/test_kv_cache.py: against
+    transformers' own cache), each labelled with what its cache comes to."""
     from attention_core.kv_cache import PUBLISHED
     from figures.cache import CONTEXTS
 
     n, rows = CONTEXTS[context], {row.name: row for row in PUBLISHED}
     view = stage_view(trace_sentence("Hi", AttentionConfig()), "cache", options={"kv_context": context})
     dsa, v4 = rows["DeepSeek-V3.2 (DSA)"], rows["DeepSeek-V4-Flash"]
-    assert f"At {n:,} tokens V3.2 keeps {61 * (512 + 64 + 128):,}, V4-Flash {v4.numbers(n) / n:,.0f}." in (
-        view.explanation
-    )
     bars = view.figures[1].data[0]
-    assert dict(zip(bars.y, bars.x, strict=True))["DeepSeek-V4-Flash"] == pytest.approx(v4.numbers(n) / n)
+    drawn = dict(zip(bars.y, bars.x, strict=True))
+    assert drawn[dsa.name] == 61 * (512 + 64 + 128) and drawn[v4.name] == pytest.approx(v4.numbers(n) / n)
     labels = dict(zip(bars.y, bars.text, strict=True))
     for row in (dsa, v4):  # in bf16, 2 bytes a number: MiB at 4k, GiB at 1M
         unit, scale = ("MiB", 2**20) if n < 100_000 else ("GiB", 2**30)
-        assert labels[row.name].endswith(f"→ {row.numbers(n) * 2 / scale:,.1f} {unit}"), labels[row.name]
+        assert labels[row.name] == f"{row.numbers(n) / n:,.0f} → {row.numbers(n) * 2 / scale:,.1f} {unit}"
 
 
 @pytest.mark.parametrize("text", ["Hi", "Hi there", "The next day is bright"])

@@ -135,3 +135,14 @@ def test_the_table_says_what_each_cache_costs_as_the_text_grows():
 def test_the_docs_table_is_the_one_the_code_prints():
     """docs/kv-cache.md shows the table `python -m attention_core.kv_cache` prints, as it prints it now."""
     assert markdown() in (ROOT / "docs" / "kv-cache.md").read_text()
+
+
+def test_the_glossarys_compressed_attention_gives_the_numbers_the_cache_counts():
+    """The glossary's numbers for DeepSeek-V4-Flash and V3.2 at 1M tokens are the ones counted here."""
+    from figures.glossary import TERMS
+
+    rows, n = {row.name: row for row in PUBLISHED}, CONTEXTS[-1]
+    words = TERMS["compressed attention"]
+    assert f"keeps {rows['DeepSeek-V4-Flash'].per_token(n):,.0f} numbers a token at 1M tokens" in words
+    assert f"DeepSeek-V3.2 {rows['DeepSeek-V3.2 (DSA)'].per_token(n):,.0f}" in words
+    assert f"window of the last {V4_FLASH.window} tokens" in words and f"every {V4_FLASH.m} tokens" in words

@@ -17,7 +17,7 @@ from attention_core.variants import (
     folded_with_rotated_keys,
     rotation_matrix,
 )
-from figures.cache import BYTES, CONTEXTS, PAST_MLA, amount, cache_figure, compared_rows, preset_rows
+from figures.cache import BYTES, CONTEXTS, amount, cache_figure, compared_rows, preset_rows
 from figures.context import TERMS_DRAWN, context_sum_part, weighted_sum_text
 from figures.heatmap import Panel
 from figures.stages.panels import (
@@ -282,7 +282,6 @@ def build_cache(
         f"{amount(current.per_token * kv_context, per)} for {kv_context:,} tokens in {kv_bytes}.",
         f"DeepSeek-V2's MLA keeps {deepseek.per_token:,} per token in 60 layers, MHA "
         f"{as_mha.per_token:,} ({as_mha.per_token / deepseek.per_token:.1f}× more).",
-        past_mla(presets, kv_context),
     ]
     window = None if trace.mask is None or trace.top_k or trace.composed else window_of(trace.mask.cpu())
     notes += composed_cache(trace, current.per_token, per, kv_context)
@@ -299,16 +298,6 @@ def build_cache(
             f"{bounded} a layer at any length, not {whole}."
         )
     return Built(figures, matrices, notes, stacked=True)
-
-
-def past_mla(presets, kv_context: int) -> str:
-    """DeepSeek-V3.2's and V4-Flash's numbers per token at this context (figures/cache.py PAST_MLA): what the
-    roadmap does after MLA (their bars say what each cache comes to)."""
-    dsa, v4 = (next(r for r in presets if r.name == row.name) for row in PAST_MLA)
-    return (
-        f"At {kv_context:,} tokens V3.2 keeps {dsa.per_token_at(kv_context):,.0f}, "
-        f"V4-Flash {v4.per_token_at(kv_context):,.0f}."
-    )
 
 
 def composed_cache(trace, per_token: int, per: int, kv_context: int) -> list[str]:

@@ -37,6 +37,9 @@ class CacheRow:
 
     @property
     def per_token(self) -> int:
+        """Numbers per token, the same at every length (a row past MLA has none: per_token_at)."""
+        if self.counted:
+            raise ValueError(f"{self.name}'s numbers per token depend on the text's length: per_token_at(context)")
         return self.layers * VARIANTS[self.variant].cache_per_token(self.sizes)
 
     def per_token_at(self, context: int) -> float:

@@ -779,8 +779,10 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     screenshot(page, f"training-presentation-step-{last - 3 * every}")
     page.get_by_text("▶ play").click()
     page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=20_000)
-    page.wait_for_function("() => !document.querySelector('.stToggle input[aria-label=\"▶ play\"]')?.checked",
-                           timeout=15_000)  # it stops itself at the end  # fmt: skip
+    # It stops itself at the end: the switch shown off (Streamlit's toggle is a switch in .stCheckbox; a wait on
+    # `.stToggle input` matched nothing and passed at once, and a Leave clicked while the page still showed play
+    # on sent that stale "on" back: play began again from step 0, in 2 of this session's 4 full runs).
+    expect(page.get_by_role("switch", name="▶ play")).not_to_be_checked(timeout=15_000)
     page.get_by_role("button", name="✕ Leave (Esc)").click()
     page.get_by_role("button", name="✕ Leave (Esc)").wait_for(state="detached")
     settled(page)

@@ -139,18 +139,24 @@ def table(rows: tuple[Published, ...] = PUBLISHED + V4_LAYERS, contexts: tuple[i
     ]
 
 
-def _size(numbers: float, bytes_per: int = 2) -> str:
-    """numbers × bytes_per in KiB, MiB or GiB."""
+def amount(numbers: float, bytes_per: int) -> str:
+    """numbers × bytes_per, in B, KiB, MiB or GiB (a fraction of a byte as one: a window's share of 1M tokens is
+    0.12 B, not 0 B)."""
     size = numbers * bytes_per
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= scale:
             return f"{size / scale:,.1f} {unit}"
-    return f"{size:,.0f} B" if size >= 10 else f"{size:.2g} B"  # a window's share of 1M tokens: 0.12 B, not 0 B
+    return f"{size:,.0f} B" if size >= 10 else f"{size:.2g} B"
+
+
+def _tokens(n: int) -> str:
+    """A context length as its table names it: 32,768 -> "32k", 1,048,576 -> "1M"."""
+    return f"{n >> 20}M" if n % 2**20 == 0 else f"{n >> 10}k"
 
 
 def markdown(rows: tuple[Published, ...] = PUBLISHED + V4_LAYERS, contexts: tuple[int, ...] = CONTEXTS) -> str:
     """The table in bf16 (2 bytes a number), as docs/kv-cache.md shows it: `python -m attention_core.kv_cache`."""
-    names = ["32k", "128k", "1M"] if contexts == CONTEXTS else [f"{n:,}" for n in contexts]
+    names = [_tokens(n) for n in contexts]
     lines = [
         "| cache | what a layer keeps (numbers) | bf16 a token (all layers), at "
         + ", ".join(names)
@@ -160,8 +166,8 @@ def markdown(rows: tuple[Published, ...] = PUBLISHED + V4_LAYERS, contexts: tupl
         "|---|---|---|" + "---|" * len(contexts) + "---|",
     ]
     for row in rows:
-        per_token = ", ".join(_size(row.per_token(n)) for n in contexts)
-        whole = " | ".join(_size(row.numbers(n)) for n in contexts)
+        per_token = ", ".join(amount(row.per_token(n), 2) for n in contexts)
+        whole = " | ".join(amount(row.numbers(n), 2) for n in contexts)
         lines.append(f"| {row.name} | {row.formula} | {per_token} | {whole} | {row.source} |")
     return "\n".join(lines)
 

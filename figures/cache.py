@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from attention_core.kv_cache import PUBLISHED, Published
+from attention_core.kv_cache import PUBLISHED, Published, amount
 from attention_core.variants import PRESETS, VARIANTS, Sizes, look_of
 from figures.style import DEFAULT_STYLE, TITLE_PAD, Figure, Style, escape, figure, label_width
 
@@ -87,15 +87,6 @@ def preset_rows() -> list[CacheRow]:
     return [CacheRow(p.name, p.variant, p.sizes, p.layers) for p in PRESETS] + [
         CacheRow(row.name, PRESETS[0].variant, None, counted=row) for row in PAST_MLA
     ]
-
-
-def amount(numbers: float, bytes_per: int) -> str:
-    """numbers × bytes_per, in B, KiB, MiB or GiB."""
-    size = numbers * bytes_per
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale:
-            return f"{size / scale:,.1f} {unit}"
-    return f"{size:,.0f} B"
 
 
 def _short(number: int) -> str:

@@ -40,6 +40,13 @@ CHROMIUM_FLAGS = [
 # 000's deck and every page's slides (docs/benchmarks.md). What is drawn is the same. The benchmarks and scripts
 # keep the browser as its readers have it (CHROMIUM_FLAGS).
 SUITE_FLAGS = [*CHROMIUM_FLAGS, "--js-flags=--no-turbofan"]
+# Every limit a test waits to is written as a good day needs it and waited SLOW times as long: the helpers' `timeout`
+# (seconds), each explicit Playwright `timeout` (ms), and Playwright's own 30 s for an action that names none
+# (`patient`). A wait ends as soon as what it waits for happens, so a long limit costs nothing while the app works:
+# it only bounds how long a failure takes to be said. And these machines' speed varies threefold: the same test,
+# alone, ran 25 s one day and 37 s the next on this 2-core Xeon, and CI's suite took 18 min on one run and 54 on the
+# next (2026-11-30), where waits of 30 s ran out on pages still drawing and eight tests failed.
+SLOW = 3
 
 # What Plotly holds for the map (a heatmap panel, found by its trace's name) or the chart (by its own title)
 # whose title starts with a prefix: its title and subtitle as drawn, its row labels as painted, whether "<b>"
@@ -384,15 +391,33 @@ def start_server(port: int, script: str = "app.py", env: dict | None = None, cwd
     )  # fmt: skip
 
 
+def patient(browser) -> None:
+    """Every context the browser opens (and the context of every page it opens alone) waits SLOW times Playwright's
+    30 s where an action or a wait names no limit of its own."""
+    opened_context, opened_page = browser.new_context, browser.new_page
+
+    def new_context(**options):
+        context = opened_context(**options)
+        context.set_default_timeout(30_000 * SLOW)
+        return context
+
+    def new_page(**options):
+        page = opened_page(**options)
+        page.context.set_default_timeout(30_000 * SLOW)
+        return page
+
+    browser.new_context, browser.new_page = new_context, new_page
+
+
 def wait_healthy(url: str, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
+    deadline = time.time() + timeout * SLOW
     while time.time() < deadline:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
                 return
         except OSError:
             time.sleep(0.1)
-    raise AssertionError(f"streamlit did not become healthy within {timeout:.0f} s")
+    raise AssertionError(f"streamlit did not become healthy within {timeout * SLOW:.0f} s")
 
 
 def require_chromium() -> None:
@@ -503,7 +528,7 @@ def _hand_back(browser, page) -> None:
                 other.close()
         if page.url.startswith("http"):
             page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
-        page.goto("about:blank", timeout=10_000)
+        page.goto("about:blank", timeout=10_000 * SLOW)
         page.context.clear_cookies()
         page.mouse.move(0, 0)
     except PlaywrightError:  # a page the test left unusable: a new one for the next
@@ -590,7 +615,7 @@ def chart_locator(page, prefix):
 def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
     """Until the chart holding `prefix` is drawn and its state passes `check` (see PLOT_STATE). A chart far
     below the viewport is drawn when it comes near: it is scrolled into view first."""
-    deadline = time.time() + timeout
+    deadline = time.time() + timeout * SLOW
     state = None
     while time.time() < deadline:
         state = page.evaluate(PLOT_STATE, prefix)
@@ -604,7 +629,7 @@ def wait_for_chart(page, prefix, check=lambda state: True, timeout=30):
 
 def chart_z(page, prefix):
     """The numbers of the map titled `prefix`, as Plotly holds them (after waiting for it to be drawn)."""
-    deadline = time.time() + 30
+    deadline = time.time() + 30 * SLOW
     while True:  # a rerun may redraw the chart between the two looks: look again
         wait_for_chart(page, prefix)
         z = page.evaluate(CHART_Z, prefix)
@@ -645,10 +670,12 @@ def address_holds(page, part: str, timeout: float = 30) -> None:
     pushes a dozen history entries within a millisecond, and once in CI (a class's follower, busy machine) the
     wait saw only the first ("navigated to /") and said nothing of the address the page then had."""
     try:
-        page.wait_for_function("part => location.href.includes(part)", arg=part, polling=100, timeout=timeout * 1000)
+        page.wait_for_function(
+            "part => location.href.includes(part)", arg=part, polling=100, timeout=timeout * SLOW * 1000
+        )
     except PlaywrightTimeout:
         now = page.evaluate("location.href")
-        raise AssertionError(f"the address never held {part!r} in {timeout:.0f} s: it is {now}") from None
+        raise AssertionError(f"the address never held {part!r} in {timeout * SLOW:.0f} s: it is {now}") from None
 
 
 # What a page shows, for a failure's message: its title, its captions (a page's settings line), its messages, its
@@ -665,21 +692,21 @@ def until_visible(page, locator, what: str, timeout: float = 60) -> None:
     """Until `locator` is visible; fails naming `what` and what the page shows instead (PAGE_SAYS), with a
     screenshot (test-artifacts/missing-<what>.png)."""
     try:
-        locator.wait_for(timeout=timeout * 1000)
+        locator.wait_for(timeout=timeout * SLOW * 1000)
     except PlaywrightTimeout:
         screenshot(page, "missing-" + re.sub(r"\W+", "-", what))
         says = page.evaluate(PAGE_SAYS)
-        raise AssertionError(f"{what} not shown in {timeout:.0f} s; the page shows {says}") from None
+        raise AssertionError(f"{what} not shown in {timeout * SLOW:.0f} s; the page shows {says}") from None
 
 
 def text_shown(page, text: str, timeout: float = 30) -> None:
     """Until `text` is visible on the page; fails saying what the page shows instead (title, captions, address),
     where Playwright's timeout names only the text it waited for."""
     try:
-        page.get_by_text(text).first.wait_for(timeout=timeout * 1000)
+        page.get_by_text(text).first.wait_for(timeout=timeout * SLOW * 1000)
     except PlaywrightTimeout:
         raise AssertionError(
-            f"{text!r} not shown in {timeout:.0f} s; the page shows {page.evaluate(PAGE_SAYS)}"
+            f"{text!r} not shown in {timeout * SLOW:.0f} s; the page shows {page.evaluate(PAGE_SAYS)}"
         ) from None
 
 
@@ -688,12 +715,14 @@ def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
     changed for `quiet` seconds (a rerun updates its charts in turn); fails if it is still changing after
     `timeout` seconds."""
     try:
-        page.main_frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
+        page.main_frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * SLOW * 1000)
         for frame in page.frames:
             if frame is not page.main_frame and not frame.is_detached():
-                frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
+                frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * SLOW * 1000)
     except PlaywrightTimeout:
-        raise AssertionError(f"the page was still changing after {timeout:.0f} s (never quiet for {quiet} s)") from None
+        raise AssertionError(
+            f"the page was still changing after {timeout * SLOW:.0f} s (never quiet for {quiet} s)"
+        ) from None
 
 
 RUN_ENDED = "document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'"
@@ -714,14 +743,14 @@ COUNT_RUNS = """() => {
 
 def runs_ended(page, at_least: int, timeout: float = 30) -> None:
     """Until at least `at_least` runs have ended since COUNT_RUNS was evaluated on the page."""
-    failure = f"fewer than {at_least} of the page's runs ended in {timeout:.0f} s"
+    failure = f"fewer than {at_least} of the page's runs ended in {timeout * SLOW:.0f} s"
     _until(page, f"() => window.__runsEnded >= {at_least}", timeout, lambda: failure)
 
 
 def idle(page, quiet: float = 1.0, timeout: float = 60) -> None:
     """Until Streamlit's script has ended its run and nothing on the page has changed for `quiet` seconds: what
     a check that something does NOT happen waits for (instead of a fixed sleep)."""
-    page.wait_for_function(f"() => {RUN_ENDED}", timeout=timeout * 1000)
+    page.wait_for_function(f"() => {RUN_ENDED}", timeout=timeout * SLOW * 1000)
     settled(page, quiet=quiet, timeout=timeout)
 
 
@@ -857,13 +886,13 @@ CHARTS_DRAWN = """() => document.querySelector(
 def charts_drawn(page, what: str, timeout: float = 30) -> None:
     """Until a chart's labels are on the page and every chart near the screen is drawn (CHARTS_DRAWN): a view whose
     charts were sent and are not drawn in `timeout` fails, named."""
-    _until(page, CHARTS_DRAWN, timeout, lambda: f"{what}: its charts were sent and not drawn in {timeout:.0f} s")
+    _until(page, CHARTS_DRAWN, timeout, lambda: f"{what}: its charts were sent and not drawn in {timeout * SLOW:.0f} s")
 
 
 def _until(page, script: str, timeout: float, failure) -> None:
     """Until `script` is true in the page; else an AssertionError saying failure() (read after the wait)."""
     try:
-        page.wait_for_function(script, timeout=timeout * 1000)
+        page.wait_for_function(script, timeout=timeout * SLOW * 1000)
     except PlaywrightTimeout:
         raise AssertionError(failure()) from None
 
@@ -874,7 +903,7 @@ def charts_followed(page, what: str, timeout: float = 30) -> None:
         page,
         IN_PAGE_COLOURS,
         timeout,
-        lambda: f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout:.0f} s",
+        lambda: f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout * SLOW:.0f} s",
     )
 
 
@@ -946,11 +975,11 @@ def masks_measured(page, progress: bool = True) -> bool:
     view, whatever the order. Whether this call measured them."""
     button = page.get_by_role("button", name="Measure every mask")
     shown = page.get_by_text("Losing most weight under")
-    button.or_(shown).first.wait_for(timeout=60000)
+    button.or_(shown).first.wait_for(timeout=60000 * SLOW)
     measuring = button.count() > 0
     if measuring:
-        button.click(timeout=60000)
+        button.click(timeout=60000 * SLOW)
         if progress:
-            page.get_by_text("Measuring:").first.wait_for(timeout=60000)
-    shown.first.wait_for(timeout=180000)
+            page.get_by_text("Measuring:").first.wait_for(timeout=60000 * SLOW)
+    shown.first.wait_for(timeout=180000 * SLOW)
     return measuring

@@ -155,10 +155,11 @@ def browser():
     while it runs: the tests that drive the server with asyncio, tests/test_load.py, need it ended)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM, SUITE_FLAGS, forget_tab
+    from tests.browser import CHROMIUM, SUITE_FLAGS, forget_tab, patient
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=SUITE_FLAGS)
+        patient(chromium)
         yield chromium
         forget_tab(chromium)
         chromium.close()

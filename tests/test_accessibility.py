@@ -13,6 +13,7 @@ from attention_core import trace_sentence
 from figures.settings import DEFAULTS
 from tests.browser import (
     RUN_ENDED,
+    SLOW,
     accessibility_problems,
     chart_locator,
     idle,
@@ -46,7 +47,7 @@ def test_no_page_has_a_serious_accessibility_problem(server, browser):
         for spec, present in shown:
             page.goto(f"{server}{spec.address}" + ("?present=true" if present else ""))
             page.get_by_test_id("stApp").wait_for()
-            page.wait_for_function(RUN_ENDED, timeout=60000)
+            page.wait_for_function(RUN_ENDED, timeout=60000 * SLOW)
             for turn in range(2):
                 if turn:
                     page.emulate_media(color_scheme="dark" if scheme(page) == "light" else "light")
@@ -137,14 +138,14 @@ def test_play_runs_on_only_where_motion_is_welcome(server, browser, motion):
     try:
         page.goto(f"{server}/decoding?dec_step=1")
         label = "▶ step" if motion == "reduce" else "▶ play"
-        page.get_by_role("button", name=label).click(timeout=30000)
-        page.wait_for_url(re.compile(r"dec_step=2\b"), timeout=15000)
+        page.get_by_role("button", name=label).click(timeout=30000 * SLOW)
+        page.wait_for_url(re.compile(r"dec_step=2\b"), timeout=15000 * SLOW)
         if motion == "reduce":  # nothing moves on its own: quiet for three of play's steps, and still at step 2
             idle(page, quiet=3 * PLAY_SECONDS)
             step = int(page.locator("input[type=range][aria-label=step]").input_value())
             assert step == 2 and page.get_by_role("button", name="▶ step").is_visible()
         else:  # it runs on (to the last step, where it stops by itself)
-            page.wait_for_url(re.compile(r"dec_step=[3-9]\b"), timeout=15000)
+            page.wait_for_url(re.compile(r"dec_step=[3-9]\b"), timeout=15000 * SLOW)
         no_traceback(page)
     finally:
         context.close()

@@ -31,6 +31,7 @@ from tests.browser import (
     COUNT_RUNS,
     EXPORT_CONTRAST,
     OVERFLOW,
+    SLOW,
     ServerSent,
     across_frames,
     address_holds,
@@ -215,7 +216,9 @@ def test_every_page_keeps_the_sidebar_and_paints(server, page):
         page.get_by_role("link", name=link).click()
         wait_for_chart(page, prefix)
         # The sidebar may still be drawing its box when the chart is up (it read '' once): wait for its value.
-        expect(page.get_by_role("textbox", name="Sentence")).to_have_value("the dog chased the ball", timeout=30_000)
+        expect(page.get_by_role("textbox", name="Sentence")).to_have_value(
+            "the dog chased the ball", timeout=30_000 * SLOW
+        )
         settled(page)
         check_view(page, name)
         screenshot(page, name)
@@ -251,7 +254,7 @@ def test_markup_typed_anywhere_never_runs_or_renders_on_any_page(server, page):
     expect(page.get_by_role("textbox", name="Sentence")).to_have_value(PAYLOAD)
     for title in [spec.title for spec in PAGES]:  # every page, the Class page too (the sidebar links them all)
         page.get_by_role("link", name=title, exact=True).first.click()
-        page.wait_for_url(f"**/{ADDRESS[title] if title != PAGE_TITLES[0] else ''}?*", timeout=30_000)
+        page.wait_for_url(f"**/{ADDRESS[title] if title != PAGE_TITLES[0] else ''}?*", timeout=30_000 * SLOW)
         settled(page, quiet=1.5)
         no_traceback(page)
         for found in across_frames(page, INJECTED):
@@ -270,7 +273,9 @@ def test_a_link_to_a_page_is_the_first_request_of_a_fresh_server(browser, path, 
         page.goto(f"{url}/{path}?text={quote('the dog chased the ball')}&heads=3")
         wait_for_chart(page, chart)
         # The sidebar may still be drawing its box when the chart is up (it read '' once): wait for its value.
-        expect(page.get_by_role("textbox", name="Sentence")).to_have_value("the dog chased the ball", timeout=30_000)
+        expect(page.get_by_role("textbox", name="Sentence")).to_have_value(
+            "the dog chased the ball", timeout=30_000 * SLOW
+        )
         assert page.get_by_text("Page not found").count() == 0
         page.get_by_role("link", name="Walkthrough").click()  # the link's settings survive a click
         state = wait_for_chart(page, "attention weights", lambda s: s["subtitle"].endswith("head 1 of 3"))
@@ -343,16 +348,16 @@ def test_presentation_mode_steps_with_buttons_and_arrow_keys(server, page):
     page.goto(f"{server}/?present=true")
     page.get_by_text("1 · Input embeddings X").wait_for()
     page.get_by_role("button", name="next →").click()
-    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
+    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000 * SLOW)
     assert not page.locator("section[data-testid='stSidebar']").is_visible()
     page.keyboard.press("ArrowRight")
-    page.get_by_text("3 · Queries, keys and values").wait_for(timeout=15000)
+    page.get_by_text("3 · Queries, keys and values").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowLeft")
-    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000)
+    page.get_by_text("2 · Projection matrices").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowLeft")
-    page.get_by_text("1 · Input embeddings X").wait_for(timeout=15000)
+    page.get_by_text("1 · Input embeddings X").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowLeft")  # wraps round to the last stage
-    page.get_by_text(f"{len(DEFAULT_STAGES)} · {DEFAULT_STAGES[-1].title}").wait_for(timeout=15000)
+    page.get_by_text(f"{len(DEFAULT_STAGES)} · {DEFAULT_STAGES[-1].title}").wait_for(timeout=15000 * SLOW)
     no_traceback(page)
 
 
@@ -373,12 +378,12 @@ def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, fresh
     try:
         for _ in range(3):
             page.keyboard.press("ArrowRight")
-        page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").wait_for(timeout=30000)
+        page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").wait_for(timeout=30000 * SLOW)
         idle(page)
         assert page.get_by_text(f"4 · {DEFAULT_STAGES[3].title}").is_visible()  # and no further
         for _ in range(3):
             page.keyboard.press("ArrowLeft")
-        page.get_by_text("1 · Input embeddings X").wait_for(timeout=30000)
+        page.get_by_text("1 · Input embeddings X").wait_for(timeout=30000 * SLOW)
         idle(page)
         assert page.get_by_text("1 · Input embeddings X").is_visible()
     finally:
@@ -388,11 +393,11 @@ def test_quick_presses_each_count_on_the_walkthrough_and_on_a_deck(server, fresh
     page.locator(".st-key-deck_shipped_lecture-000 button").click()
     page.get_by_role("button", name="▶ Present from view 1").click()
     views = len(decks.shipped()["lecture-000"].views)
-    page.get_by_text(f"view 1 of {views}").wait_for(timeout=60000)
+    page.get_by_text(f"view 1 of {views}").wait_for(timeout=60000 * SLOW)
     settled(page, quiet=0.5)
     for _ in range(4):
         page.keyboard.press("ArrowRight")
-    page.get_by_text(f"view 5 of {views}").wait_for(timeout=60000)
+    page.get_by_text(f"view 5 of {views}").wait_for(timeout=60000 * SLOW)
     idle(page)
     assert page.get_by_text(f"view 5 of {views}").is_visible()
     no_traceback(page)
@@ -443,7 +448,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
     with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?present=true")
         for index, stage in enumerate(DEFAULT_STAGES, start=1):
-            page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000)
+            page.get_by_role("heading", name=f"{index} · {stage.title}").wait_for(timeout=15000 * SLOW)
             settled(page)
             if index == 1:
                 assert page.evaluate(PILLS)["pills"] == len(DEFAULT_STAGES)
@@ -479,7 +484,7 @@ def test_presentation_mode_fits_the_screen_enlarges_everything_and_never_traps(s
                 name = title.replace(" ", "-").replace("√", "sqrt")
                 screenshot(page, f"presentation-{name}-{width}-{browser_scheme(page)}")
         page.keyboard.press("Escape")  # the way out, from any page
-        page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+        page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000 * SLOW)
 
 
 # Each chart: its name, its smallest tick label, and its key (its container's st-key class), to say whether what it
@@ -521,7 +526,7 @@ def test_a_larger_screen_shows_the_same_slide_larger(server, browser):
         with lent_tab(browser, width, height) as page:
             sent = ServerSent(page)
             page.goto(f"{server}/?present=true&stage=softmax&{LONG_LINKS['003']}")
-            page.get_by_role("button", name="next →").wait_for(timeout=60000)
+            page.get_by_role("button", name="next →").wait_for(timeout=60000 * SLOW)
             settled(page)
             measured[width] = steady(lambda page=page, sent=sent: slide_sizes(page, sent))  # the size rerun: late
             shown = measured[width]["charts"]
@@ -540,7 +545,7 @@ def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(serve
     Both fit the screen."""
     with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?text=Alice+will+eat+pizza&present=true&stage=softmax")
-        page.get_by_role("heading", name=re.compile("Softmax")).wait_for(timeout=30000)
+        page.get_by_role("heading", name=re.compile("Softmax")).wait_for(timeout=30000 * SLOW)
         settled(page)
         screenshot(page, f"pattern-random-{width}-{scheme}")
         assert page.get_by_text("have learned nothing").is_visible()
@@ -548,7 +553,7 @@ def test_lecture_002s_weights_slide_says_random_then_shows_trained_weights(serve
         check_view(page, "random weights' slide")
         page.get_by_role("button", name=re.compile("Show it with trained weights")).click()
         page.get_by_text(re.compile(r"With these trained \(Training page, seed \d+, step 2000\) weights")).wait_for(
-            timeout=60000
+            timeout=60000 * SLOW
         )
         settled(page)
         no_traceback(page)
@@ -574,12 +579,12 @@ def test_long_inputs_fit_every_slide_gpt2_sizes_and_a_15_token_sentence(server, 
     many as the page's own slide bar has (the 11th, FlashAttention's tiles, was left out when the count was typed)."""
     with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/?present=true&{LONG_LINKS[link]}")
-        page.get_by_role("heading", name=re.compile("^1 · ")).wait_for(timeout=30000)
+        page.get_by_role("heading", name=re.compile("^1 · ")).wait_for(timeout=30000 * SLOW)
         settled(page)
         count = page.locator(".st-key-stage button").count()
         assert count >= 11, page.locator(".st-key-stage button").all_text_contents()  # up to the tiles at least
         for index in range(1, count + 1):
-            page.get_by_role("heading", name=re.compile(f"^{index} · ")).wait_for(timeout=30000)
+            page.get_by_role("heading", name=re.compile(f"^{index} · ")).wait_for(timeout=30000 * SLOW)
             settled(page)
             no_traceback(page)
             screenshot(page, f"long-{link}-{index:02}-{width}-{scheme}")
@@ -642,7 +647,7 @@ def test_every_mla_slide_fits_the_screen(server, browser, text, width, height, s
                 continue
             if text == AWKWARD:
                 page.goto(f"{address}&stage={quote(stage.label)}")  # the slide bar's label, as the address holds it
-            page.get_by_role("heading", name=heading(stage.key, trace)).wait_for(timeout=15000)
+            page.get_by_role("heading", name=heading(stage.key, trace)).wait_for(timeout=15000 * SLOW)
             settled(page)
             assert page.evaluate(OVERFLOW) <= 2, f"MLA stage {stage.key} needs scrolling at {width}x{height}"
             shot = f"presentation-mla-{stage.key}-{width}-{named}" if stage.key in ("latent", "rope", "absorb",
@@ -696,7 +701,7 @@ def test_glossary_links_open_the_term_in_a_new_tab(server, page):
     with page.context.expect_page() as opened:
         link.click()
     glossary = opened.value
-    glossary.get_by_role("heading", name="causal mask").wait_for(timeout=30000)
+    glossary.get_by_role("heading", name="causal mask").wait_for(timeout=30000 * SLOW)
     address_holds(glossary, "/glossary#causal-mask")
     address_holds(page, "causal=true")  # the lecture's tab keeps its view
     assert chart_z(page, "attention weights")
@@ -756,7 +761,7 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     page.goto(f"{server}/training?train_steps={last}&text={quote('Bob will eat salad')}")
     wait_for_chart(page, "mean attention weights at step 0")
     page.get_by_role("button", name="▶ Train").click()
-    page.get_by_text(f"Trained: {last} steps").wait_for(timeout=240_000)  # a run waits for a free slot
+    page.get_by_text(f"Trained: {last} steps").wait_for(timeout=240_000 * SLOW)  # a run waits for a free slot
     wait_for_chart(page, f"mean attention weights at step {last}")
     settled(page)
     check_view(page, "the trained run")
@@ -770,19 +775,19 @@ def test_training_page_trains_steps_plays_exports_and_loads_into_the_walkthrough
     # A link to the last step in presentation mode: the class's run is the one just trained (shared, not retrained).
     page.goto(f"{server}/training?present=true&train_steps={last}&t_step={last}&text={quote('Bob will eat salad')}")
     page.get_by_role("button", name="← earlier").wait_for()
-    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=15_000)
+    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=15_000 * SLOW)
     page.get_by_role("button", name="← earlier").click()
-    page.get_by_text(f"Step {last - every}", exact=True).wait_for(timeout=15_000)
+    page.get_by_text(f"Step {last - every}", exact=True).wait_for(timeout=15_000 * SLOW)
     for step in (last - 2 * every, last - 3 * every):
         page.get_by_role("button", name="← earlier").click()
-        page.get_by_text(f"Step {step}", exact=True).wait_for(timeout=15_000)
+        page.get_by_text(f"Step {step}", exact=True).wait_for(timeout=15_000 * SLOW)
     screenshot(page, f"training-presentation-step-{last - 3 * every}")
     page.get_by_text("▶ play").click()
-    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=20_000)
+    page.get_by_text(f"Step {last}", exact=True).wait_for(timeout=20_000 * SLOW)
     # It stops itself at the end: the switch shown off (Streamlit's toggle is a switch in .stCheckbox; a wait on
     # `.stToggle input` matched nothing and passed at once, and a Leave clicked while the page still showed play
     # on sent that stale "on" back: play began again from step 0, in 2 of this session's 4 full runs).
-    expect(page.get_by_role("switch", name="▶ play")).not_to_be_checked(timeout=15_000)
+    expect(page.get_by_role("switch", name="▶ play")).not_to_be_checked(timeout=15_000 * SLOW)
     page.get_by_role("button", name="✕ Leave (Esc)").click()
     page.get_by_role("button", name="✕ Leave (Esc)").wait_for(state="detached")
     settled(page)
@@ -834,14 +839,14 @@ def slide_titles(page, key: str) -> list[str]:
         return pills.all_text_contents()
     page.locator(f".st-key-{key} button[aria-label=Open]").click()
     options = page.get_by_role("option")
-    options.first.wait_for(timeout=15000)
+    options.first.wait_for(timeout=15000 * SLOW)
     titles: list[str] = []
     for _ in range(40):  # a long list draws only the options in its window: scrolled through, a window at a time
         titles += [title for title in options.all_text_contents() if title not in titles]
         if page.get_by_role("listbox").evaluate(SCROLL_ON):
             break
     page.keyboard.press("Escape")
-    page.get_by_role("listbox").wait_for(state="detached", timeout=15000)
+    page.get_by_role("listbox").wait_for(state="detached", timeout=15000 * SLOW)
     return titles
 
 
@@ -856,15 +861,15 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     page.goto(f"{server}/?present=true")
     page.get_by_role("heading", name="1 · Input embeddings X").wait_for()
     page.locator(".st-key-stage").get_by_text("QKᵀ", exact=True).click()  # a pill keeps the focus after a click
-    page.get_by_role("heading", name="4 · Attention scores QKᵀ").wait_for(timeout=15000)
+    page.get_by_role("heading", name="4 · Attention scores QKᵀ").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowRight")
-    page.get_by_role("heading", name="5 · Scale by √d_k").wait_for(timeout=15000)
+    page.get_by_role("heading", name="5 · Scale by √d_k").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowRight")
-    page.get_by_role("heading", name="6 · Causal mask").wait_for(timeout=15000)
+    page.get_by_role("heading", name="6 · Causal mask").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowRight")
-    page.get_by_role("heading", name="7 · Softmax → attention weights").wait_for(timeout=15000)
+    page.get_by_role("heading", name="7 · Softmax → attention weights").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("ArrowRight")
-    page.get_by_role("heading", name="8 · Context vectors").wait_for(timeout=15000)
+    page.get_by_role("heading", name="8 · Context vectors").wait_for(timeout=15000 * SLOW)
     settled(page)
     page.get_by_role("combobox", name="one token in detail").click()  # a menu open: Esc closes it, only it
     page.get_by_role("listbox").wait_for()
@@ -881,13 +886,13 @@ def test_the_arrow_keys_never_trap_esc_closes_only_what_is_open_and_leaving_retu
     assert page.get_by_role("button", name="✕ Leave (Esc)").is_visible()
     assert _slide_shown(page) == "8 · Context vectors"
     page.keyboard.press("ArrowRight")  # the keys still work after the menu and the popover
-    page.get_by_role("heading", name="9 · Concatenate the heads, project with W_O").wait_for(timeout=15000)
+    page.get_by_role("heading", name="9 · Concatenate the heads, project with W_O").wait_for(timeout=15000 * SLOW)
     page.keyboard.press("Escape")  # nothing open: Esc leaves, to the slide that was shown
-    page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000)
+    page.locator("section[data-testid='stSidebar']").wait_for(state="visible", timeout=15000 * SLOW)
     page.wait_for_function(
         "() => { const h = [...document.querySelectorAll('h2')].find(e => e.textContent.startsWith('9 ·'));"
         " if (!h) return false; const top = h.getBoundingClientRect().top; return top >= 0 && top < 200; }",
-        timeout=15000,
+        timeout=15000 * SLOW,
     )
     # The page brings the slide back for a few seconds while charts above it arrive; a reader who scrolls away
     # meanwhile by the scroll bar or a touch (no wheel, no key: as set here) stays where they scrolled to. (Pulled
@@ -910,18 +915,18 @@ def test_a_slide_chosen_from_the_bars_list_is_shown_and_the_arrow_keys_step_on_f
     shown and kept in the address, and → then steps on from it though the list keeps the focus (it would move a
     caret in its text)."""
     page.goto(f"{server}/glossary?present=true")
-    page.get_by_role("button", name="next →").wait_for(timeout=60000)
+    page.get_by_role("button", name="next →").wait_for(timeout=60000 * SLOW)
     settled(page)
     titles = slide_titles(page, "g_slide")
     assert len(titles) >= 20 and page.evaluate(PILLS)["pills"] == 0, titles  # a list, not pills
     page.locator(".st-key-g_slide button[aria-label=Open]").click()
     page.get_by_role("option", name=titles[5], exact=True).click()
-    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[5])), timeout=30000)
+    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[5])), timeout=30000 * SLOW)
     address_holds(page, "g_slide=" + quote_plus(titles[5]))
     assert page.evaluate("document.activeElement?.getAttribute('role')") == "combobox"  # the focus stayed there
     idle(page)
     page.keyboard.press("ArrowRight")
-    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[6])), timeout=30000)
+    page.wait_for_function(ACTIVE_SLIDE.format(key="g_slide", title=json.dumps(titles[6])), timeout=30000 * SLOW)
     no_traceback(page)
 
 
@@ -934,13 +939,13 @@ def test_every_page_is_slides_stepped_by_the_arrow_keys_that_fit_the_screen(serv
         for title in SLIDE_PAGES:
             spec = next(spec for spec in PAGES if spec.title == title)
             page.goto(f"{server}{spec.address}?present=true&heads=2")
-            page.get_by_role("button", name="next →").wait_for(timeout=30000)
+            page.get_by_role("button", name="next →").wait_for(timeout=30000 * SLOW)
             for index, (key, _) in enumerate(spec.slides[:3] if title == "Glossary" else spec.slides):
                 page.wait_for_function(
                     ACTIVE_SLIDE.format(key=spec.slide_key, title=json.dumps(spec.slides[index][1]))
                     if len(spec.slides) > 1
                     else "() => true",
-                    timeout=30000,
+                    timeout=30000 * SLOW,
                 )
                 settled(page)
                 assert page.evaluate(OVERFLOW) <= 2, f"{title}: the slide {key} needs scrolling at {width}x{height}"
@@ -981,7 +986,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
         page.locator(f".st-key-deck_shipped_{name} button").click()
         page.get_by_role("button", name="▶ Present from view 1").click()
         for index, view in enumerate(deck.views, start=1):
-            page.get_by_text(f"view {index} of {len(deck.views)}").wait_for(timeout=60000)
+            page.get_by_text(f"view {index} of {len(deck.views)}").wait_for(timeout=60000 * SLOW)
             page.wait_for_url(re.compile(f"{re.escape(server)}{re.escape(view.page.address)}(\\?|$)"))
             if view.stage == "long":  # the 4,096-token pass, shared with tests/test_browser_long.py's (one per server)
                 wait_for_chart(page, "weights = the max of each", timeout=600)
@@ -992,7 +997,7 @@ def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, brow
             scaled = 16 * screen_scale((width, height))
             with contextlib.suppress(PlaywrightTimeout):
                 page.wait_for_function(f"Math.abs(parseFloat(getComputedStyle(document.documentElement).fontSize) - "
-                                       f"{scaled}) < {scaled / 100}", timeout=30000)  # fmt: skip
+                                       f"{scaled}) < {scaled / 100}", timeout=30000 * SLOW)  # fmt: skip
             settled(page)
             if page.get_by_role("button", name="Measure every mask").count():  # measured, whichever test came first
                 masks_measured(page, progress=False)  # (its progress: tests/test_browser_sweep.py)
@@ -1022,7 +1027,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
     of its slide bar, fits the screen; nothing cut or overlapping; → at the last goes round to the first."""
     with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/real_model?present=true&rm_model={quote(model)}")
-        page.get_by_role("button", name="next →").wait_for(timeout=60000)
+        page.get_by_role("button", name="next →").wait_for(timeout=60000 * SLOW)
         # The page's own list of its slides (the bar's choices, once its first run has drawn them all: the stages'
         # slides come with the model), in order: the walk must reach each, one → at a time.
         settled(page, timeout=60)
@@ -1030,7 +1035,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
         assert len(slides) >= len(BY_TITLE["Real model"].slides) + 8, slides  # its own and every stage's
         pills_whole(page, f"{model} at {width}x{height}")  # eighteen and more: a list, no pill to cut
         for index, title in enumerate(slides, start=1):
-            page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(title)), timeout=60000)
+            page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(title)), timeout=60000 * SLOW)
             settled(page)
             assert page.evaluate(OVERFLOW) <= 2, f"{model}: slide {title} needs scrolling at {width}x{height}"
             screenshot(page, f"rm-stage-{index:02}-{width}-{scheme}-{model.split('-')[0]}")
@@ -1038,7 +1043,7 @@ def test_every_stage_slide_of_a_real_model_fits_the_screen(server, browser, mode
             page.keyboard.press("ArrowRight")
         # → at the last slide wraps round to the first, as on every page (the walk once read the wrap's address,
         # the first one it had seen, as "stays there")
-        page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(slides[0])), timeout=60000)
+        page.wait_for_function(ACTIVE_SLIDE.format(key="rm_slide", title=json.dumps(slides[0])), timeout=60000 * SLOW)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1074,7 +1079,7 @@ def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, w
         for t in range(1, n + 1):
             page.wait_for_function(
                 f"() => [...document.querySelectorAll('p')].some(p => p.textContent.startsWith('Step {t} of'))",
-                timeout=30000,
+                timeout=30000 * SLOW,
             )
             settled(page)
             assert page.evaluate(OVERFLOW) <= 2, f"step {t} needs scrolling at {width}x{height}"
@@ -1082,7 +1087,7 @@ def test_decoding_is_given_with_the_arrow_keys_token_by_token(server, browser, w
                                        f"slide-decoding-step{t}-{width}" if t in (1, n) else None,
                                        other=other_scheme(width), axe=axe_at(width))  # fmt: skip
             page.keyboard.press("ArrowRight")
-        page.get_by_text(re.compile(f"^What step {n} costs")).wait_for(timeout=30000)
+        page.get_by_text(re.compile(f"^What step {n} costs")).wait_for(timeout=30000 * SLOW)
         wait_for_chart(page, "FLOPs of step t")
         settled(page)
         check_view_in_both_schemes(page, f"Decoding's cost slide at {width}x{height}", f"slide-decoding-cost-{width}",
@@ -1094,10 +1099,10 @@ def test_smollm2_writes_token_by_token_with_a_scrubber(server, page):
     asked = outside_requests(page)
     smollm2 = "SmolLM2-135M-Instruct (Llama-style decoder)"
     page.goto(f"{server}/real_model?rm_model={quote(smollm2)}&text={quote('One, two, three, four,')}&rm_new=8")
-    page.get_by_role("button", name="▶ Generate").wait_for(timeout=120000)
+    page.get_by_role("button", name="▶ Generate").wait_for(timeout=120000 * SLOW)
     page.get_by_role("button", name="▶ Generate").click()
     written = page.locator("p", has_text=re.compile(r"^Written \(8 tokens"))
-    written.wait_for(timeout=120000)
+    written.wait_for(timeout=120000 * SLOW)
     assert "five, six, seven, eight," in written.text_content()
     wait_for_chart(page, "layer 1 · head 1")
     # A chart is drawn once it comes near the viewport: brought there, not looked for before it exists.

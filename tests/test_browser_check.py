@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tests.browser import check_view, lent_tab, screenshot, settled
+from tests.browser import SLOW, check_view, lent_tab, screenshot, settled
 from tests.test_checking import step_student, student
 
 pytestmark = pytest.mark.browser
@@ -38,7 +38,7 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
         mine = tmp_path / f"{mistake or 'right'}.npz"
         np.savez(mine, **student(inputs, settings, mistake))
         upload.set_input_files(str(mine))
-        page.get_by_text(says).wait_for(timeout=30000)
+        page.get_by_text(says).wait_for(timeout=30000 * SLOW)
         page.get_by_text(says).scroll_into_view_if_needed()  # the screenshot shows the verdict
         settled(page)
         check_view(page, f"check: {mistake or 'right'}", charts=False)
@@ -48,11 +48,11 @@ def test_an_uploaded_implementation_is_checked_and_its_mistake_named(server, pag
     off["pattern"][0, 4] *= 1.01
     np.savez(tmp_path / "row.npz", **off)
     upload.set_input_files(str(tmp_path / "row.npz"))
-    page.get_by_text("Yours sums row [0, 4] to 1.01, not 1").wait_for(timeout=30000)
+    page.get_by_text("Yours sums row [0, 4] to 1.01, not 1").wait_for(timeout=30000 * SLOW)
     check_view(page, "check: a row that does not sum to 1", charts=False)
     (tmp_path / "pickled.npz").write_bytes(pickle.dumps({"q": [1.0]}))  # a pickle named as an .npz
     upload.set_input_files(str(tmp_path / "pickled.npz"))
-    page.get_by_text("Nothing was checked: pickled.npz").wait_for(timeout=30000)
+    page.get_by_text("Nothing was checked: pickled.npz").wait_for(timeout=30000 * SLOW)
     check_view(page, "check: a pickle refused", charts=False)
 
 
@@ -63,7 +63,7 @@ def test_one_decoding_step_is_checked_against_its_cache(server, page, tmp_path):
     mine = tmp_path / "step.npz"
     np.savez(mine, **step_student(inputs, settings, 2))  # token 3's row, counted from 1 on the page
     page.locator("input[type=file]").set_input_files(str(mine))
-    page.get_by_text("Every stage you handed in matches (7 of 9).").wait_for(timeout=30000)
+    page.get_by_text("Every stage you handed in matches (7 of 9).").wait_for(timeout=30000 * SLOW)
     check_view(page, "check: one decoding step", charts=False)
 
 
@@ -73,7 +73,7 @@ def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, brow
     where no key could reach it (axe: scrollable-region-focusable). It wraps now."""
     with lent_tab(browser, width, height, scheme) as page:
         page.goto(f"{server}/check?present=true&variant=mla&heads=2")
-        page.get_by_text("Check your attention").wait_for(timeout=60000)
+        page.get_by_text("Check your attention").wait_for(timeout=60000 * SLOW)
         settled(page)
         check_view(page, f"check presented at {width}x{height} ({scheme})", charts=False)
         screenshot(page, f"check-presented-{width}-{scheme}")
@@ -83,7 +83,7 @@ def test_the_check_page_presented_is_readable_and_reachable_by_keys(server, brow
         np.savez(mine, **student(inputs, settings, "mask_sees_next"))
         page.locator("input[type=file]").set_input_files(str(mine))
         says = page.get_by_text("The likely mistake: causal mask shifted by one")
-        says.wait_for(timeout=30000)
+        says.wait_for(timeout=30000 * SLOW)
         settled(page)
         page.get_by_text("expected and yours").scroll_into_view_if_needed()  # the mistake and its row in view
         check_view(page, f"check's verdict presented at {width}x{height} ({scheme})", charts=False)

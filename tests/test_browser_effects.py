@@ -10,7 +10,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from app_pages.real_model.effects import GRID_CELL, GRID_LAYER
-from tests.browser import OVERFLOW, check_view, lent_tab, screenshot, settled, wait_for_chart
+from tests.browser import OVERFLOW, SLOW, check_view, lent_tab, screenshot, settled, wait_for_chart
 from tests.test_browser import AWKWARD
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
@@ -39,27 +39,29 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
             "rm_foil": " Tom",
         }
         page.goto(f"{server}/real_model?rm_model=smollm2&text=Mary&{urlencode(pair)}")
-        page.locator(".st-key-rm_knock_grid").wait_for(timeout=120000)
+        page.locator(".st-key-rm_knock_grid").wait_for(timeout=120000 * SLOW)
         settled(page, timeout=60)
         click_cell(page, 3, 5)
-        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5')", timeout=30000)
+        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5')", timeout=30000 * SLOW)
         page.wait_for_function("() => document.querySelector('.st-key-rm_knock input').value === 'L3.H5'")
-        page.get_by_text("With 1 head set to zero, p(").wait_for(timeout=30000)
+        page.get_by_text("With 1 head set to zero, p(").wait_for(timeout=30000 * SLOW)
         settled(page, timeout=60)
         screenshot(page, "effects-knocked-1400")
         click_cell(page, 7, 2)  # a second head, in another layer
-        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5%2C+L7.H2')", timeout=30000)
-        page.get_by_text("With 2 heads set to zero").wait_for(timeout=30000)
+        page.wait_for_function("() => location.search.includes('rm_knock=L3.H5%2C+L7.H2')", timeout=30000 * SLOW)
+        page.get_by_text("With 2 heads set to zero").wait_for(timeout=30000 * SLOW)
         settled(page, timeout=60)
         click_cell(page, 3, 5)  # the same cell again: back
-        page.wait_for_function("() => location.search.includes('rm_knock=L7.H2')", timeout=30000)
+        page.wait_for_function("() => location.search.includes('rm_knock=L7.H2')", timeout=30000 * SLOW)
         page.wait_for_function("() => document.querySelector('.st-key-rm_knock input').value === 'L7.H2'")
         settled(page, timeout=60)
         page.get_by_role("button", name="Patch every head (30 × 9 = 270 runs)").click()
-        page.locator("[data-testid='stProgress']").wait_for(timeout=60000)  # its progress
+        page.locator("[data-testid='stProgress']").wait_for(timeout=60000 * SLOW)  # its progress
         wait_for_chart(page, "Each head patched in", timeout=120)
-        page.get_by_text("logit(·Anna) − logit(·Tom) is +").wait_for(timeout=60000)  # (its numbers: test_app_effects)
-        page.get_by_text("Looking most at ·Anna from the last row").wait_for(timeout=60000)
+        page.get_by_text("logit(·Anna) − logit(·Tom) is +").wait_for(
+            timeout=60000 * SLOW
+        )  # (its numbers: test_app_effects)
+        page.get_by_text("Looking most at ·Anna from the last row").wait_for(timeout=60000 * SLOW)
         settled(page, timeout=60)
         screenshot(page, "effects-patched-1400")
         # (axe: the section's grid and fields read normally on MiniLM in tests/test_accessibility.py, its map on the
@@ -67,10 +69,10 @@ def test_a_click_on_the_grid_knocks_a_head_out_and_a_patch_draws_its_map(server,
         check_view(page, "does this head matter?, read at 1400x900", axe=False)
         page.locator(".st-key-rm_patch_kind").get_by_text("residual stream").click()  # causal tracing
         page.get_by_role("button", name="Patch every layer and position").click()
-        page.locator("[data-testid='stProgress']").wait_for(timeout=60000)
+        page.locator("[data-testid='stProgress']").wait_for(timeout=60000 * SLOW)
         wait_for_chart(page, "The residual stream patched in", timeout=120)
-        page.get_by_text("Recovering most of it: layer").wait_for(timeout=60000)
-        page.wait_for_function("() => location.search.includes('rm_patch_kind=residual+stream')", timeout=30000)
+        page.get_by_text("Recovering most of it: layer").wait_for(timeout=60000 * SLOW)
+        page.wait_for_function("() => location.search.includes('rm_patch_kind=residual+stream')", timeout=30000 * SLOW)
         settled(page, timeout=60)
         screenshot(page, "effects-residual-1400")
 
@@ -87,7 +89,7 @@ def test_the_slide_fits_with_each_map_at_an_awkward_sentence(server, browser, wi
         ):
             address = f"present=true&rm_model=smollm2&rm_knock=L24.H4&rm_patch_kind={kind}&rm_slide={SLIDE}"
             page.goto(f"{server}/real_model?{address}&text={quote(AWKWARD)}")
-            page.get_by_text("With 1 head set to zero").wait_for(timeout=120000)
+            page.get_by_text("With 1 head set to zero").wait_for(timeout=120000 * SLOW)
             settled(page, timeout=60)  # the run ended: the map drawn, or the button that measures it
             button = page.get_by_role("button", name=label)
             if button.count():  # not measured on this server yet
@@ -108,10 +110,10 @@ def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(se
         page.locator(".st-key-deck_shipped_head-effects button").click()
         page.get_by_role("button", name="▶ Present from view 1").click()
         for index in range(1, 5):
-            page.get_by_text(f"view {index} of 4").wait_for(timeout=60000)
+            page.get_by_text(f"view {index} of 4").wait_for(timeout=60000 * SLOW)
             settled(page, timeout=60)
             page.keyboard.press("ArrowRight" if index < 4 else "ArrowLeft")
-        page.get_by_text("view 3 of 4").wait_for(timeout=60000)
+        page.get_by_text("view 3 of 4").wait_for(timeout=60000 * SLOW)
         settled(page, timeout=60)
         kind = page.locator(".st-key-rm_patch_kind")
         assert kind.get_by_role("radio", name="heads").is_checked(), "the heads are the view's kind"

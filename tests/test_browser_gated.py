@@ -12,7 +12,16 @@ import pytest
 from attention_core import AttentionConfig, trace_sentence
 from figures.settings import DEFAULTS
 from figures.stages import BY_KEY, heading
-from tests.browser import OVERFLOW, chart_z, check_view_in_both_schemes, lent_tab, no_traceback, settled, wait_for_chart
+from tests.browser import (
+    OVERFLOW,
+    SLOW,
+    chart_z,
+    check_view_in_both_schemes,
+    lent_tab,
+    no_traceback,
+    settled,
+    wait_for_chart,
+)
 from tests.test_browser import AWKWARD, FORMULA_CUT, SCREENS, axe_at, other_scheme
 
 pytestmark = pytest.mark.browser
@@ -29,7 +38,7 @@ def test_the_gate_and_the_gated_output_fit_every_screen_with_the_engines_numbers
             trace = trace_sentence(text, AttentionConfig(**SIDEBAR, variant="gated", heads=2, kv_heads=1, causal=True))
             for key in ("gate", "output") if named == "default" else ("gate",):  # the formula's fit: one text
                 page.goto(f"{server}/?present=true&text={quote(text)}&{GATED_LINK}&stage={quote(BY_KEY[key].label)}")
-                page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000)
+                page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000 * SLOW)
                 if key == "gate":
                     wait_for_chart(page, "G = σ(X·W_G)")
                     np.testing.assert_array_equal(chart_z(page, "G = σ(X·W_G)"), trace.parts["gate"][0].numpy())

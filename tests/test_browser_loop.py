@@ -23,6 +23,7 @@ import pytest
 from tests.browser import (
     LOOP_WATCH,
     LUMINANCE,
+    SLOW,
     ServerSent,
     charts_followed,
     idle,
@@ -206,7 +207,7 @@ def test_the_charts_follow_a_switch_of_scheme_whose_colours_come_late(server, pa
     kept the old scheme's colours. Here they come 5 s late, with no rerun after them: every chart must still follow.
     A slide of the Walkthrough in presentation mode: every chart on it is on screen."""
     page.goto(f"{server}/?present=true")
-    page.wait_for_function("document.querySelector('.js-plotly-plot')?._fullLayout", timeout=60_000)
+    page.wait_for_function("document.querySelector('.js-plotly-plot')?._fullLayout", timeout=60_000 * SLOW)
     settled(page)
     held = page.evaluate(HOLD_COLOURS)
     page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
@@ -299,11 +300,11 @@ def test_no_chart_is_drawn_in_a_half_repainted_pages_colours(server, page):
     """While the page's text has followed a switch of scheme and its background has not (3 s here), every chart keeps
     colours it can be read in; once the background follows, every chart follows it."""
     page.goto(f"{server}/?present=true")
-    page.wait_for_function("document.querySelector('.js-plotly-plot')?._fullLayout", timeout=60_000)
+    page.wait_for_function("document.querySelector('.js-plotly-plot')?._fullLayout", timeout=60_000 * SLOW)
     settled(page)
     page.evaluate(HOLD_PAPER)
     page.emulate_media(color_scheme="light" if scheme(page) == "dark" else "dark")
-    page.wait_for_function(HALF, timeout=15_000)  # the half repaint did happen
+    page.wait_for_function(HALF, timeout=15_000 * SLOW)  # the half repaint did happen
     page.wait_for_timeout(3000)  # chart.js looks at the page's colours every 150 ms meanwhile
     ratio, label, looked = worst_contrast(page)
     assert looked > 0 and ratio >= 4.5, f"drawn in the half-repainted page's colours: {label!r} at {ratio:.1f}"
@@ -327,7 +328,7 @@ def test_a_readers_page_keeps_none_of_what_the_tests_read(server, page):
     and keeps none of it. The control: the page the tests drive keeps all of it."""
     drawn = "() => document.querySelectorAll('.js-plotly-plot').length >= 2"
     page.goto(server + "/")
-    page.wait_for_function(drawn, timeout=60_000)
+    page.wait_for_function(drawn, timeout=60_000 * SLOW)
     settled(page)
     watched = page.evaluate(HOOKS)
     assert watched["noted"] >= watched["charts"] >= 2 and watched["followed"] == "function", watched
@@ -336,7 +337,7 @@ def test_a_readers_page_keeps_none_of_what_the_tests_read(server, page):
         seen = reader.new_page()
         seen.add_init_script(A_READER)
         seen.goto(server + "/")
-        seen.wait_for_function(drawn, timeout=60_000)
+        seen.wait_for_function(drawn, timeout=60_000 * SLOW)
         settled(seen)
         assert seen.evaluate("navigator.webdriver") is False
         hooks = seen.evaluate(HOOKS)

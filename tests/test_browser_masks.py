@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from attention_core.tokens import tokenize
 from tests.browser import (
+    SLOW,
     address_holds,
     chart_z,
     check_view,
@@ -46,13 +47,13 @@ def test_a_mask_and_a_bend_chosen_in_the_sidebar_are_drawn_kept_in_the_address_a
     wait_for_chart(page, "bent scores")
     for part in ("bend=alibi", "mask=causal"):
         address_holds(page, part)
-    page.get_by_role("heading", name="Composed mask").first.wait_for(timeout=15000)
+    page.get_by_role("heading", name="Composed mask").first.wait_for(timeout=15000 * SLOW)
     page.goto(page.evaluate("location.href"))  # the address brings the view back (read in the page: address_holds)
     wait_for_chart(page, "bent scores")
     wait_for_chart(page, "blocks of 2×2")
     # Waited for, not read once: in a loaded full suite the box was read empty while the charts were already drawn.
     expect(page.get_by_role("textbox", name="compose a mask (FlexAttention's pieces)")).to_have_value(
-        "causal & (window 2 | sinks 1)", timeout=15_000
+        "causal & (window 2 | sinks 1)", timeout=15_000 * SLOW
     )
     settled(page)
     no_traceback(page)
@@ -80,7 +81,7 @@ def test_an_awkward_sentence_keeps_its_sentences_apart_and_a_bad_piece_is_named(
     check_view(page, "a document mask and a soft cap on an awkward sentence")
     screenshot(page, "masks-awkward")
     page.goto(f"{server}/?mask={quote('causal & windw 3')}")
-    page.get_by_text("'windw' is not a piece").first.wait_for(timeout=30000)
+    page.get_by_text("'windw' is not a piece").first.wait_for(timeout=30000 * SLOW)
     no_traceback(page)
 
 
@@ -95,7 +96,7 @@ def test_check_takes_the_bend_and_the_mask_and_names_the_bend_left_out(server, p
         mine = tmp_path / f"{mistake or 'right'}.npz"
         np.savez(mine, **student(inputs, settings, mistake))
         upload.set_input_files(str(mine))
-        page.get_by_text(says).wait_for(timeout=30000)
+        page.get_by_text(says).wait_for(timeout=30000 * SLOW)
         settled(page)
         check_view(page, f"check with a bend: {mistake or 'right'}", charts=False)
     screenshot(page, "check-bend-left-out")

@@ -13,7 +13,7 @@ from safetensors.torch import save
 
 from attention_core import AttentionConfig, compute_attention
 from tests import numerics as nm
-from tests.browser import check_view, lent_tab, screenshot, settled, until_visible
+from tests.browser import SLOW, check_view, lent_tab, screenshot, settled, until_visible
 from tests.test_checkpoints import DEEPSEEK_NAMES, NanoGPTAttention, _nanogpt_model, _torch_file
 
 pytestmark = pytest.mark.browser
@@ -25,7 +25,7 @@ BOX = "Your own weights: a layer from your checkpoint"
 def _uploaded(page, path, says: str) -> None:
     page.get_by_text(BOX).click()
     page.locator("input[type=file]").set_input_files(str(path))
-    page.get_by_text(says).first.wait_for(timeout=60000)
+    page.get_by_text(says).first.wait_for(timeout=60000 * SLOW)
     settled(page)
 
 
@@ -53,7 +53,7 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     path.write_bytes(_torch_file({"model": model, "model_args": {"n_head": 2}, "itos": dict(enumerate(vocabulary))}))
     page.goto(f"{server}/?text={SENTENCE.replace(' ', '+')}")
     _uploaded(page, path, "nanoGPT / GPT-2 (c_attn, c_proj)")
-    page.get_by_text("X = LayerNorm transformer.h.0.ln_1").wait_for(timeout=30000)
+    page.get_by_text("X = LayerNorm transformer.h.0.ln_1").wait_for(timeout=30000 * SLOW)
     check_view(page, "own weights: nanoGPT")
     screenshot(page, "own-weights-nanogpt")
     shown = _page_trace(page)
@@ -75,7 +75,7 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     yours = "yours (ckpt.pt, transformer.h.0.attn)"
     for title in ("Multi-head", "Decoding"):  # the other pages show them too
         page.get_by_role("link", name=title).click()
-        page.get_by_text(yours).first.wait_for(timeout=60000)
+        page.get_by_text(yours).first.wait_for(timeout=60000 * SLOW)
         settled(page)  # its run finished: a click into a page still drawing was once lost (Compare never came)
     page.get_by_role("link", name="Compare").click()
     # Twice in today's full runs Compare's radio was not shown, or not clickable, for a minute after this click,
@@ -85,12 +85,12 @@ def test_a_nanogpt_checkpoint_opens_in_the_walkthrough_with_its_own_numbers(serv
     until_visible(page, two, "Compare's radio 'two variants'")
     settled(page, timeout=60)
     two.click()  # the right side is MLA: these weights are not
-    page.get_by_text("Your own weights do not fit this side's settings").wait_for(timeout=60000)
+    page.get_by_text("Your own weights do not fit this side's settings").wait_for(timeout=60000 * SLOW)
 
     page.goto(page.evaluate("location.href"))  # the link restores them: the server holds the file (read in the page)
-    page.get_by_text("nanoGPT / GPT-2 (c_attn, c_proj)").first.wait_for(timeout=60000)
+    page.get_by_text("nanoGPT / GPT-2 (c_attn, c_proj)").first.wait_for(timeout=60000 * SLOW)
     page.goto(f"{server}/?own_weights=0123456789ab/transformer.h.0.attn")
-    page.get_by_text("are not on this server").wait_for(timeout=60000)
+    page.get_by_text("are not on this server").wait_for(timeout=60000 * SLOW)
     check_view(page, "own weights: a link whose file the server lacks", charts=True)
 
 
@@ -122,7 +122,7 @@ def test_a_deepseek_checkpoint_opens_in_the_walkthrough_with_its_mla(server, bro
         with lent_tab(browser, width, height, colours) as page:
             page.goto(f"{server}/?text={SENTENCE.replace(' ', '+')}")
             _uploaded(page, path, "DeepSeek's inference code (MLA)")
-            page.get_by_text("RoPE: DeepSeek pairs neighbouring dimensions").wait_for(timeout=30000)
+            page.get_by_text("RoPE: DeepSeek pairs neighbouring dimensions").wait_for(timeout=30000 * SLOW)
             check_view(page, f"own weights: DeepSeek at {width}x{height} ({colours})")
             screenshot(page, f"own-weights-deepseek-{width}-{colours}")
             shown = _page_trace(page)

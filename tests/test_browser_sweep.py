@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import OVERFLOW, check_view, lent_tab, masks_measured, screenshot, settled
+from tests.browser import OVERFLOW, SLOW, check_view, lent_tab, masks_measured, screenshot, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
 
@@ -21,7 +21,7 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
             page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_slide={SLIDE}")
             measuring = masks_measured(page)  # a click if not measured yet, with its progress
             assert not (turn and measuring), "the second view measured the masks again"
-            page.get_by_text("Window of 8 alone").wait_for(timeout=60000)
+            page.get_by_text("Window of 8 alone").wait_for(timeout=60000 * SLOW)
             settled(page, timeout=60)
             assert page.get_by_role("button", name="Measure every mask").count() == 0
             screenshot(page, f"masks-slide-{width}-{scheme}")
@@ -30,10 +30,10 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
     with lent_tab(browser, 1400, 900) as page:
         page.goto(f"{server}/real_model?rm_model=smollm2&rm_sweep_mask={quote('sliding window w')}&rm_sweep_budget=8")
         heading = page.get_by_text("After MLA: windows, sinks and sparse attention, measured")
-        heading.wait_for(timeout=60000)
+        heading.wait_for(timeout=60000 * SLOW)
         heading.scroll_into_view_if_needed()
-        page.get_by_text("A window of 8 keys alone raises the loss").wait_for(timeout=60000)
-        page.get_by_text("Losing most weight under sliding window w = 8").wait_for(timeout=60000)
+        page.get_by_text("A window of 8 keys alone raises the loss").wait_for(timeout=60000 * SLOW)
+        page.get_by_text("Losing most weight under sliding window w = 8").wait_for(timeout=60000 * SLOW)
         settled(page, timeout=60)
         check_view(page, "masks after MLA, read")
         screenshot(page, "masks-read-1400")
@@ -53,7 +53,7 @@ def test_a_sliding_window_with_sinks_and_top_k_show_on_the_mask_and_kv_cache_sli
             ("mask", "Each query keeps at most 3 keys", "top_k=3"),  # DSA's top-k, by the oracle indexer
         ):
             page.goto(f"{server}/?text={text}&causal=true&{mask}&present=true&stage={quote(stage)}")
-            page.get_by_text(says).wait_for(timeout=60000)
+            page.get_by_text(says).wait_for(timeout=60000 * SLOW)
             settled(page)
             screenshot(page, f"{mask.split('=')[0]}-{stage.split()[0].lower()}-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) <= 2, f"the {stage} slide with {mask} needs scrolling at {width}x{height}"

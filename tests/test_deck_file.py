@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 import app_pages  # noqa: F401  (the pages registered: a deck's addresses name them)
 from app_pages.decks import export
 from app_pages.decks.export_html import _element, write_page
-from tests.browser import accessibility_problems, assert_none, clipped, overlaps, readable_charts, screenshot
+from tests.browser import SLOW, accessibility_problems, assert_none, clipped, overlaps, readable_charts, screenshot
 from tests.test_decks import _shortest_long_text
 from ui import decks
 
@@ -86,7 +86,7 @@ def _walk(page, name: str, views: int, width: int, scheme: str) -> list[list[str
             " && document.querySelectorAll('#stage .live-chart').length === document.querySelectorAll('#stage .chart')"
             ".length && document.querySelectorAll('#stage .tex').length === "
             "document.querySelectorAll('#stage .tex .katex').length",
-            timeout=30_000,
+            timeout=30_000 * SLOW,
         )
         shown = page.evaluate(SHOWN)
         assert shown["scrolls"] <= 2, f"{what} scrolls {shown['scrolls']} px"

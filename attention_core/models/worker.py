@@ -18,7 +18,7 @@ hands each answer to the thread that asked. A trace comes back pickled, tensors 
 shared memory: a container's /dev/shm is often 64 MB, less than one large trace). A ValueError in the worker
 (a text that gives no tokens) reaches the caller as itself; a worker that died (killed, out of memory) is
 started again and the request sent once more; and the worker ends when the server does, however it ends,
-because its standard input closes.
+because its standard input closes: at once, its runs under way abandoned, for no one would read their answers.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class ModelWorker:
     def close(self) -> None:
         with self._lock:
             if self._process is not None:
-                self._process.stdin.close()  # the worker's cue to end, once the runs under way are answered
+                self._process.stdin.close()  # the worker's cue to end (a run under way is abandoned)
                 self._process.wait(timeout=30)
                 self._process = None
 
@@ -367,16 +367,20 @@ def serve() -> None:
             answers.write(reply)
             answers.flush()
 
-    with ThreadPoolExecutor(runs, thread_name_prefix="run") as pool:  # on leaving: the runs under way finish
-        while True:
-            try:
-                request_id, function, args = pickle.load(requests)  # noqa: S301  (from the server that started us)
-            except EOFError:
-                return
-            if function in at_once:
-                answer(request_id, function, args)
-            else:
-                pool.submit(answer, request_id, function, args)
+    pool = ThreadPoolExecutor(runs, thread_name_prefix="run")
+    while True:
+        try:
+            request_id, function, args = pickle.load(requests)  # noqa: S301  (from the server that started us)
+        except EOFError:
+            # The server has ended: no one will read an answer. What waits is dropped, and the runs under way end
+            # with the process (the module's main ends it at once): a worker whose server was stopped mid-work went
+            # on computing for no one, 20 s of CPU taken from everything beside it (seen in a stopped suite).
+            pool.shutdown(wait=False, cancel_futures=True)
+            return
+        if function in at_once:
+            answer(request_id, function, args)
+        else:
+            pool.submit(answer, request_id, function, args)
 
 
 if __name__ == "__main__":
@@ -384,3 +388,6 @@ if __name__ == "__main__":
     from attention_core.models.worker import serve as serve_from_the_module
 
     serve_from_the_module()
+    # Now, without waiting for the runs under way (a thread pool's threads are joined at a normal exit) or taking
+    # the interpreter's objects apart one by one: the kernel frees the models' memory at once.
+    os._exit(0)

@@ -47,8 +47,10 @@ def pytest_runtest_makereport(item, call):
     hands the page on. (A test's own lent tab says it in the failure's note.)"""
     report = yield
     if report.when == "call" and report.failed:
+        from playwright.sync_api import Page
+
         for fixture in ("page", "fresh_page", "file_page"):
-            if fixture in item.funcargs:
+            if isinstance(item.funcargs.get(fixture), Page):  # (a module's own `page` may be an AppTest)
                 from tests.browser import last_look
 
                 report.sections.append(("the page", last_look(item.funcargs[fixture], item.name)))

@@ -362,3 +362,25 @@ def test_a_links_step_that_no_run_keeps_is_named_before_any_run_is_trained():
     assert "training step = '99999'" in warned and "it must be one of 0, 10, 20" in warned, warned
     assert "t_step" not in at.query_params
     assert "training" not in at.session_state or at.session_state["training"] is None  # nothing trained
+
+
+def test_an_action_sent_before_the_page_saw_play_stop_does_not_play_again_from_step_0(page):
+    """Play stops itself at the last step. A browser that has not yet drawn its switch off and sends an action then
+    (a click on Leave, a slide's key) sends play's old "on" with it: that is no press of play, and must not play
+    again from step 0 (it did, in 2 of 4 full suites: the training walk's Leave, clicked as play ended)."""
+    at = trained(page)
+    steps = [c.step for c in at.session_state["training"].run.checkpoints]
+    at.select_slider(key="t_step").set_value(steps[-2]).run()
+    next(t for t in at.toggle if t.label == "▶ play").set_value(True).run()  # one tick: at the last step
+    assert at.select_slider(key="t_step").value == steps[-1]
+    seen_by_the_browser = at._tree.get_widget_states()  # what a browser that still shows play on would send
+    at.run()  # the tick at the end: play stops
+    assert at.select_slider(key="t_step").value == steps[-1]
+    assert not next(t for t in at.toggle if t.label == "▶ play").value
+    at._run(widget_state=seen_by_the_browser)
+    no_problems(at)
+    assert at.select_slider(key="t_step").value == steps[-1]
+    assert not next(t for t in at.toggle if t.label == "▶ play").value
+    # A press of play at the end (the switch turned on where it was drawn off) still plays from the start.
+    next(t for t in at.toggle if t.label == "▶ play").set_value(True).run()
+    assert at.select_slider(key="t_step").value == steps[1]

@@ -200,6 +200,11 @@ def layer_at(run, checkpoint, words, why, settings, style, parts) -> None:
             show_stage(trace, key, head, style, prefix="train-", query_key="t_query")
 
 
+def _play_key() -> str:
+    """The key of play's switch now: a new one each time play has stopped itself (see scrubber)."""
+    return f"t_play_{st.session_state.get('t_play_stops', 0)}"
+
+
 def scrubber(run, settings, style, parts, play_place) -> None:
     steps = [c.step for c in run.checkpoints]
     wanted = st.session_state.get("t_step", st.query_params.get("t_step"))  # a link's step, on a first run
@@ -209,21 +214,25 @@ def scrubber(run, settings, style, parts, play_place) -> None:
         wanted = None
     to_end = st.session_state.pop("t_to_end", False)
     st.session_state["t_step"] = wanted if wanted in steps and not to_end else steps[-1]
-    play_place.toggle(
-        "▶ play",
-        key="t_play",
-        on_change=lambda: st.session_state.update(
-            t_step=steps[0] if st.session_state["t_step"] == steps[-1] else st.session_state["t_step"]
-        ),
-    )
-    playing = st.session_state.get("t_play", False)
+    # Play's switch has a key of its own each time play has stopped itself at the last step, so that the switch
+    # drawn then is a new one, off. A browser that has not yet drawn it off and sends an action (a click on Leave, a
+    # slide's key) sends the old switch's "on" with it: under one key that read as a press of play, and play began
+    # again from step 0. Under the old key it is the old switch's, whose change Streamlit still reports: ignored.
+    play = _play_key()
+
+    def pressed() -> None:  # play turned on at the last step plays from the first
+        if play == _play_key() and st.session_state.get(play) and st.session_state["t_step"] == steps[-1]:
+            st.session_state["t_step"] = steps[0]
+
+    play_place.toggle("▶ play", key=play, on_change=pressed)
+    playing = st.session_state.get(play, False)
 
     @timed_fragment(0.8 if playing else None)
     def view() -> None:
-        if st.session_state.get("t_play") and st.session_state["t_step"] == steps[-1]:
-            st.session_state["t_play"] = False
-            st.rerun(scope="app")  # the end: stop the clock
-        if st.session_state.get("t_play"):
+        if st.session_state.get(play) and st.session_state["t_step"] == steps[-1]:
+            st.session_state["t_play_stops"] = st.session_state.get("t_play_stops", 0) + 1
+            st.rerun(scope="app")  # the end: stop the clock, and draw play's switch anew, off
+        if st.session_state.get(play):
             _step(steps, 1)
         check_choice("t_step", "training step", [str(step) for step in steps])
         if settings.present:  # one row; in the fragment: a step reruns only it, not the sidebar and the page

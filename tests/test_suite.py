@@ -48,3 +48,23 @@ def test_the_check_sees_a_group_ignored(tmp_path):
     """Its planted fault: scheduled by `--dist load`, which ignores the marks, the tests carry no group's name."""
     found = workers_of_the_group(tmp_path, "load")
     assert not any(node.endswith("@together") for node in found), found
+
+
+def test_a_failed_test_whose_page_is_no_browsers_is_reported_as_failed(tmp_path):
+    """A failed test's page is looked at (tests/conftest.py, last_look) only where it is a Playwright page: a module's
+    own `page` fixture may be an AppTest (tests/test_app_training.py), and looking at it ended the run in an
+    INTERNALERROR instead of the test's own failure."""
+    from types import SimpleNamespace
+
+    from tests import conftest
+
+    report = SimpleNamespace(when="call", failed=True, sections=[])
+    item = SimpleNamespace(funcargs={"page": SimpleNamespace(run=None)}, name="test_planted")
+    hook = conftest.pytest_runtest_makereport(item, None)
+    next(hook)
+    try:
+        hook.send(report)
+    except StopIteration as done:
+        assert done.value is report and report.sections == []
+    else:
+        raise AssertionError("the hook yields once")

@@ -376,6 +376,15 @@ MUTANTS = (
            "    values = [row.per_token_at(context) for row in rows]",
            '    values = [row.per_token_at(CONTEXTS["1M"]) for row in rows]', "wrong length",
            ("tests/test_claims.py",)),
+    Mutant("a stale play switch's change taken for a press of play", "app_pages/training/views.py",
+           "        if play == _play_key() and st.session_state.get(play)", "        if st.session_state.get(play)",
+           "stale input", ("tests/test_app_training.py::"
+                           "test_an_action_sent_before_the_page_saw_play_stop_does_not_play_again_from_step_0",)),
+    Mutant("a worker whose server ended computes its waiting runs for no one", "attention_core/models/worker.py",
+           "            pool.shutdown(wait=False, cancel_futures=True)\n            return",
+           "            pool.shutdown(wait=True)\n            return", "orphaned work",
+           ("tests/test_models_bundled.py::"
+            "test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one",)),
 )  # fmt: skip
 
 

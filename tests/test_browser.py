@@ -669,8 +669,17 @@ def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
     page.get_by_role("option", name="002 · Alice will eat pizza: the 3-d hand numbers").click()
     state = wait_for_chart(page, "X  [4x3]")
     assert state["ticks"] == ["Alice", "will", "eat", "pizza"]
-    q = chart_z(page, "Q = X·W_Q")
-    np.testing.assert_allclose(q[2], [0.26, 0.72], atol=1e-6)  # q_eat as the arithmetic gives it
+
+    def row_shown(name: str, index: int, row) -> None:
+        """Chart `name`'s row `index` is `row`, once its painted numbers have moved (chart.js draws one chart at a
+        time, those on screen first: on a busy machine X's was drawn anew while Q's still held the default view's
+        four columns), or fails after 20 s (times SLOW)."""
+        deadline = time.time() + 20 * SLOW
+        while time.time() < deadline and chart_z(page, name)[index] != pytest.approx(row, abs=1e-6):
+            time.sleep(0.2)
+        np.testing.assert_allclose(chart_z(page, name)[index], row, atol=1e-6)
+
+    row_shown("Q = X·W_Q", 2, [0.26, 0.72])  # q_eat as the arithmetic gives it
     page.get_by_text("📝 Lecture 002").wait_for()
     page.get_by_text("the slide's arithmetic slipped").wait_for()
     page.get_by_text("✎ Type your own numbers").wait_for()
@@ -680,14 +689,9 @@ def test_a_lectures_hand_numbers_are_picked_typed_and_shared(server, page):
     sidebar_x.fill("1,0.5,0.2;0.1,0.3,0.1;0.2,0.8,0.9;0.9,0.1,0.9")  # pizza's last number typed anew
     sidebar_x.press("Control+Enter")
     page.wait_for_function("() => decodeURIComponent(location.search).includes('0.9,0.1,0.9')")
-    # Each chart is drawn in its turn (chart.js draws one at a time, those on screen first): each is read once its
-    # painted numbers have moved, or 20 s have passed.
     w_q = np.array([[0.3, -0.1], [-0.2, 0.7], [0.4, 0.2]])
     for name, row in (("X  [4x3]", [0.9, 0.1, 0.9]), ("Q = X·W_Q", list(np.array([0.9, 0.1, 0.9]) @ w_q))):
-        deadline = time.time() + 20
-        while time.time() < deadline and chart_z(page, name)[3] != pytest.approx(row, abs=1e-6):
-            time.sleep(0.2)
-        np.testing.assert_allclose(chart_z(page, name)[3], row, atol=1e-6)
+        row_shown(name, 3, row)
     assert page.get_by_role("combobox", name="Lecture example").input_value() != ""  # it still reads
     no_traceback(page)
     screenshot(page, "walkthrough-lecture-002-typed")

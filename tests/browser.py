@@ -410,14 +410,15 @@ def patient(browser) -> None:
 
 
 def wait_healthy(url: str, timeout: float = 60) -> None:
-    deadline = time.time() + timeout * SLOW
+    timeout *= SLOW
+    deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
                 return
         except OSError:
             time.sleep(0.1)
-    raise AssertionError(f"streamlit did not become healthy within {timeout * SLOW:.0f} s")
+    raise AssertionError(f"streamlit did not become healthy within {timeout:.0f} s")
 
 
 def require_chromium() -> None:
@@ -669,13 +670,12 @@ def address_holds(page, part: str, timeout: float = 30) -> None:
     Not Playwright's wait_for_url, which waits for navigation events: a run that writes a dozen bound values
     pushes a dozen history entries within a millisecond, and once in CI (a class's follower, busy machine) the
     wait saw only the first ("navigated to /") and said nothing of the address the page then had."""
+    timeout *= SLOW
     try:
-        page.wait_for_function(
-            "part => location.href.includes(part)", arg=part, polling=100, timeout=timeout * SLOW * 1000
-        )
+        page.wait_for_function("part => location.href.includes(part)", arg=part, polling=100, timeout=timeout * 1000)
     except PlaywrightTimeout:
         now = page.evaluate("location.href")
-        raise AssertionError(f"the address never held {part!r} in {timeout * SLOW:.0f} s: it is {now}") from None
+        raise AssertionError(f"the address never held {part!r} in {timeout:.0f} s: it is {now}") from None
 
 
 # What a page shows, for a failure's message: its title, its captions (a page's settings line), its messages, its
@@ -691,22 +691,24 @@ PAGE_SAYS = """() => ({title: document.querySelector('h1')?.textContent,
 def until_visible(page, locator, what: str, timeout: float = 60) -> None:
     """Until `locator` is visible; fails naming `what` and what the page shows instead (PAGE_SAYS), with a
     screenshot (test-artifacts/missing-<what>.png)."""
+    timeout *= SLOW
     try:
-        locator.wait_for(timeout=timeout * SLOW * 1000)
+        locator.wait_for(timeout=timeout * 1000)
     except PlaywrightTimeout:
         screenshot(page, "missing-" + re.sub(r"\W+", "-", what))
         says = page.evaluate(PAGE_SAYS)
-        raise AssertionError(f"{what} not shown in {timeout * SLOW:.0f} s; the page shows {says}") from None
+        raise AssertionError(f"{what} not shown in {timeout:.0f} s; the page shows {says}") from None
 
 
 def text_shown(page, text: str, timeout: float = 30) -> None:
     """Until `text` is visible on the page; fails saying what the page shows instead (title, captions, address),
     where Playwright's timeout names only the text it waited for."""
+    timeout *= SLOW
     try:
-        page.get_by_text(text).first.wait_for(timeout=timeout * SLOW * 1000)
+        page.get_by_text(text).first.wait_for(timeout=timeout * 1000)
     except PlaywrightTimeout:
         raise AssertionError(
-            f"{text!r} not shown in {timeout * SLOW:.0f} s; the page shows {page.evaluate(PAGE_SAYS)}"
+            f"{text!r} not shown in {timeout:.0f} s; the page shows {page.evaluate(PAGE_SAYS)}"
         ) from None
 
 
@@ -714,15 +716,14 @@ def settled(page, quiet: float = 0.3, timeout: float = 30) -> None:
     """Until Streamlit's script has finished its run and nothing on the page (and in any frame it embeds) has
     changed for `quiet` seconds (a rerun updates its charts in turn); fails if it is still changing after
     `timeout` seconds."""
+    timeout *= SLOW
     try:
-        page.main_frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * SLOW * 1000)
+        page.main_frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
         for frame in page.frames:
             if frame is not page.main_frame and not frame.is_detached():
-                frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * SLOW * 1000)
+                frame.wait_for_function(QUIET, arg=quiet, polling="raf", timeout=timeout * 1000)
     except PlaywrightTimeout:
-        raise AssertionError(
-            f"the page was still changing after {timeout * SLOW:.0f} s (never quiet for {quiet} s)"
-        ) from None
+        raise AssertionError(f"the page was still changing after {timeout:.0f} s (never quiet for {quiet} s)") from None
 
 
 RUN_ENDED = "document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'"
@@ -743,7 +744,7 @@ COUNT_RUNS = """() => {
 
 def runs_ended(page, at_least: int, timeout: float = 30) -> None:
     """Until at least `at_least` runs have ended since COUNT_RUNS was evaluated on the page."""
-    failure = f"fewer than {at_least} of the page's runs ended in {timeout * SLOW:.0f} s"
+    failure = f"fewer than {at_least} of the page's runs ended"
     _until(page, f"() => window.__runsEnded >= {at_least}", timeout, lambda: failure)
 
 
@@ -886,15 +887,17 @@ CHARTS_DRAWN = """() => document.querySelector(
 def charts_drawn(page, what: str, timeout: float = 30) -> None:
     """Until a chart's labels are on the page and every chart near the screen is drawn (CHARTS_DRAWN): a view whose
     charts were sent and are not drawn in `timeout` fails, named."""
-    _until(page, CHARTS_DRAWN, timeout, lambda: f"{what}: its charts were sent and not drawn in {timeout * SLOW:.0f} s")
+    _until(page, CHARTS_DRAWN, timeout, lambda: f"{what}: its charts were sent and not drawn")
 
 
 def _until(page, script: str, timeout: float, failure) -> None:
-    """Until `script` is true in the page; else an AssertionError saying failure() (read after the wait)."""
+    """Until `script` is true in the page; else an AssertionError saying failure() (read after the wait) and the
+    limit waited."""
+    timeout *= SLOW
     try:
-        page.wait_for_function(script, timeout=timeout * SLOW * 1000)
+        page.wait_for_function(script, timeout=timeout * 1000)
     except PlaywrightTimeout:
-        raise AssertionError(failure()) from None
+        raise AssertionError(f"{failure()} in {timeout:.0f} s") from None
 
 
 def charts_followed(page, what: str, timeout: float = 30) -> None:
@@ -903,7 +906,7 @@ def charts_followed(page, what: str, timeout: float = 30) -> None:
         page,
         IN_PAGE_COLOURS,
         timeout,
-        lambda: f"{what}: the charts did not follow the page's {scheme(page)} colours in {timeout * SLOW:.0f} s",
+        lambda: f"{what}: the charts did not follow the page's {scheme(page)} colours",
     )
 
 

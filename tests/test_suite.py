@@ -50,7 +50,7 @@ def test_the_check_sees_a_group_ignored(tmp_path):
     assert not any(node.endswith("@together") for node in found), found
 
 
-def test_a_failed_test_whose_page_is_no_browsers_is_reported_as_failed(tmp_path):
+def test_a_failed_test_whose_page_is_no_browsers_is_reported_as_failed():
     """A failed test's page is looked at (tests/conftest.py, last_look) only where it is a Playwright page: a module's
     own `page` fixture may be an AppTest (tests/test_app_training.py), and looking at it ended the run in an
     INTERNALERROR instead of the test's own failure."""

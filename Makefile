@@ -82,6 +82,7 @@ bench: install-dev
 	$(BIN)/python bench/load.py --sessions 30 --waves 5 --record
 	$(BIN)/python bench/bench_class.py --followers 60 --decks 2 --record
 	$(BIN)/python bench/bench_long_page.py
+	$(BIN)/python bench/bench_long_step.py
 	$(BIN)/python bench/bench_patch.py
 	$(BIN)/python bench/bench_deck_file.py
 	$(BIN)/python bench/perf_table.py

@@ -88,6 +88,21 @@ def long_rows(long: dict) -> list[str]:
             f"{row['grid_s']:.1f} s | ≤ 1 s, ≤ 1 MB; ≤ 10 s | {stamp(long)} |"]  # fmt: skip
 
 
+def long_step_rows(stepped: dict) -> list[str]:
+    """The browser's step under the long text's overview: each knob's first changed chart against the yardstick's
+    steps beside it, or said failed."""
+    said = []
+    for row in stepped["rows"]:
+        if row["failed"]:
+            steps = f"{row['failed']} of {2 * row['steps']} steps"
+            said.append(f"**{row['action']} failed**: {steps} timed out or drew nothing")
+        else:
+            said.append(f"{row['action']} {row['first_ms']:.0f} ms = **{row['first_x']:.1f}×** (yardstick "
+                        f"{row['yardstick_ms']:.0f} ms)")  # fmt: skip
+    return [f"| 4,096 tokens read: a knob → the head's map changed | "
+            f"{'; '.join(said)} | ≤ 3× | {stamp(stepped)} |"]  # fmt: skip
+
+
 def patch_rows(patched: dict) -> list[str]:
     maps = patched["maps"]["20 tokens"]
     return [f"| SmolLM2, does a head matter: a knock-out; every head, every layer × position patched (20 tokens) "
@@ -110,6 +125,7 @@ def table() -> str:
                                  ("load", load_rows, "bench/load.py --record"),
                                  ("class", class_rows, "bench/bench_class.py --record"),
                                  ("long_page", long_rows, "bench/bench_long_page.py"),
+                                 ("long_step", long_step_rows, "bench/bench_long_step.py"),
                                  ("patch", patch_rows, "bench/bench_patch.py"),
                                  ("deck_file", deck_file_rows, "bench/bench_deck_file.py")):  # fmt: skip
         result = read(name)

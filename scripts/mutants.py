@@ -385,6 +385,10 @@ MUTANTS = (
            "            pool.shutdown(wait=True)\n            return", "orphaned work",
            ("tests/test_models_bundled.py::"
             "test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one",)),
+    Mutant("a long text's knob reruns the whole Real model page", "app_pages/real_model/real_model.py",
+           'if slides.shows("long") and not settings.present:', 'if False:', "slow step",
+           ("tests/test_browser_long.py::"
+            "test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn",)),
 )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from tests.browser import (
     chart_z,
     check_view_in_both_schemes,
     lent_tab,
+    listen,
     no_traceback,
     settled,
     text_shown,
@@ -51,7 +52,35 @@ def test_the_long_texts_slide_shows_the_sink_and_the_needle_at_4096_tokens_and_f
                                    other=other_scheme(width), axe=axe_at(width))  # fmt: skip
 
 
+class Runs:
+    """What the server sends the page, read from its websocket (Streamlit's ForwardMsg): the key of every live chart
+    sent, and how each run of the script ended (a whole run, or a fragment's: a part of the page run alone)."""
+
+    def __init__(self, page):
+        self.charts: list[str] = []
+        self.finished: list[str] = []
+        listen(page, "websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        if isinstance(payload, str):
+            return
+        message = ForwardMsg.FromString(payload)
+        if message.WhichOneof("type") == "script_finished":
+            self.finished.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
+        elif message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
+            element = message.delta.new_element
+            if element.WhichOneof("type") == "bidi_component" and element.bidi_component.component_name == "live_chart":
+                self.charts.append(element.bidi_component.id.split("-", 2)[2])  # "$$ID-<hash>-<key>"
+
+    def clear(self) -> None:
+        self.charts.clear()
+        self.finished.clear()
+
+
 def test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn(server, page):
+    runs = Runs(page)
     page.goto(f"{server}/real_model?{LINK}&rm_long_grid=true&rm_long_rows=4000-4096&rm_long_keys=1-64")
     wait_for_chart(page, OVERVIEW, timeout=PASS)
     region = np.asarray(chart_z(page, "weights of rows 4000–4096 over keys 1–64"), dtype=float)
@@ -59,4 +88,18 @@ def test_read_normally_the_region_the_distances_and_every_heads_numbers_are_draw
     wait_for_chart(page, "Where the weight goes", timeout=60)
     wait_for_chart(page, "Share on the first token, per layer and head", timeout=PASS)
     text_shown(page, "Sinks: ")
+    no_traceback(page)
+    # Another head, read normally, reruns the section alone (a fragment): its own charts are sent again, and not
+    # one of the 30 layers' maps above it (a whole run, 2.3x the time: bench/bench_long_step.py)
+    settled(page, timeout=60)
+    assert any(not key.startswith("rm-long") for key in runs.charts), runs.charts  # a whole run: the page's maps too
+    runs.clear()
+    menu = page.locator(".st-key-rm_long_head [role='combobox']")
+    menu.evaluate("box => box.scrollIntoView({block: 'center'})")  # at the window's edge its list has no room
+    menu.click()
+    page.get_by_role("option", name="head 3", exact=True).click()
+    wait_for_chart(page, f"{OVERVIEW}", check=lambda state: "head 3" in state["title"] + state["subtitle"])
+    settled(page)
+    assert runs.finished == ["FINISHED_FRAGMENT_RUN_SUCCESSFULLY"], runs.finished
+    assert runs.charts and all(key.startswith("rm-long") for key in runs.charts), runs.charts
     no_traceback(page)

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import perf_table  # noqa: E402
 import record  # noqa: E402
 
-NAMES = ("loop", "open", "load", "class", "long_page", "patch", "deck_file")
+NAMES = ("loop", "open", "load", "class", "long_page", "long_step", "patch", "deck_file")
 
 
 def results(stamps: dict[str, tuple[str, str, str]]) -> dict[str, dict]:
@@ -44,7 +44,7 @@ def test_one_machine_commit_and_date_are_said_once_above_the_table(kept):
 
 def test_a_result_from_another_commit_says_its_own_stamp_in_its_row(kept):
     one, other = ("AMD EPYC, 2 cores", "3eba3d2", "2026-11-27"), ("AMD EPYC, 2 cores", "a01fafa", "2026-11-26")
-    kept({"loop": one, "open": other, "load": one, "class": one, "long_page": one, "patch": one, "deck_file": one})
+    kept({**dict.fromkeys(NAMES, one), "open": other})
     text = perf_table.table()
     rows = [line for line in text.splitlines() if line.startswith("|")]
     assert text.startswith("Measured on AMD EPYC, 2 cores, 3eba3d2, 2026-11-27, unless a row says otherwise.")
@@ -52,6 +52,18 @@ def test_a_result_from_another_commit_says_its_own_stamp_in_its_row(kept):
     own = [row for row in rows if "a01fafa" in row]
     assert len(own) == 2 and all("(on AMD EPYC, 2 cores, a01fafa, 2026-11-26) |" in row for row in own), own
     assert all(row.startswith(("| cold", "| a new page")) for row in own)  # bench_open's two rows
+
+
+def test_a_long_texts_knob_that_failed_a_step_is_said_failed_and_gets_no_ratio(kept):
+    """bench/bench_long_step.py's row: each knob's ratio to the yardstick beside it, or, where a step timed out or
+    drew nothing (bench_loop.summarise gives it no ratio), said failed."""
+    one = ("Intel Xeon Processor, 2 cores", "3eba3d2", "2026-11-30")
+    kept(dict.fromkeys(NAMES, one))
+    row = next(line for line in perf_table.table().splitlines() if line.startswith("| 4,096 tokens read"))
+    assert "head step" in row and "×** (yardstick" in row and "failed" not in row, row
+    stepped = record.read("long_step")
+    stepped["rows"][0] |= {"failed": 2, "first_x": None}
+    assert "**head step failed**: 2 of 16 steps timed out or drew nothing" in perf_table.long_step_rows(stepped)[0]
 
 
 def test_the_stamp_says_changes_for_the_apps_code_and_not_for_kept_results(tmp_path):

@@ -35,8 +35,10 @@ from figures.long import (
 )
 from ui.links import check_choice
 from ui.live_chart import show_figure
+from ui.memo import remember
+from ui.pages import timed_fragment
 from ui.screen import slide_columns, slide_pixels
-from ui.show import style_for
+from ui.show import friendly_errors, style_for
 
 SOURCES = {"guide": "this app's user guide", "yours": "your own text"}
 DEPTHS = tuple(range(0, 101, 10))  # the needle's depth, in percent of the text
@@ -82,6 +84,16 @@ def read_text(key: str, device: str, request: LongRequest, layers: int):
 def view(key: str, device: str, name: str, _request: LongRequest, what: str, *args):
     """One view of a read text (long_store.VIEWS), kept for every reader; `name`: the request's digest."""
     return model_worker().long(key, device, _request, what, *args)
+
+
+@timed_fragment(None)
+def long_text_section(key: str, device: str, info, settings) -> None:
+    """Read normally, the section is a part of the page that a knob of its own reruns alone (st.fragment): a head,
+    a pooling or a region drawn without drawing again the 30 layers' maps above it (bench/bench_long_step.py). A
+    slide's knobs sit in places made outside it (beside the model's choice), which a fragment cannot write to: a
+    slide reruns whole (show_long_text)."""
+    with friendly_errors():  # a model the long reading refuses (a window, a soft cap): said, the page goes on
+        show_long_text(key, device, info, settings)
 
 
 def show_long_text(key: str, device: str, info, settings, beside_model=(None, None)) -> None:
@@ -130,7 +142,8 @@ def show_long_text(key: str, device: str, info, settings, beside_model=(None, No
     summary = view(key, device, name, request, "summary", layer, head)
     words_place, figure_place = slide_columns() if presentation else (st.container(), st.container())
     with figure_place:
-        show_figure(overview_figure(cells, read.n_tokens, pool, where, log, read.causal, style), "rm-long")
+        drawn = (read.n_tokens, pool, where, log, read.causal, style)  # the figure made once per view and style
+        show_figure(remember(cells, drawn, lambda: overview_figure(cells, *drawn)), "rm-long")
     with words_place:
         st.markdown(head_sentence(summary, read.tokens, style.index_base))
         if request.needle:
@@ -138,7 +151,8 @@ def show_long_text(key: str, device: str, info, settings, beside_model=(None, No
             st.markdown(needle_sentence(read, shares, info.title, expected, style.index_base))
     if presentation:
         return
-    show_figure(distance_figure(summary, read.n_tokens, where, style), "rm-long-distance")
+    drawn = (read.n_tokens, where, style)
+    show_figure(remember(summary, drawn, lambda: distance_figure(summary, *drawn)), "rm-long-distance")
     show_region(key, device, name, request, read, layer, head, where, style)
     show_grid(key, device, name, request, read, info, style)
 
@@ -290,7 +304,9 @@ def show_region(key, device, name, request, read, layer, head, where, style) -> 
     values = view(key, device, name, request, "region", layer, head, span_rows, span_keys)
     if size > 1:
         st.caption(f"The overview above pools {size}×{size} tokens a cell; here every cell is one weight.")
-    show_figure(region_figure(values, read.tokens, span_rows, span_keys, where, read.causal, style), "rm-long-region")
+    drawn = (span_rows, span_keys, where, read.causal, style)
+    figure = remember(values, drawn, lambda: region_figure(values, read.tokens, *drawn))
+    show_figure(figure, "rm-long-region")
 
 
 def show_grid(key, device, name, request, read, info, style) -> None:

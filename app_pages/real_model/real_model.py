@@ -9,7 +9,7 @@ import streamlit as st
 from app_pages.real_model.effects import show_effects
 from app_pages.real_model.head_reads import beside_weights, read_beside
 from app_pages.real_model.loading import model_for, model_trace_for
-from app_pages.real_model.long_text import show_long_text
+from app_pages.real_model.long_text import long_text_section, show_long_text
 from app_pages.real_model.mask_sweep import show_mask_sweep
 from app_pages.real_model.spec import SPEC
 from app_pages.real_model.views import (
@@ -114,8 +114,10 @@ def main() -> None:
             show_generation(page.key, page.device, settings.text, model_trace.info, model_trace, style)
         if slides.shows("masks"):
             show_mask_sweep(page.key, page.device, model_trace.info, settings)
-        if slides.shows("long"):
-            with friendly_errors():  # a model the long reading refuses (a window, a soft cap): said, the page goes on
+        if slides.shows("long") and not settings.present:  # a part of the page its own knobs rerun alone
+            long_text_section(page.key, page.device, model_trace.info, settings)
+        elif slides.shows("long"):
+            with friendly_errors():  # a model the long reading refuses (a window, a soft cap): said, the slide goes on
                 show_long_text(page.key, page.device, model_trace.info, settings, page.row[1:])
         head_slides = {stage.key for stage in heads_stages} | set(head_reads)
         if not settings.present or slides.shown in head_slides:

@@ -13,6 +13,7 @@ import numpy as np
 
 from figures.style import (
     LABEL_CHARS_MAX,
+    MAX_DRAWN,
     TITLE_PAD,
     Title,
     escape,
@@ -20,7 +21,6 @@ from figures.style import (
     shorten,
 )
 
-MAX_DRAWN = 128  # a map with more rows or columns is block-averaged down to this for drawing
 HOVER_TEXT_MAX = 64  # per-cell hover text (tokens, arithmetic) up to this size
 TICKS_MAX = 40  # at most this many tick labels per axis; past it every k-th (hover gives the position)
 BESIDE_MAP_PIXELS = 160  # of a chart's width, about what the row labels and the colour bar take

@@ -137,12 +137,18 @@ def _ticks(panel: Panel, rows, cols, width: float, label_font: int, map_pixels: 
     return x_ticks, y_ticks, x_angle
 
 
+def _drawn_most(panel: Panel, style: Style) -> int:
+    """The most rows or columns the panel draws: the style's, unless the panel names its own limit, having pooled
+    its values its own way (a long text's overview: by the maximum), which a block mean over them would not be."""
+    return style.most_drawn if panel.drawn_most == MAX_DRAWN else panel.drawn_most
+
+
 def _lay(panel: Panel, width: float, style: Style, rows_shown: bool = True) -> _Laid:
     """Measure a panel drawn `width` pixels wide: pooling, ticks, title, numbers that fit, margins.
     rows_shown=False: no row labels or y title (the panel to its left has the same rows)."""
     data = np.asarray(panel.matrix, dtype=np.float64)
     ok = None if panel.allowed is None else np.asarray(panel.allowed, dtype=bool)
-    z, rows, cols = pool(data, ok, limit=panel.drawn_most)
+    z, rows, cols = pool(data, ok, limit=_drawn_most(panel, style))
     pooled = len(rows) < data.shape[0] or len(cols) < data.shape[1]
     font, base, chars = style.font_size, style.index_base, panel.label_chars
 

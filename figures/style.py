@@ -30,6 +30,7 @@ MASKED_GREY, MASKED_CROSS = "rgb(190, 190, 190)", "rgb(40, 40, 40)"
 # and in the PNG the camera button saves (which is drawn from the figure, not from the page's CSS).
 TEXT_COLOURS = {"light": "#31333F", "dark": "#FAFAFA"}
 TITLE_PAD = 8  # pixels between a chart's top edge and its title
+MAX_DRAWN = 128  # a map with more rows or columns is block-averaged down to this for drawing (figures.fitting.pool)
 LABEL_CHARS_MAX = 16  # a longer token is cut to this many characters on an axis ("…"); hovers keep it whole
 # Plotly's default template is ~6 KB of JSON per figure, and Streamlit's theme replaces its styling in
 # the browser anyway: without it a rerun of the walkthrough sends ~100 KB less.
@@ -84,7 +85,8 @@ class Style:
     (presentation mode keeps a stage on one screen). theme: "light" or "dark", the page's colours. band: on a
     slide, the most dimensions a map draws along an axis that counts them (d_model, d_k): the first `band`, the
     rest summarised (figures.stages.banded); 0 draws them all. palette: the reader's choice of colour scales
-    (figures.palettes), each checked for colour-blind readers."""
+    (figures.palettes), each checked for colour-blind readers. most_drawn: the most rows or columns a map draws,
+    more block-averaged (a deck's file draws fewer where a view would not fit in it: app_pages/decks/export.py)."""
 
     font_size: int = 16
     show_numbers: bool = True
@@ -95,6 +97,7 @@ class Style:
     theme: str = "light"
     band: int = 0
     palette: str = DEFAULT_PALETTE
+    most_drawn: int = MAX_DRAWN
 
     def beside(self, count: int) -> Style:
         """The style of each of `count` figures that share one row (when side_by_side)."""

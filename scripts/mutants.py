@@ -389,6 +389,19 @@ MUTANTS = (
            'if slides.shows("long") and not settings.present:', 'if False:', "slow step",
            ("tests/test_browser_long.py::"
             "test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn",)),
+    Mutant("a region dragged on the overview cut one token long", "app_pages/real_model/long_text.py",
+           "min(last, first + MOST_REGION - 1)", "min(last, first + MOST_REGION)", "off by one",
+           ("tests/test_browser_long.py::"
+            "test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn",)),
+    Mutant("a dragged box's last cell left out", "ui/live_chart/frontend/chart.js",
+           "Math.ceil(Math.max(a, b) - 0.5)", "Math.floor(Math.max(a, b) - 0.5)", "off by one",
+           ("tests/test_browser_long.py::"
+            "test_read_normally_the_region_the_distances_and_every_heads_numbers_are_drawn",)),
+    Mutant("a deck's view too large for its file drawn as large again", "ui/show.py",
+           "dataclasses.replace(style, most_drawn=st.session_state[DRAWN_AT_MOST])", "style", "limit ignored"),
+    Mutant("fewer cells a map re-pool a map pooled its own way", "figures/heatmap.py",
+           "style.most_drawn if panel.drawn_most == MAX_DRAWN else panel.drawn_most",
+           "min(style.most_drawn, panel.drawn_most)", "false title"),
 )  # fmt: skip
 
 

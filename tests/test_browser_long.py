@@ -5,6 +5,7 @@ module: the server keeps the read, and every test after the first finds it."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import quote
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from tests.browser import (
     OVERFLOW,
+    address_holds,
     chart_z,
     check_view_in_both_schemes,
     lent_tab,
@@ -102,4 +104,48 @@ def test_read_normally_the_region_the_distances_and_every_heads_numbers_are_draw
     settled(page)
     assert runs.finished == ["FINISHED_FRAGMENT_RUN_SUCCESSFULLY"], runs.finished
     assert runs.charts and all(key.startswith("rm-long") for key in runs.charts), runs.charts
+    address_holds(page, "rm_long_head=head+3")  # the address follows a part of the page run alone
     no_traceback(page)
+    # A box dragged on the overview, from the centre of one cell to another's, is the region drawn below: its
+    # cells' tokens (16 a cell at 4,096), counted here from the cells, and cut to 256 a side where it is larger
+    dragged(page, (240, 4), (255, 19))
+    wait_for_chart(page, "weights of rows 3841–4096 over keys 65–320", timeout=60)
+    typed = [page.get_by_label(field).input_value() for field in ("query rows", "key columns")]
+    assert typed == ["3841-4096", "65-320"], typed
+    address_holds(page, "rm_long_keys=65-320")
+    # Back to the whole map, as a double-click does (Plotly's autorange; a double-click's two clicks were once
+    # taken for two under load), which sends no region
+    page.evaluate(f"Plotly.relayout(({OVERVIEW_PLOT})({json.dumps(OVERVIEW)}), "
+                  "{'xaxis.autorange': true, 'yaxis.autorange': true})")  # fmt: skip
+    page.wait_for_function(f"({OVERVIEW_PLOT})({json.dumps(OVERVIEW)})._fullLayout.xaxis.range[1] > 200")
+    # A box thin along the keys zooms the rows alone (Plotly's way): every key, rows 1601-3216, each cut to 256
+    dragged(page, (100, 0), (200, 0))
+    wait_for_chart(page, "weights of rows 1601–1856 over keys 1–256", timeout=60)
+    text_shown(page, "The region dragged, rows 1601–3216 × keys 1–4096, is more than 256 tokens a side")
+    no_traceback(page)
+
+
+# The client coordinates of the centres of the overview's cells (row, column), from Plotly's own axes as drawn.
+OVERVIEW_PLOT = (
+    "prefix => [...document.querySelectorAll('.js-plotly-plot')]"
+    ".find(gd => (gd.data || []).some(t => t.name?.startsWith(prefix)))"
+)  # as PLOT_STATE finds a map
+CELL_CENTRES = (
+    """([prefix, cells]) => {
+  const gd = ("""
+    + OVERVIEW_PLOT
+    + """)(prefix);
+  const box = gd.getBoundingClientRect(), x = gd._fullLayout.xaxis, y = gd._fullLayout.yaxis;
+  return cells.map(([row, col]) => [box.left + x._offset + x.d2p(col), box.top + y._offset + y.d2p(row)]);
+}"""
+)
+
+
+def dragged(page, start: tuple[int, int], end: tuple[int, int]) -> None:
+    """A box dragged with the mouse on the overview, from the centre of cell `start` to that of `end` (row, column)."""
+    page.evaluate(f"prefix => ({OVERVIEW_PLOT})(prefix).scrollIntoView({{block: 'center'}})", OVERVIEW)
+    (x0, y0), (x1, y1) = page.evaluate(CELL_CENTRES, [OVERVIEW, [start, end]])
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x1, y1, steps=8)
+    page.mouse.up()

@@ -225,6 +225,36 @@ def test_a_deck_that_cannot_be_exported_is_refused_by_name_and_nothing_is_left(t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "one.json"]
 
 
+def _cells(charts: list[dict]) -> list[tuple[int, ...]]:
+    """The shape of every map the charts draw (plotly's typed arrays say theirs; a nested list, its lengths)."""
+    shapes = []
+    for chart in charts:
+        for trace in json.loads(chart["spec"])["data"]:
+            if trace.get("type") == "heatmap" and isinstance(trace.get("z"), dict):
+                shapes.append(tuple(int(n) for n in str(trace["z"]["shape"]).split(",")))
+            elif trace.get("type") == "heatmap":
+                shapes.append((len(trace["z"]), len(trace["z"][0])))
+    return shapes
+
+
+def test_a_view_too_large_for_the_file_is_drawn_with_fewer_cells_and_says_so(monkeypatch):
+    """A view whose figures are over the limit is drawn again with fewer cells a map (a block's mean each) until it
+    fits, and says so at its top; the view after it is drawn as the page draws it."""
+    sentence = " ".join(["the cat sat on the mat"] * 12)  # 72 tokens: maps of 72 × 72
+    big = decks.View(f"/?text={sentence.replace(' ', '+')}", "weights", "")
+    small = decks.View("/", "weights", "")
+    whole = export.shown_views(decks.Deck("as drawn", (big, small)))
+    size = sum(len(chart["spec"]) for chart in whole[0].charts)
+    assert (72, 72) in _cells(whole[0].charts) and "Drawn smaller" not in whole[0].body
+    monkeypatch.setattr(export, "MAX_VIEW_BYTES", size // 2)  # 64 cells a side is not enough: 32 is
+    first, second = export.shown_views(decks.Deck("fitted", (big, small)))
+    assert sum(len(chart["spec"]) for chart in first.charts) <= size // 2
+    assert all(max(shape) <= 32 for shape in _cells(first.charts)) and (32, 32) in _cells(first.charts)
+    assert "Drawn smaller to fit this file: each map at most 32 × 32 cells, each a block's mean." in first.body
+    assert [chart["spec"] for chart in second.charts] == [chart["spec"] for chart in whole[1].charts]
+    assert "Drawn smaller" not in second.body
+
+
 def test_a_view_showing_an_error_is_not_put_in_a_file(monkeypatch):
     """A view whose page shows an error is refused by name (never an error in front of the room, from a file)."""
     deck = decks.Deck("errs", (decks.View("/?d_k=1", "weights", ""),))

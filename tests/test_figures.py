@@ -140,6 +140,24 @@ def test_large_maps_are_pooled_but_exports_stay_exact():
     assert len(view.figures[0].to_json()) < 400_000
 
 
+def test_a_style_drawing_fewer_cells_pools_the_default_maps_and_leaves_a_map_pooled_its_own_way():
+    """Style.most_drawn (a deck's file drawing a view smaller): a stage's map is block-averaged down to it; a long
+    text's overview, max-pooled by the core and naming its own limit, keeps its cells (a mean of maxima would be a
+    map its title does not name)."""
+    import torch
+
+    from figures.long import overview_figure
+
+    trace = trace_sentence(" ".join(f"w{i}" for i in range(40)), AttentionConfig(d_model=16, d_k=4, causal=True))
+    small = Style(most_drawn=16)
+    z = decode(_traces(stage_view(trace, "weights", 0, small).figures[0])[0]["z"])
+    assert z.shape == (16, 16)
+    assert decode(_traces(stage_view(trace, "weights", 0).figures[0])[0]["z"]).shape == (40, 40)  # the control
+    cells = torch.rand(256, 256).tril()
+    overview = overview_figure(cells, 4096, "max", "here", style=small)
+    assert decode(_traces(overview)[0]["z"]).shape == (256, 256)
+
+
 def test_pool_averages_only_allowed_cells():
     matrix = np.arange(16, dtype=float).reshape(4, 4)
     allowed = np.tril(np.ones((4, 4), bool))

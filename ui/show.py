@@ -27,6 +27,9 @@ log = logging.getLogger("attention_explorer")
 
 
 SIDE_BY_SIDE_MAX = 10  # tokens; beyond this, maps get too narrow to read when placed side by side
+# Session state: the most rows or columns a map draws, where a deck's file asks for fewer than the page draws (a
+# view whose figures would not fit in the file: app_pages/decks/export.py); None: as the page draws them.
+DRAWN_AT_MOST = "drawn_at_most"
 
 
 def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 1, slide: bool = False) -> Style:
@@ -46,6 +49,8 @@ def style_for(settings: Settings, *, side_by_side: bool = False, columns: int = 
         theme=st.context.theme.type or "light",
         palette=settings.palette,
     )
+    if st.session_state.get(DRAWN_AT_MOST):
+        style = dataclasses.replace(style, most_drawn=st.session_state[DRAWN_AT_MOST])
     if not settings.present:
         return style
     return dataclasses.replace(style, max_map_pixels=slide_pixels(PRESENTATION_MAP_PIXELS), band=SLIDE_BAND)

@@ -9,8 +9,10 @@ formulas and every chart's figure JSON, byte for byte the JSON the app's charts 
 into the page). The file names the app's version, the commit and the date, and links each view back into the app.
 Controls do not turn in a file: each view says so and links to itself in the app.
 
+A view whose figures would make the file too large for a lecture hall's laptop (MAX_VIEW_BYTES) is drawn again with
+fewer cells a map (SMALLER: each cell a block's mean, as the app draws a map longer than 128 tokens), and says so.
 A deck that cannot be exported is refused by name, and nothing is left half-written: a view whose page shows an
-error, or whose figures would make the file too large for a lecture hall's laptop (MAX_VIEW_BYTES, MAX_FILE_BYTES).
+error, or that is still too large at the fewest cells, or a file over MAX_FILE_BYTES.
 The shipped decks: `make decks`.
 """
 
@@ -34,7 +36,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 import app_pages  # noqa: E402, F401  (the pages registered: a deck's addresses name them)
 from app_pages.decks.export_html import Shown, view_body, write_page  # noqa: E402
+from figures.style import escape  # noqa: E402
 from ui import decks  # noqa: E402
+from ui.show import DRAWN_AT_MOST  # noqa: E402
 
 # What a view shows only once a button has measured or trained it (once per server): pressed before the view is
 # read, and the view read once its work is done (no progress bar left), so that the file holds the numbers, not a
@@ -42,6 +46,7 @@ from ui import decks  # noqa: E402
 MEASURE_FIRST = ("Measure every mask", "Train both")
 WORK_SECONDS = 600  # the most a pressed button's work is waited for
 MAX_VIEW_BYTES = 3_000_000  # a view's figures: a real model's every head at 128 tokens is ~1 MB
+SMALLER = (64, 32, 16)  # the most cells a side a map is drawn at, tried in turn, where a view is over MAX_VIEW_BYTES
 MAX_FILE_BYTES = 8_000_000  # the whole file, plotly.js (1.5 MB) and the fonts included
 APP_URL = "http://localhost:8501"  # `make run`'s address: where each view's link opens it
 SECONDS_A_VIEW = 600  # AppTest's wait for one run: a real model's long text takes minutes on 2 cores
@@ -99,10 +104,33 @@ def shown_views(deck: decks.Deck, app_url: str = APP_URL) -> list[Shown]:
         slide = view.page.slide_key  # the slide shown, which the browser (not the server) writes into the address
         if slide and at.session_state.get(slide) is not None:
             address[slide] = str(at.session_state[slide])
-        shown.append(Shown(index, view, *view_body(at.main, app_url), address))
+        shown.append(Shown(index, view, *fitted(at, view, app_url), address))
         if index < len(deck.views) - 1:
             at.button(key="slide_next").click().run()
     return shown
+
+
+def _size(charts: list[dict]) -> int:
+    return sum(len(chart["spec"]) for chart in charts)
+
+
+def fitted(at, view: decks.View, app_url: str) -> tuple[str, list[dict]]:
+    """The view on screen as view_body reads it; if its figures are over MAX_VIEW_BYTES, drawn again with fewer
+    cells a map (SMALLER, until it fits), said at its top. One still too large is left so (write_page refuses it)."""
+    body, charts = view_body(at.main, app_url)
+    over = _size(charts) > MAX_VIEW_BYTES
+    for most in SMALLER if over else ():
+        at.session_state[DRAWN_AT_MOST] = most
+        at.switch_page(view.page.path).run()  # AppTest reruns the page it was last told to show: the view's
+        body, charts = view_body(at.main, app_url)
+        if _size(charts) <= MAX_VIEW_BYTES:
+            said = (f"Drawn smaller to fit this file: each map at most {most} × {most} cells, each a block's mean. "
+                    "The app draws every cell: open this view there.")  # fmt: skip
+            body = f'<p class="smaller">{escape(said)}</p>{body}'
+            break
+    if over:
+        at.session_state[DRAWN_AT_MOST] = None  # the next view as the page draws it
+    return body, charts
 
 
 def _commit() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -143,7 +144,9 @@ def show_long_text(key: str, device: str, info, settings, beside_model=(None, No
     words_place, figure_place = slide_columns() if presentation else (st.container(), st.container())
     with figure_place:
         drawn = (read.n_tokens, pool, where, log, read.causal, style)  # the figure made once per view and style
-        show_figure(remember(cells, drawn, lambda: overview_figure(cells, *drawn)), "rm-long")
+        figure = remember(cells, drawn, lambda: overview_figure(cells, *drawn))
+        select = None if presentation else (cell_size(read.n_tokens), read.n_tokens)  # a region below to draw
+        show_figure(figure, "rm-long", select=select, on_region=take_region)
     with words_place:
         st.markdown(head_sentence(summary, read.tokens, style.index_base))
         if request.needle:
@@ -287,6 +290,24 @@ def parse_span(written: str, n: int, field: str) -> tuple[int, int]:
     return first - 1, last
 
 
+REGION = re.compile(r"(\d+)-(\d+);(\d+)-(\d+)")  # what a drag on the overview sends: "rows;keys", from 1
+REGION_CUT = "rm_long_region_cut"  # session state: what a drag chose that was larger than a region may be
+
+
+def take_region(region: str | None) -> None:
+    """A region dragged on the overview (chart.js): the region's typed ranges, each cut to its first MOST_REGION
+    tokens (said under it). What the browser sent is checked: anything else is not taken."""
+    found = REGION.fullmatch(region or "")
+    if not found:
+        return
+    rows, keys = (int(found[1]), int(found[2])), (int(found[3]), int(found[4]))
+    cut = [(first, min(last, first + MOST_REGION - 1)) for first, last in (rows, keys)]
+    st.session_state["rm_long_rows"], st.session_state["rm_long_keys"] = (f"{a}-{b}" for a, b in cut)
+    chosen = f"rows {rows[0]}–{rows[1]} × keys {keys[0]}–{keys[1]}"
+    larger = f"is more than {MOST_REGION} tokens a side: its first {MOST_REGION} of each are drawn"
+    st.session_state[REGION_CUT] = None if cut == [rows, keys] else f"The region dragged, {chosen}, {larger}."
+
+
 def show_region(key, device, name, request, read, layer, head, where, style) -> None:
     """A region at full resolution, a cell per token pair, its tokens on the axes."""
     st.subheader("A region, a weight a cell")
@@ -303,7 +324,12 @@ def show_region(key, device, name, request, read, layer, head, where, style) -> 
         return
     values = view(key, device, name, request, "region", layer, head, span_rows, span_keys)
     if size > 1:
-        st.caption(f"The overview above pools {size}×{size} tokens a cell; here every cell is one weight.")
+        st.caption(
+            f"The overview above pools {size}×{size} tokens a cell; here every cell is one weight. Drag a box on the "
+            "overview to draw its region here."
+        )
+    if st.session_state.get(REGION_CUT):
+        st.caption(st.session_state.pop(REGION_CUT))
     drawn = (span_rows, span_keys, where, read.causal, style)
     figure = remember(values, drawn, lambda: region_figure(values, read.tokens, *drawn))
     show_figure(figure, "rm-long-region")

@@ -101,9 +101,11 @@ def sent_number(key: str, spec: str) -> str:
     return f"{sent['session']}:{last[1]}"
 
 
-def show_figure(figure: Figure, key: str, filename: str | None = None) -> None:
+def show_figure(figure: Figure, key: str, filename: str | None = None, select=None, on_region=None) -> None:
     """Draw a Plotly figure; the same key on the next rerun updates the same chart in place. `filename`: what
-    the camera button's PNG is called (by default the key)."""
+    the camera button's PNG is called (by default the key). `select`: (size, n) for a map of pooled cells, each
+    `size` tokens a side of a text of n, whose reader may drag a region of it: `on_region` is then called with
+    its token ranges as the browser sends them, "first-last;first-last" (rows; keys), counted from 1."""
     png = {**PLOTLY_CONFIG["toImageButtonOptions"], "filename": filename or key}
     config = {**PLOTLY_CONFIG, "toImageButtonOptions": png, "plotlyServerURL": ""}  # no cloud to send to
     spec = remember(figure, "json", figure.to_json)  # once per figure
@@ -122,7 +124,9 @@ def show_figure(figure: Figure, key: str, filename: str | None = None) -> None:
             "height": str(figure.height),
             "maps": "1" if any(is_value_map(trace) for trace in figure.traces) else "0",
             "sent": sent_number(key, spec),
+            **({"select": f"{select[0]},{select[1]}"} if select else {}),
         },
         key=key,
         height="content",
+        **({"on_region_change": lambda: on_region(st.session_state[key].get("region"))} if select else {}),
     )

@@ -403,6 +403,7 @@ async function drawOne(chart) {
     if (chart.drawnSpec !== spec) chart.cursor = null;  // new numbers: the walk starts again at the first cell
     chart.drawnSpec = spec;
     chart.drawn = drawing;
+    listenForRegions(chart);
     chart.failedAt = 0;
     note(chart, {__spec: spec});
     if (chart.table.open) fillTable(chart);
@@ -410,6 +411,32 @@ async function drawOne(chart) {
     console.error(error);
     chart.failedAt = Date.now();
   }
+}
+
+// A map of pooled cells a reader selects a region of by dragging (a long text's overview: `select` is "size,n", each
+// cell's tokens a side and the text's length): Plotly zooms into the box dragged, and its ranges, in cells, are sent
+// to the server as token ranges counted from 1, "rows;keys" (the chart's trigger "region": ui/live_chart), which
+// draws that region a weight a cell. A box thin along one axis zooms the other alone (Plotly's way): that axis keeps
+// the range it shows. A double-click back to the whole map sends nothing. A file of a deck has no server to send to:
+// no listener there.
+function regionOf(chart, event) {
+  if (!Object.keys(event).some(key => /^[xy]axis\.range\[[01]\]$/.test(key))) return null;  // no box dragged
+  const [size, n] = chart.select, layout = chart.element._fullLayout, last = Math.ceil(n / size) - 1;
+  const ranges = ["yaxis", "xaxis"].map(axis => [0, 1].map(i => event[`${axis}.range[${i}]`] ?? layout[axis].range[i]));
+  return ranges.map(([a, b]) => {  // cell c spans c - 0.5 .. c + 0.5 on its axis
+    const first = Math.max(0, Math.floor(Math.min(a, b) + 0.5));
+    const end = Math.min(last, Math.ceil(Math.max(a, b) - 0.5));
+    return `${first * size + 1}-${Math.min(n, (end + 1) * size)}`;
+  }).join(";");
+}
+
+function listenForRegions(chart) {
+  if (!chart.select || chart.listensForRegions || !chart.element.on) return;
+  chart.listensForRegions = true;
+  chart.element.on("plotly_relayout", event => {
+    const region = regionOf(chart, event);
+    if (region) chart.sendRegion("region", region);
+  });
 }
 
 // Which figure of which session this is: `sent` is "session:n", n counting up each time the server sends a chart a
@@ -424,8 +451,8 @@ function sentAs(sent = "") {
 
 // Called by Streamlit with the chart's data on every rerun that changed it. `height` and `maps` come beside the
 // figure's JSON, which is parsed only when the chart is drawn.
-export default function ({data, parentElement}) {
-  const {spec, config, plotly, name, summary, height, maps, sent} = data;
+export default function ({data, parentElement, setTriggerValue}) {
+  const {spec, config, plotly, name, summary, height, maps, sent, select} = data;
   if (!spec) {  // ui/live_chart preload(): plotly.js and the page's font, before the first figure comes
     loadPlotly(plotly).then(() => document.fonts.load(`16px ${pageFont(parentElement)}`)).catch(() => {});
     return;
@@ -440,6 +467,7 @@ export default function ({data, parentElement}) {
     note(chart, {__arrived: shared.figureAt});
   }
   chart.latest = {spec, config, plotlyUrl: plotly};
+  if (select && setTriggerValue) [chart.select, chart.sendRegion] = [select.split(",").map(Number), setTriggerValue];
   nameChart(chart, name, summary, maps === "1");
   note(chart, {__latest: spec});
   chart.element.style.height = `${height}px`;

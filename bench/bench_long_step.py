@@ -24,11 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from bench_loop import SCROLL_TO, VIEWPORT, WATCH, line, measure, median, slider_step, summarise  # noqa: E402
-from bench_repaint import YARDSTICK  # noqa: E402
+from bench_loop import SCROLL_TO, VIEWPORT, beside_the_yardstick, interleaved, line, median, summarise  # noqa: E402
 from record import commit, machine, write  # noqa: E402
 
-from tests.browser import CHROMIUM, CHROMIUM_FLAGS, running_app, settled, wait_for_chart  # noqa: E402
+from tests.browser import settled, wait_for_chart  # noqa: E402
 
 ADDRESS = "/real_model?rm_model=smollm2&rm_long=true&rm_long_tokens=4096&rm_long_layer=layer+26&rm_long_head=head+6"
 OVERVIEW = "weights = the"  # the overview's title, whichever pooling: "weights = the max of each 16×16 block…"
@@ -66,32 +65,16 @@ ACTIONS = {"head step": head_step, "pooling": pooling}
 
 
 def run(steps: int) -> dict:
-    from playwright.sync_api import sync_playwright
-
     rows = []
-    with running_app(str(YARDSTICK)) as yard_url, running_app("app.py") as app_url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        context = browser.new_context(viewport=VIEWPORT)
-        context.add_init_script(WATCH)
-        yard, app = context.new_page(), context.new_page()
-        yard.goto(yard_url)
-        wait_for_chart(yard, "Q [5x")
-        yard_act = slider_step("d_k")
-        measure(yard, yard_act(yard))  # warm once
+    with beside_the_yardstick() as (app, app_url, yard):
         app.goto(app_url + ADDRESS)
         wait_for_chart(app, OVERVIEW, timeout=PASS_S)
         settled(app, quiet=1.0, timeout=120)
         for action, act in ACTIONS.items():
             app.evaluate(SCROLL_TO, OVERVIEW)
-            measure(app, act(app))  # warm: the first of a kind fills caches every later one finds
-            times, beside = [], []
-            for _ in range(steps):
-                beside.append(measure(yard, yard_act(yard)))
-                app.evaluate(SCROLL_TO, OVERVIEW)
-                times.append(measure(app, act(app)))
+            times, beside = interleaved(app, act, yard, steps, OVERVIEW)
             rows.append(summarise("Real model, 4,096 tokens", action, times, beside))
             print(line(rows[-1]), flush=True)
-        browser.close()
     yardstick = [step["yardstick_ms"] for step in rows]
     return {"steps": steps, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "rows": rows,
             "yardstick_ms": median(yardstick), "failed": [r["action"] for r in rows if r["failed"]],

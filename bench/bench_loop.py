@@ -26,6 +26,7 @@ weights, where every action changes what is on screen.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -115,6 +116,7 @@ def next_slide(page):
     return lambda: page.keyboard.press("ArrowRight" if forward else "ArrowLeft")
 
 
+YARD_STEP = slider_step("d_k")  # the yardstick's step: its one slider
 ACTIONS = {
     "d_k step": slider_step("d_k (query/key width per head)"),
     "heads step": slider_step("heads"),
@@ -151,10 +153,12 @@ def open_page(page, url: str, address: str, scroll_to: str | None) -> None:
     time.sleep(0.5)
 
 
-def run(steps: int, pages: list[str]) -> dict:
+@contextlib.contextmanager
+def beside_the_yardstick():
+    """The app's server and the yardstick's, and a page of each in one browser (the watch installed): yields
+    (the app's page, the app's address, the yardstick's page), the yardstick warmed by one step."""
     from playwright.sync_api import sync_playwright
 
-    rows, yardstick = [], []
     with running_app(str(YARDSTICK)) as yard_url, running_app("app.py") as app_url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport=VIEWPORT)
@@ -162,25 +166,36 @@ def run(steps: int, pages: list[str]) -> dict:
         yard, app = context.new_page(), context.new_page()
         yard.goto(yard_url)
         wait_for_chart(yard, "Q [5x")
-        yard_act = slider_step("d_k")
-        measure(yard, yard_act(yard))  # warm once
+        measure(yard, YARD_STEP(yard))  # warm once
+        yield app, app_url, yard
+        browser.close()
+
+
+def interleaved(app, act, yard, steps: int, scroll_to: str | None) -> tuple[list[dict], list[dict]]:
+    """`steps` of the action on the app, each after one of the yardstick's (its pace then): (the app's, the
+    yardstick's). One step first, not counted: the first of a kind fills caches every later one finds. `scroll_to`:
+    the chart brought back to the top of the screen before each step."""
+    measure(app, act(app))
+    times, beside = [], []
+    for _ in range(steps):
+        app.evaluate(SCROLL_TO, scroll_to) if scroll_to else None
+        beside.append(measure(yard, YARD_STEP(yard)))
+        times.append(measure(app, act(app)))
+    return times, beside
+
+
+def run(steps: int, pages: list[str]) -> dict:
+    rows, yardstick = [], []
+    with beside_the_yardstick() as (app, app_url, yard):
         for name in [name for slug in pages for name in SLUG[slug]]:
             address, scroll_to, actions = PAGES[name]
             open_page(app, app_url, address, scroll_to)
             for action in actions:
                 act = next_slide if action == "next slide" else ACTIONS[action]
-                measure(app, act(app))  # warm: the first of a kind fills caches every later one finds
-                app.evaluate(SCROLL_TO, scroll_to) if scroll_to else None
-                times, beside = [], []
-                for _ in range(steps):
-                    beside.append(measure(yard, yard_act(yard)))
-                    times.append(measure(app, act(app)))
-                    if scroll_to:
-                        app.evaluate(SCROLL_TO, scroll_to)
+                times, beside = interleaved(app, act, yard, steps, scroll_to)
                 rows.append(summarise(name, action, times, beside))
                 yardstick += [step["first"] for step in beside if step["ended"] == "settled"]
                 print(line(rows[-1]), flush=True)
-        browser.close()
     return {"yardstick_ms": median(yardstick), "yardstick_spread_ms": [min(yardstick), max(yardstick)],
             "steps": steps, "viewport": f"{VIEWPORT['width']}x{VIEWPORT['height']}", "rows": rows,
             "worst": worst(rows), "failed": [f"{r['page']}: {r['action']}" for r in rows if r["failed"]],

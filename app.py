@@ -28,8 +28,10 @@ if not st.session_state.get(CONFIGURED):
 live_chart.preload()
 
 from attention_core.device import fit_threads  # noqa: E402
+from ui.ending import end_quickly  # noqa: E402
 
 fit_threads()  # no more threads than this server's cores (a container's quota), before ui.traces counts them
+end_quickly()  # a stopped server ends in about a second, not after a last sweep of its memory
 from app_pages import BY_TITLE, PAGES, forget_other_pages, navigation_pages  # noqa: E402
 from ui.class_bar import class_bar  # noqa: E402
 from ui.classroom import in_turn, send_view, show_followed_view  # noqa: E402

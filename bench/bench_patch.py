@@ -16,7 +16,6 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 import record  # noqa: E402  (bench/ is on the path)
 
-from app_pages.real_model.effects import AT_ONCE  # noqa: E402
+from app_pages.real_model.effects import AT_ONCE, measured_map  # noqa: E402
 from attention_core.models.intervene import Head  # noqa: E402
 from attention_core.models.worker import ModelWorker  # noqa: E402
 
@@ -35,15 +34,17 @@ LONG_CORRUPTED = "Yesterday afternoon, when Mary and John went to the big store 
 LAYERS = 30
 
 
+class _NoBar:
+    def progress(self, done: float, text: str) -> None:
+        pass
+
+
 def whole_map(worker: ModelWorker, pair: tuple[str, str, str, str], kind: str) -> tuple[float, object]:
-    """Seconds for a whole map as the page measures it (patch_prepare, then every layer's rows, AT_ONCE at a time)."""
+    """Seconds for a whole map as the page measures it (effects.measured_map: patch_prepare, then every layer's
+    rows, AT_ONCE at a time)."""
     started = time.perf_counter()
-    prepared = worker.patch_prepare("smollm2", "cpu", pair)
-    with ThreadPoolExecutor(AT_ONCE) as pool:
-        asked = [pool.submit(worker.patch_rows, "smollm2", "cpu", pair, kind, layer) for layer in range(LAYERS)]
-        rows = [answer.result() for answer in as_completed(asked)]
-    assert len(rows) == LAYERS
-    return time.perf_counter() - started, prepared
+    measured = measured_map(worker, "smollm2", "cpu", pair, kind, LAYERS, _NoBar())
+    return time.perf_counter() - started, measured
 
 
 def main() -> None:

@@ -402,6 +402,19 @@ MUTANTS = (
     Mutant("fewer cells a map re-pool a map pooled its own way", "figures/heatmap.py",
            "style.most_drawn if panel.drawn_most == MAX_DRAWN else panel.drawn_most",
            "min(style.most_drawn, panel.drawn_most)", "false title"),
+    Mutant("a stopped server sweeps its memory before it ends", "ui/ending.py",
+           "atexit.register(gc.freeze)", "atexit.register(gc.collect)", "slow stop"),
+    Mutant("a worker's answer awaited by a pool's thread", "attention_core/models/worker.py",
+           "        self._send(function, args).add_done_callback(lambda sent: settle(sent, 1))",
+           "        sent = self._send(function, args)\n        ThreadPoolExecutor(1).submit(settle, sent, 1)",
+           "slow stop",
+           ("tests/test_models_bundled.py::"
+            "test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them",)),
+    Mutant("a long text's pass awaited by a pool's thread", "app_pages/real_model/long_text.py",
+           'future = model_worker().later("long", key, device, request, "read")',
+           'future = __import__("concurrent.futures").futures.ThreadPoolExecutor(1).submit(model_worker().long, '
+           'key, device, request, "read")', "slow stop",
+           ("tests/test_deploy.py::test_a_stopped_server_ends_at_once_though_a_long_text_is_being_read",)),
 )  # fmt: skip
 
 

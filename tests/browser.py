@@ -439,8 +439,27 @@ def running_app(script: str = "app.py"):
         wait_healthy(url)
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_server(process)
+
+
+# Kubernetes' grace between its SIGTERM and its SIGKILL (deploy/k8s/deployment.yaml), and `docker stop`'s is 10 s: a
+# server still running after it is a fault (tests/test_deploy.py measures how soon it ends).
+GRACE = 30
+
+
+def stop_server(process: subprocess.Popen) -> float:
+    """SIGTERM, as `docker stop` and Kubernetes stop a server; the seconds it took to end. One still running after
+    GRACE seconds is killed, and said (AssertionError)."""
+    started = time.perf_counter()
+    process.terminate()
+    try:
+        process.wait(timeout=GRACE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"the app's server ({' '.join(process.args[-6:])}) did not end within {GRACE} s of "
+                             "SIGTERM (Kubernetes' grace): killed") from None  # fmt: skip
+    return time.perf_counter() - started
 
 
 def outside_requests(page) -> list[str]:

@@ -132,8 +132,13 @@ def pytest_configure_node(node):  # pytest-xdist, in the controller: what each w
 def pytest_sessionfinish(session):
     process = getattr(session.config, "_shared_app", None)
     if process is not None:
-        process.terminate()
-        process.wait(timeout=20)
+        from tests.browser import stop_server
+
+        try:
+            stop_server(process)
+        except AssertionError as late:  # the run's verdict, not a traceback that hides the tests' summary
+            session.config.get_terminal_writer().line(f"FAILED after the tests: {late}", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from tests.browser import (
     screenshot,
     settled,
     start_server,
+    stop_server,
     wait_for_chart,
     wait_healthy,
 )
@@ -49,8 +50,7 @@ def families_app(tmp_path_factory):
         wait_healthy(url)
         yield url, folders
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop_server(process)
 
 
 def test_every_tiny_family_opens_on_the_real_model_page(families_app, page):

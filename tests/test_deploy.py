@@ -5,9 +5,11 @@ replicas behind a real HAProxy (scripts/scale_out.py) keep each browser on its r
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,83 @@ def test_two_replicas_behind_haproxy_keep_their_browsers_and_survive_losing_one(
     live = ({"app1", "app2"} - {seen["cookies"][0]}).pop()
     assert set(seen["after_kill"]) == {live}, seen
     assert seen["new_session"] == live, seen
+
+
+def test_the_servers_objects_are_frozen_at_exit_where_pythons_last_collection_skips_them():
+    """ui/ending.py: registered once however often the app's script calls it, its handler runs at exit (before the
+    handlers registered earlier, as atexit runs them) and leaves every object frozen."""
+    script = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count()))\n"
+        "from ui.ending import end_quickly\n"
+        "end_quickly(); end_quickly()\n"
+        "print('handlers', atexit._ncallbacks())\n"
+    )
+    ended = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert ended.returncode == 0, ended.stderr
+    (handlers, frozen) = ended.stdout.splitlines()
+    assert handlers == "handlers 2", ended.stdout  # the test's and one of ui/ending.py's
+    assert int(frozen.split()[1]) > 1000, ended.stdout  # every object of the process: thousands of them
+
+
+def _children(pid: int) -> set[int]:
+    """The processes a process has started (Linux's /proc): the app's model worker."""
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    return {int(child) for task in tasks for child in (task / "children").read_text().split()}
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def _stopped_while(browser, script: str, path: str, under_way) -> tuple[float, set[int]]:
+    """A server of `script` on a page (`path`), stopped with SIGTERM once `under_way(page)` has returned (or the
+    page is idle): the seconds it took to end, and its child processes that still run 10 s after."""
+    from tests.browser import SLOW, free_port, idle, start_server, stop_server, wait_healthy
+
+    port = free_port()
+    process = start_server(port, script)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}")
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/{path}")
+        idle(page) if under_way is None else under_way(page)
+        children = _children(process.pid)
+    finally:
+        seconds = stop_server(process)
+    page.close()
+    deadline = time.time() + 10 * SLOW
+    while any(map(_running, children)) and time.time() < deadline:
+        time.sleep(0.1)
+    return seconds, set(filter(_running, children))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_stopped_server_ends_at_once_though_a_long_text_is_being_read(browser):
+    """`docker stop` and Kubernetes stop the app with SIGTERM, then kill it after their grace. Stopped while its model
+    worker reads 4,096 tokens, the server ends about as soon as a trivial Streamlit app does (the yardstick, stopped
+    in the same test), and its worker with it. Two faults made it wait: a thread pool's thread waiting for the
+    pass (Python joins them at exit: the rest of the pass, 25 s here) and the last sweep of the memory (ui/ending.py:
+    7 s after a real model's page). Both caught here, each alone."""
+    yardstick, _ = _stopped_while(browser, "bench/trivial_app.py", "", None)
+    at_stop = {}
+
+    def reading(page) -> None:
+        progress = page.get_by_text("Reading 4,096 tokens: layer", exact=False).first
+        progress.wait_for(timeout=600_000)
+        at_stop["said"] = progress.inner_text()
+
+    seconds, still_running = _stopped_while(
+        browser, "app.py", "real_model?rm_model=smollm2&rm_long=true&rm_long_tokens=4096", reading
+    )
+    layer = int(re.search(r"layer (\d+) of 30", at_stop["said"]).group(1))
+    assert layer < 30, at_stop  # the pass was under way when the server was stopped
+    assert not still_running, f"the model worker {still_running} still runs after its server ended"
+    assert seconds <= 3 * yardstick + 1, (
+        f"stopped while reading, the app took {seconds:.1f} s to end; the yardstick app {yardstick:.1f} s"
+    )

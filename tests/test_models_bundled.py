@@ -290,6 +290,25 @@ def test_the_model_worker_ends_with_the_process_that_started_it(tmp_path):
     assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
 
 
+def test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them(tmp_path):
+    """A server stopped while its pages wait for runs (a long text's pass, a patching map's layers) ends at once:
+    ModelWorker.later holds no thread of its own, so Python's exit joins nothing that waits for them (a thread pool's
+    thread would: a stopped server waited half a minute for a 4,096-token pass). Python calls its atexit handlers
+    after it has joined the threads it must: there, the runs asked for are still unanswered."""
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import atexit\n"
+        "from attention_core.models.worker import ModelWorker\n"
+        "worker = ModelWorker(); worker.load('smollm2', 'cpu')\n"
+        "runs = [worker.later('sweep_point', 'smollm2', 'cpu', 'window', budget) for budget in (8, 16, 32, 64)]\n"
+        "atexit.register(lambda: print(sum(run.done() for run in runs), 'of', len(runs), 'answered', flush=True))\n"
+    )
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=600,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert ended.returncode == 0, ended.stderr[-2000:]
+    assert ended.stdout.split() == ["0", "of", "4", "answered"], ended.stdout
+
+
 def test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one():
     """A run under way and a run waiting when the server's end closes the pipe: neither is answered (a pass over the
     sweep's 512 tokens takes seconds on one thread; the pipe closes at once), and the worker is gone."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 
 import pandas as pd
 import streamlit as st
@@ -69,7 +70,7 @@ def patch_map(key: str, device: str, pair: tuple[str, str, str, str], kind: str,
     try:
         with one_at_a_time:
             if found not in kept:
-                kept[found] = measured_map(key, device, pair, kind, layers, bar)
+                kept[found] = measured_map(model_worker(), key, device, pair, kind, layers, bar)
                 while len(kept) > MAPS_KEPT:
                     kept.pop(next(iter(kept)))
     finally:
@@ -77,16 +78,22 @@ def patch_map(key: str, device: str, pair: tuple[str, str, str, str], kind: str,
     return kept.get(found)
 
 
-def measured_map(key: str, device: str, pair: tuple[str, str, str, str], kind: str, layers: int, bar):
-    """The map, measured in the model worker: the pair run once, then each layer's patches as a request."""
-    worker = model_worker()
+def measured_map(worker, key: str, device: str, pair: tuple[str, str, str, str], kind: str, layers: int, bar):
+    """The map, measured in the model worker: the pair run once, then each layer's patches as a request, AT_ONCE
+    under way (bench/bench_patch.py times it)."""
     prepared = worker.patch_prepare(key, device, pair)
     rows: list = [None] * layers
-    with ThreadPoolExecutor(AT_ONCE) as pool:
-        asked = {pool.submit(worker.patch_rows, key, device, pair, kind, layer): layer for layer in range(layers)}
-        for done, answer in enumerate(as_completed(asked), start=1):
-            rows[asked[answer]] = answer.result()
-            bar.progress(done / layers, text=f"Patching: {done} of {layers} layers…")
+    waiting = iter(range(layers))
+
+    def ask(layer: int):
+        return worker.later("patch_rows", key, device, pair, kind, layer)
+
+    asked = {ask(layer): layer for layer in itertools.islice(waiting, AT_ONCE)}
+    for done in range(1, layers + 1):
+        answer = next(as_completed(asked))  # the first of those under way to end
+        rows[asked.pop(answer)] = answer.result()
+        asked.update({ask(layer): layer for layer in itertools.islice(waiting, 1)})  # the next: AT_ONCE under way
+        bar.progress(done / layers, text=f"Patching: {done} of {layers} layers…")
     return patched(prepared, kind, rows)
 
 

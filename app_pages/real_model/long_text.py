@@ -12,7 +12,7 @@ import hashlib
 import re
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 import streamlit as st
 
@@ -48,9 +48,10 @@ KEPT_READS = 8  # reads (tokens and timings) the server keeps, the last started 
 
 
 @st.cache_resource(show_spinner=False)
-def _reads() -> tuple[dict, threading.Lock, ThreadPoolExecutor]:
-    """Every server's long-text passes, by (model, device, digest): a Future of its LongRead, shared by readers."""
-    return {}, threading.Lock(), ThreadPoolExecutor(2, thread_name_prefix="long")
+def _reads() -> tuple[dict, threading.Lock]:
+    """Every server's long-text passes, by (model, device, digest): a Future of its LongRead, shared by readers
+    (ModelWorker.later: no thread of ours waits for a pass, which a stopped server would wait for)."""
+    return {}, threading.Lock()
 
 
 def digest(request: LongRequest) -> str:
@@ -60,12 +61,12 @@ def digest(request: LongRequest) -> str:
 
 def read_text(key: str, device: str, request: LongRequest, layers: int):
     """The request's LongRead: its pass started if no reader has started it, with a progress bar until it is done."""
-    reads, lock, pool = _reads()
+    reads, lock = _reads()
     name = (key, device, digest(request))
     with lock:
         future: Future | None = reads.get(name)
         if future is None or (future.done() and future.exception() is not None):
-            future = pool.submit(model_worker().long, key, device, request, "read")
+            future = model_worker().later("long", key, device, request, "read")
             reads[name] = future
             while len(reads) > KEPT_READS:
                 reads.pop(next(iter(reads)))
@@ -360,7 +361,7 @@ def show_grid(key, device, name, request, read, info, style) -> None:
 
 def measure_grid(key, device, request, layers: int):
     """view(..., "grid") with a progress bar while the worker measures it (it answers once, at the end)."""
-    future = _reads()[2].submit(model_worker().long, key, device, request, "grid")  # the worker keeps it
+    future = model_worker().later("long", key, device, request, "grid")  # the worker keeps it
     bar = st.progress(0.0, text="Measuring every head…")
     while not future.done():
         done = model_worker().long_progress(key, device, request, "grid") or 0.0

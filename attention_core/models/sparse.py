@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import torch
@@ -174,9 +174,8 @@ def sweep(worker, key: str, device: str, done: dict | None = None, progress: Cal
     points in all) after each. Returns the points in plan()'s order."""
     done = {} if done is None else done
     missing = [point for point in plan() if point not in done]
-    with ThreadPoolExecutor(len(missing) or 1) as pool:  # the worker decides how many run at once
-        running = {pool.submit(worker.sweep_point, key, device, *point): point for point in missing}
-        for finished in as_completed(running):
-            done[running[finished]] = finished.result()
-            progress(len(done), len(plan()))
+    running = {worker.later("sweep_point", key, device, *point): point for point in missing}  # the worker decides
+    for finished in as_completed(running):  # how many run at once
+        done[running[finished]] = finished.result()
+        progress(len(done), len(plan()))
     return [done[point] for point in plan()]

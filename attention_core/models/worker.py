@@ -91,10 +91,6 @@ class ModelWorker:
     def generation_end(self, gen_id: str) -> None:
         self._ask("gen_end", gen_id)
 
-    def sweep_point(self, key: str, device: str, mask: str, budget: int):
-        """One point of the masks' sweep (sparse.measure): the model's loss on the sweep's text with the mask."""
-        return self._ask("sweep_point", key, device, mask, budget)
-
     def composed_point(self, key: str, device: str, written: str):
         """A composed mask measured on the sweep's text (sparse.measure_composed)."""
         return self._ask("composed_point", key, device, written)
@@ -119,10 +115,6 @@ class ModelWorker:
         the page needs of it, without the clean run's activations, which stay in the worker."""
         return self._ask("patch_prepare", key, device, pair)
 
-    def patch_rows(self, key: str, device: str, pair: tuple[str, str, str, str], kind: str, layer: int):
-        """One layer's patches of the pair, in one batch (patching.rows): the share each recovers."""
-        return self._ask("patch_rows", key, device, pair, kind, layer)
-
     def pid(self) -> int | None:
         """The worker's process id, while it runs (tests and the load harness read it)."""
         return self._process.pid if self._process and self._process.poll() is None else None
@@ -134,17 +126,32 @@ class ModelWorker:
                 self._process.wait(timeout=30)
                 self._process = None
 
-    def _ask(self, function: str, *args):
-        for attempt in (1, 2):  # a worker that died is started again, and the request sent once more
+    def later(self, function: str, *args) -> Future:
+        """A request's answer as a Future ("sweep_point": one point of the masks' sweep; "patch_rows": one layer's
+        patches; the worker's names below), and no thread of ours waiting for it, which a stopped server would wait
+        for (Python joins a pool's threads at exit: tests/test_deploy.py). A worker that died is started again and
+        the request sent once more; an error in the run is the Future's."""
+        value = Future()
+
+        def settle(sent: Future, attempt: int) -> None:
             try:
-                status, value = self._send(function, args).result()
-                break
-            except WorkerDied:
-                if attempt == 2:
-                    raise
-        if status == "error":
-            raise value
+                status, answer = sent.result()
+            except WorkerDied as died:
+                if attempt == 1:
+                    self._send(function, args).add_done_callback(lambda again: settle(again, 2))
+                else:
+                    value.set_exception(died)
+                return
+            if status == "error":
+                value.set_exception(answer)
+            else:
+                value.set_result(answer)
+
+        self._send(function, args).add_done_callback(lambda sent: settle(sent, 1))
         return value
+
+    def _ask(self, function: str, *args):
+        return self.later(function, *args).result()
 
     def _send(self, function: str, args: tuple) -> Future:
         answer = Future()
@@ -174,8 +181,7 @@ class ModelWorker:
         return self._process
 
     def _hand_out_answers(self, process: subprocess.Popen, waiting: dict[int, Future]) -> None:
-        """Give each answer to the request that asked for it, until the worker ends; then fail the unanswered
-        (under the lock: a request sent from now on finds the worker ended and starts another)."""
+        """Give each answer to the request that asked for it, until the worker ends; then fail the unanswered."""
         try:
             while True:
                 request_id, status, value = pickle.load(process.stdout)  # noqa: S301  (our own worker's answer)
@@ -183,10 +189,11 @@ class ModelWorker:
         except Exception:  # noqa: BLE001  (the end of the pipe, or an answer that cannot be read: the worker is done)
             process.kill()
             process.wait()
-        with self._lock:
-            for answer in waiting.values():
-                answer.set_exception(WorkerDied("the model worker ended before it answered"))
+        with self._lock:  # a request sent from now on finds the worker ended and starts another
+            unanswered = list(waiting.values())
             waiting.clear()
+        for answer in unanswered:  # not under the lock: a caller's callback may send its request again (later)
+            answer.set_exception(WorkerDied("the model worker ended before it answered"))
 
 
 # ---- The worker's side: runs in its own process -------------------------------------------------------------

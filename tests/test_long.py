@@ -6,6 +6,7 @@ against computations written in numpy, are in test_long_maps.py."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -17,7 +18,7 @@ from transformers.models.llama.modeling_llama import eager_attention_forward
 
 from attention_core.long_maps import LongTrace
 from attention_core.models import CAPTURE, readable_token
-from attention_core.models.long import long_cap, trace_long, trace_long_ids
+from attention_core.models.long import long_cap, long_text, trace_long, trace_long_ids
 from attention_core.models.sparse import sweep_text
 from tests import numerics as nm
 from tests.numerics import F32
@@ -109,6 +110,70 @@ def test_a_wrong_scale_or_no_mask_breaks_the_agreement(stock):
     for fault in (_as_long(eager[3], scale=0.125 * 2**0.5)[0], _as_long(eager[3], causal=False)[0]):
         with pytest.raises(AssertionError):
             nm.assert_agree(fault.rows(0, 0, 0, TOKENS), eager[3]["weights"][0], bound[0])
+
+
+# At SmolLM2's cap, sampled layers and heads: the first layer (no attention before it: our pass's q and k are eager's
+# bit for bit) and one in the middle (sink heads), two heads of different key/value heads in each. The model is run
+# no further than the last of them: each layer's eager pass at 4,096 tokens takes seconds on two cores.
+LONG = 4096
+SAMPLED = {0: (0, 8), 14: (1, 5)}
+
+
+class _Enough(Exception):
+    """Raised once the last sampled layer is recorded: the layers after it are not needed."""
+
+
+@pytest.fixture(scope="module")
+def sampled(smollm2) -> tuple[list[int], dict[int, dict]]:
+    """The stock model on the first 4,096 tokens of the long text offered, with transformers' eager attention, each
+    sampled layer's q, k and its sampled heads' weights kept as the layers run (every layer's weights at once would
+    be 30 × 9 × 4,096² × 4 B = 18 GB: eager makes and drops one layer's at a time)."""
+    ids = smollm2.tokenizer(long_text())["input_ids"][:LONG]
+    kept: dict[int, dict] = {}
+
+    def recorded(module, query, key, value, attention_mask, **kwargs):
+        output, weights = eager_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        if module.layer_idx in SAMPLED:
+            heads = list(SAMPLED[module.layer_idx])
+            kept[module.layer_idx] = {"q": query[0].clone(), "k": key[0].clone(), "weights": weights[0, heads].clone()}
+        if module.layer_idx == max(SAMPLED):
+            raise _Enough
+        return output, weights
+
+    transformers.AttentionInterface.register("sampled_eager", recorded)
+    AttentionMaskInterface.register("sampled_eager", eager_mask)
+    model = transformers.AutoModel.from_pretrained(smollm2.model.name_or_path, dtype=torch.float32,
+                                                   attn_implementation="sampled_eager").eval()  # fmt: skip
+    with torch.inference_mode(), contextlib.suppress(_Enough):
+        model(input_ids=torch.tensor([ids]), use_cache=False)
+    return ids, kept
+
+
+def test_sampled_heads_recomputed_in_blocks_are_eagers_at_4096_tokens(smollm2, sampled):
+    """At the cap, 16 blocks of rows: our pass's first-layer q and k are eager's bit for bit (RoPE at every position
+    to 4,095), and each sampled head's weights, read a block of rows at a time from eager's own q and k, are eager's
+    within the rounding of q·kᵀ, the scale and softmaxes of up to 4,096 terms, in float32 on both sides."""
+    ids, kept = sampled
+    assert len(ids) == LONG and sorted(kept) == sorted(SAMPLED)
+    ours = trace_long_ids(smollm2, ids)
+    assert ours.n_tokens == LONG
+    torch.testing.assert_close(ours.q[0], kept[0]["q"], rtol=0, atol=0)
+    torch.testing.assert_close(ours.k[0], kept[0]["k"], rtol=0, atol=0)
+    for layer, heads in SAMPLED.items():
+        entry = kept[layer]
+        trace = LongTrace(tuple(map(str, range(LONG))), (entry["q"],), (entry["k"],), 0.125, True, LONG)
+        for index, head in enumerate(heads):
+            bound = _head_bound(entry["q"][head], entry["k"][head // 3])
+            recomputed = torch.cat([block for _, block in trace.blocks(0, head)])
+            nm.assert_agree(recomputed, entry["weights"][index], bound, what=f"layer {layer + 1} head {head + 1}")
+            assert float(bound.error.max()) < 1e-3  # tight enough to see a wrong mask or scale (as at 512)
+
+
+def _head_bound(q: torch.Tensor, k: torch.Tensor) -> nm.Bound:
+    """The bound of eager's causal weights of one head from its q [n, 64] and its key/value head's k [n, 64]."""
+    n = q.shape[0]
+    scores = nm.matmul(nm.exact(q), nm.exact(k.T.contiguous()), F32)
+    return nm.softmax(nm.scale(scores, 0.125, F32), torch.ones(n, n, dtype=torch.bool).tril(), F32)
 
 
 def test_a_text_over_the_cap_is_cut_to_it_and_says_how_long_it_was(smollm2):

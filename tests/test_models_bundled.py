@@ -9,8 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -307,6 +308,25 @@ def test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them(tmp
                            env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert ended.returncode == 0, ended.stderr[-2000:]
     assert ended.stdout.split() == ["0", "of", "4", "answered"], ended.stdout
+
+
+def test_a_request_whose_worker_cannot_be_started_again_fails_instead_of_waiting_for_ever(monkeypatch):
+    """ModelWorker.later sends a request again from the thread that hears its worker die; if no worker can be started
+    then (no memory for another process), the caller hears that error, not nothing."""
+    worker, sent = ModelWorker(), []
+
+    def send(function: str, args: tuple) -> Future:
+        sent.append(function)
+        if len(sent) > 1:
+            raise OSError("[Errno 12] Cannot allocate memory")
+        died = Future()  # failed later, from another thread, as the worker's reader fails what it was waiting for
+        threading.Timer(0.05, died.set_exception, [WorkerDied("the model worker ended before it answered")]).start()
+        return died
+
+    monkeypatch.setattr(worker, "_send", send)
+    with pytest.raises(OSError, match="Cannot allocate memory"):
+        worker.later("trace", "minilm", "cpu", SENTENCE).result(timeout=30)
+    assert sent == ["trace", "trace"]
 
 
 def test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one():

@@ -137,15 +137,15 @@ class ModelWorker:
             try:
                 status, answer = sent.result()
             except WorkerDied as died:
-                if attempt == 1:
-                    self._send(function, args).add_done_callback(lambda again: settle(again, 2))
-                else:
+                if attempt == 2:
                     value.set_exception(died)
+                    return
+                try:  # in the reader's thread: a worker that cannot be started again fails the caller's Future
+                    self._send(function, args).add_done_callback(lambda again: settle(again, 2))
+                except Exception as error:  # noqa: BLE001
+                    value.set_exception(error)
                 return
-            if status == "error":
-                value.set_exception(answer)
-            else:
-                value.set_result(answer)
+            (value.set_exception if status == "error" else value.set_result)(answer)
 
         self._send(function, args).add_done_callback(lambda sent: settle(sent, 1))
         return value

@@ -415,6 +415,11 @@ MUTANTS = (
            'future = __import__("concurrent.futures").futures.ThreadPoolExecutor(1).submit(model_worker().long, '
            'key, device, request, "read")', "slow stop",
            ("tests/test_deploy.py::test_a_stopped_server_ends_at_once_though_a_long_text_is_being_read",)),
+    Mutant("a long text's keys past 2,048 lost", "attention_core/long_maps.py",
+           "        k = self.k[layer][self.kv_head(head), :keys]  # [keys, d]",
+           "        k = self.k[layer][self.kv_head(head), :keys]  # [keys, d]\n"
+           "        k = torch.cat([k[:2048], torch.zeros_like(k[2048:])])", "length-only fault",
+           ("tests/test_long.py::test_sampled_heads_recomputed_in_blocks_are_eagers_at_4096_tokens",)),
 )  # fmt: skip
 
 

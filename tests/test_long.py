@@ -95,11 +95,22 @@ def test_every_heads_weights_recomputed_in_blocks_are_eagers_at_512_tokens(stock
 
 def _as_long(entry: dict, scale: float = 0.125, causal: bool = True) -> tuple[LongTrace, nm.Bound]:
     """One recorded layer as a LongTrace of its own, and the bound of eager's weights from its q and k."""
-    trace = LongTrace(tuple(map(str, range(TOKENS))), (entry["q"],), (entry["k"],), scale, causal, TOKENS)
-    k = nm.exact(entry["k"].repeat_interleave(3, dim=0))  # each key/value head read by three query heads
-    mask = torch.ones(TOKENS, TOKENS, dtype=torch.bool).tril()
-    scores = nm.matmul(nm.exact(entry["q"]), k.map(lambda t: t.transpose(-2, -1)), F32)  # as numerics.attention,
-    return trace, nm.softmax(nm.scale(scores, 0.125, F32), mask, F32)  # without the context it goes on to
+    k = entry["k"].repeat_interleave(3, dim=0)  # each key/value head read by three query heads
+    return _layer_trace(entry, scale, causal), _eager_bound(entry["q"], k)
+
+
+def _layer_trace(entry: dict, scale: float = 0.125, causal: bool = True) -> LongTrace:
+    """One recorded layer's q and k as a LongTrace of their own, its tokens named by their positions."""
+    n = entry["q"].shape[-2]
+    return LongTrace(tuple(map(str, range(n))), (entry["q"],), (entry["k"],), scale, causal, n)
+
+
+def _eager_bound(q: torch.Tensor, k: torch.Tensor) -> nm.Bound:
+    """The bound of eager's causal weights from q and k ([..., n, 64], k one per query head), as
+    numerics.attention bounds them, without the context they go on to."""
+    n = q.shape[-2]
+    scores = nm.matmul(nm.exact(q), nm.exact(k.transpose(-2, -1).contiguous()), F32)
+    return nm.softmax(nm.scale(scores, 0.125, F32), torch.ones(n, n, dtype=torch.bool).tril(), F32)
 
 
 def test_a_wrong_scale_or_no_mask_breaks_the_agreement(stock):
@@ -161,19 +172,12 @@ def test_sampled_heads_recomputed_in_blocks_are_eagers_at_4096_tokens(smollm2, s
     torch.testing.assert_close(ours.k[0], kept[0]["k"], rtol=0, atol=0)
     for layer, heads in SAMPLED.items():
         entry = kept[layer]
-        trace = LongTrace(tuple(map(str, range(LONG))), (entry["q"],), (entry["k"],), 0.125, True, LONG)
+        trace = _layer_trace(entry)
         for index, head in enumerate(heads):
-            bound = _head_bound(entry["q"][head], entry["k"][head // 3])
+            bound = _eager_bound(entry["q"][head], entry["k"][head // 3])
             recomputed = torch.cat([block for _, block in trace.blocks(0, head)])
             nm.assert_agree(recomputed, entry["weights"][index], bound, what=f"layer {layer + 1} head {head + 1}")
             assert float(bound.error.max()) < 1e-3  # tight enough to see a wrong mask or scale (as at 512)
-
-
-def _head_bound(q: torch.Tensor, k: torch.Tensor) -> nm.Bound:
-    """The bound of eager's causal weights of one head from its q [n, 64] and its key/value head's k [n, 64]."""
-    n = q.shape[0]
-    scores = nm.matmul(nm.exact(q), nm.exact(k.T.contiguous()), F32)
-    return nm.softmax(nm.scale(scores, 0.125, F32), torch.ones(n, n, dtype=torch.bool).tril(), F32)
 
 
 def test_a_text_over_the_cap_is_cut_to_it_and_says_how_long_it_was(smollm2):

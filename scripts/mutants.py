@@ -350,6 +350,13 @@ MUTANTS = (
            "const slideList = false;", "trapped key",
            ("tests/test_browser.py::"
             "test_a_slide_chosen_from_the_bars_list_is_shown_and_the_arrow_keys_step_on_from_it",)),
+    Mutant("a press whose click was lost never sent again", "ui/keys.js",
+           "    setTimeout(() => unanswered(count, selector, at), GIVE_UP_MS);\n", "", "lost click",
+           ("tests/test_browser.py::test_a_press_whose_click_is_lost_or_whose_button_is_greyed_still_steps_once",)),
+    Mutant("a press on a greyed button dropped", "ui/keys.js",
+           "if (!button || (button.disabled && event.key === \"Escape\")) return;",
+           "if (!button || button.disabled) return;", "lost click",
+           ("tests/test_browser.py::test_a_press_whose_click_is_lost_or_whose_button_is_greyed_still_steps_once",)),
     Mutant("the slide pulled back over the reader's scroll", "ui/keys.js",
            "|| (element && left !== null && scrolledTo(element) !== left);  // the reader scrolled",
            ";", "lost click",

@@ -698,13 +698,16 @@ def address_holds(page, part: str, timeout: float = 30) -> None:
 
 
 # What a page shows, for a failure's message: its title, its captions (a page's settings line), its messages, its
-# address and whether its script is running.
+# address, whether its script is running, and the presentation keys' count of presses (ui/keys.js: sent, run by the
+# server, sent again, waiting) with the element in focus.
 PAGE_SAYS = """() => ({title: document.querySelector('h1')?.textContent,
   captions: [...document.querySelectorAll('[data-testid=stCaptionContainer]')].map(c => c.textContent).slice(0, 4),
   messages: [...document.querySelectorAll('[data-testid=stAlert], [data-testid=stException]')]
     .map(m => m.textContent.slice(0, 200)),
   address: location.href,
-  run: document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state')})"""
+  run: document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state'),
+  keys: window.__slideKeys && (({clicked, seen, resent, waiting}) => ({clicked, seen, resent, waiting: waiting.length}))
+    (window.__slideKeys), focus: document.activeElement?.tagName})"""
 
 
 def until_visible(page, locator, what: str, timeout: float = 60) -> None:

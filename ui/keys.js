@@ -21,12 +21,21 @@ const SLIDE_LIST = '[role="combobox"][aria-label="slide"]';
 // has run (ui/slides.py STEPS, sent here with each rerun); a press is answered once that count has reached it and
 // the rerun has finished (the app's data-test-script-state is no longer "running"). Each waiting press is then
 // clicked in turn. A press the server never counts (a button that vanished) stops holding the queue after GIVE_UP_MS.
+//
+// A click can fail to reach the server: the connection drops for a moment (Streamlit greys every button while it
+// reconnects) or the click is lost on its way, and the lecturer's → did nothing (a full suite on a slow machine
+// waited 180 s on the first view of a deck). So a press that finds its button greyed waits in the queue for it,
+// and a counted press the server has still not counted GIVE_UP_MS later, with no run under way and the page
+// where it was, is clicked once more. The count makes this safe: a press the server has run is counted (its
+// STEPS) and never sent again.
 const QUEUE_MOST = 12;  // presses kept at most (a key held down repeats)
 const GIVE_UP_MS = 8000;
 // Kept on the window: the module may be loaded again on another page, and the listener stays the first one's.
 const state = (window.__slideKeys ??= {
   listening: false, scrolled: null,  // the key listener is in place; the anchor last scrolled to
   clicked: 0, seen: 0, clickedAt: 0, waiting: [],  // steps sent by these keys, steps the server has run; presses
+  // waiting, each [its button, when it was pressed]
+  resent: 0,  // presses clicked once more (unanswered): read by tests/test_browser.py
 });
 const waiting = state.waiting;
 
@@ -39,19 +48,41 @@ function busy() {
   return state.seen < state.clicked && Date.now() - state.clickedAt < GIVE_UP_MS;
 }
 
-function click(button, counted) {
+function click(button, selector, counted) {
   if (counted) {
     state.clicked = Math.max(state.clicked, state.seen) + 1;
     state.clickedAt = Date.now();
+    const [count, at] = [state.clicked, location.href];
+    setTimeout(() => unanswered(count, selector, at), GIVE_UP_MS);
   }
   button.click();
 }
 
+// Press number `count`, clicked on `selector` at address `at`, once GIVE_UP_MS have passed: clicked once more if
+// the server has not counted it, no run is under way, and the page is still where it was (see the top).
+function unanswered(count, selector, at) {
+  if (state.seen >= count || state.clicked !== count || location.href !== at) return;
+  if (running()) return void setTimeout(() => unanswered(count, selector, at), GIVE_UP_MS);
+  const button = document.querySelector(selector);
+  if (!button || button.disabled) return;
+  state.clickedAt = Date.now();
+  state.resent += 1;
+  button.click();
+}
+
+// Whether the button of the first waiting press is greyed (the connection being made again) and has been for less
+// than GIVE_UP_MS since the press.
+function greyed() {
+  const [selector, pressedAt] = waiting[0];
+  return document.querySelector(selector)?.disabled && Date.now() - pressedAt < GIVE_UP_MS;
+}
+
 function drain() {
   if (!waiting.length) return;
-  if (busy()) return void setTimeout(drain, 30);
-  const button = document.querySelector(waiting.shift());
-  if (button && !button.disabled) click(button, true);
+  if (busy() || greyed()) return void setTimeout(drain, 30);
+  const [selector] = waiting.shift();
+  const button = document.querySelector(selector);
+  if (button && !button.disabled) click(button, selector, true);
   if (waiting.length) setTimeout(drain, 30);
 }
 
@@ -66,15 +97,15 @@ function onKey(event) {
   if (event.key !== "Escape" && target?.matches(".live-chart:focus-visible")) return;
   if (event.key === "Escape" && document.querySelector(OPEN)) return;  // Esc closes that first, and only that
   const button = document.querySelector(selector);
-  if (!button || button.disabled) return;
+  if (!button || (button.disabled && event.key === "Escape")) return;
   event.preventDefault();
   event.stopPropagation();  // not also to the pill group, which would move its focus
-  if (event.key !== "Escape" && (busy() || waiting.length)) {
-    if (waiting.length < QUEUE_MOST) waiting.push(selector);
+  if (event.key !== "Escape" && (busy() || waiting.length || button.disabled)) {
+    if (waiting.length < QUEUE_MOST) waiting.push([selector, Date.now()]);
     if (waiting.length === 1) setTimeout(drain, 30);
     return;
   }
-  click(button, event.key !== "Escape");
+  click(button, selector, event.key !== "Escape");
 }
 
 // Leaving presentation mode returns to the slide that was shown: its anchor, once the page has drawn it, and

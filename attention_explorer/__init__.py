@@ -12,6 +12,7 @@
     ax.knock_out(model, tokenizer, "a prompt", "L3.H5, L7.*")    # does a head matter: the prediction after
     ax.patch(model, tokenizer, clean, corrupted, " Mary", " John")  # each head patched from clean into corrupted
     ax.show_patch(patched)                                           # its map, as the app draws it
+    ax.export_deck("lecture-000", "lecture-000.html")  # a deck as one HTML file (needs the app beside: a clone)
 
 The settings are the sidebar's, by the sidebar's names (d_model, d_k, d_v, heads, kv_heads, variant, causal,
 scaled, seed, positional, window, sinks, top_k, init; MLA's d_c, d_cq, d_rope), with the sidebar's defaults, so
@@ -19,6 +20,7 @@ that the same settings give the same numbers here and in the app. Nothing here i
 """
 
 from attention_explorer.checking import CaseResult, CheckResult, check
+from attention_explorer.deck import export_deck
 from attention_explorer.intervene import knock_out, patch, show_patch
 from attention_explorer.long import ShownLong, long_trace, show_long
 from attention_explorer.models import ShownModel, show_model
@@ -33,6 +35,7 @@ __all__ = [
     "ShownLong",
     "ShownModel",
     "check",
+    "export_deck",
     "knock_out",
     "link",
     "long_trace",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -297,3 +300,41 @@ def test_the_decks_page_makes_the_open_deck_one_file_to_download():
     at.session_state[decks.DECK] = decks.Deck("one view", short.views[:1])  # another deck: the file is not its
     at.run()
     assert not [b for b in at.get("download_button") if "html" in b.label]
+
+
+@pytest.mark.slow  # three Pythons started, two exports
+def test_a_notebook_and_a_shell_export_a_deck_by_its_name_or_its_file(tmp_path):
+    """attention_explorer.export_deck, run by `python -m attention_explorer.deck` from another folder: a deck's file
+    to one file by the app's exporter, the views' links at the address asked for; a shipped deck by its name; a name
+    that is neither, or a deck the exporter refuses, refused with the reason, and nothing written. The notebook's
+    process imports neither the app nor Streamlit. (The installed package, which holds no app, says so:
+    tests/test_notebook.py.)"""
+    import attention_explorer as ax
+
+    assert ax.deck.deck_file("lecture-000", tmp_path) == ROOT / "decks" / "lecture-000.json"
+    with pytest.raises(ValueError, match=r"deck: 'no-such-deck' is neither .*lecture-000"):
+        ax.export_deck("no-such-deck", tmp_path / "none.html")
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"title": "mine", "views": [{"address": "/?d_k=2", "stage": "weights", "note": "n"}]}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shell, env = [sys.executable, "-m", "attention_explorer.deck"], {**os.environ, "PYTHONPATH": str(ROOT)}
+    made = subprocess.run([*shell, str(mine), "out.html", "--app", "http://127.0.0.1:8600"], cwd=elsewhere, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert made.returncode == 0 and "1 views" in made.stdout, made.stderr
+    held = re.search(r'<script id="deck" type="application/json">(.*?)</script>', (elsewhere / "out.html").read_text(),
+                     re.S).group(1)  # fmt: skip
+    held = json.loads(held)
+    assert held["title"] == "mine" and len(held["views"]) == 1 and held["views"][0]["charts"]
+    assert held["views"][0]["link"].startswith("http://127.0.0.1:8600/?") and "d_k=2" in held["views"][0]["link"]
+    refused = subprocess.run([*shell, "lecture-999", "no.html"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert refused.returncode == 1 and "lecture-999: not exported: deck: 'lecture-999' is neither" in refused.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"title": "bad", "views": [{"address": "/no-such-page", "stage": "", "note": ""}]}))
+    # In a notebook's process: the exporter's reason, and neither the app nor Streamlit imported there.
+    script = (f"import sys, attention_explorer as ax\ntry: ax.export_deck({str(bad)!r}, 'x.html')\n"
+              "except ValueError as no: print(no, '|', [m for m in sys.modules if m.split('.')[0] in "
+              "('streamlit', 'app_pages', 'ui')])")  # fmt: skip
+    said = subprocess.run([sys.executable, "-c", script], cwd=elsewhere, env=env, capture_output=True, text=True)
+    assert "/no-such-page" in said.stdout and said.stdout.strip().endswith("| []"), (said.stdout, said.stderr)
+    assert sorted(path.name for path in elsewhere.iterdir()) == ["out.html"]  # nothing written by a refusal

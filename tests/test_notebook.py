@@ -267,7 +267,8 @@ def test_the_notebook_runs_in_a_real_kernel_and_says_what_it_should(installed, s
 @pytest.mark.xdist_group("installed")
 def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_checkout(installed):
     """The package installed with its declared dependencies (the fixture): its data is there, the app's pages are not,
-    and a script run elsewhere traces, shows and checks from the installed copy without Streamlit."""
+    and a script run elsewhere traces, shows and checks from the installed copy without Streamlit; a deck is not
+    exported from it (that runs the app), and it says so."""
     site = installed["site"]
     assert (site / "attention_core" / "data" / "lecture-002.safetensors").is_file()
     assert (site / "attention_explorer").is_dir() and not (site / "ui").exists() and not (site / "app_pages").exists()
@@ -275,6 +276,10 @@ def test_the_library_installs_into_a_fresh_environment_and_imports_without_the_c
         "import sys, attention_explorer as ax\n"
         "t = ax.trace('a b c', heads=2)\n"
         "assert ax.show(t, display=False) and ax.check(lambda x, *w: None).cases\n"
+        "try: ax.export_deck('lecture-000', 'deck.html')\n"  # the app is not installed: said, nothing written
+        "except ax.deck.NoApp as no: assert 'the installed package holds the library alone' in str(no), no\n"
+        "else: raise SystemExit('a deck exported without the app')\n"
+        "import os; assert not os.path.exists('deck.html')\n"
         "assert 'streamlit' not in sys.modules, 'imported streamlit'\n"
         "print(ax.__file__)\n"
     )

@@ -350,6 +350,10 @@ MUTANTS = (
            "const slideList = false;", "trapped key",
            ("tests/test_browser.py::"
             "test_a_slide_chosen_from_the_bars_list_is_shown_and_the_arrow_keys_step_on_from_it",)),
+    Mutant("a deck's first view's slide left out of its address", "ui/slides.py",
+           "        keep_in_address(self.key, label, labels[0])\n", "", "lost view",
+           ("tests/test_browser_effects.py::"
+            "test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back",)),
     Mutant("a press whose click was lost never sent again", "ui/keys.js",
            "    setTimeout(() => unanswered(count, selector, at), GIVE_UP_MS);\n", "", "lost click",
            ("tests/test_browser.py::test_a_press_whose_click_is_lost_or_whose_button_is_greyed_still_steps_once",)),

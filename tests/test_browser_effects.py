@@ -10,7 +10,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from app_pages.real_model.effects import GRID_CELL, GRID_LAYER
-from tests.browser import OVERFLOW, SLOW, check_view, lent_tab, screenshot, settled, wait_for_chart
+from tests.browser import OVERFLOW, SLOW, address_holds, check_view, lent_tab, screenshot, settled, wait_for_chart
 from tests.test_browser import AWKWARD
 
 pytestmark = [pytest.mark.browser, pytest.mark.models]
@@ -104,7 +104,8 @@ def test_the_slide_fits_with_each_map_at_an_awkward_sentence(server, browser, wi
 def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(server, browser):
     """The deck "Does this head matter?": view 4 patches the residual stream, view 3 names no kind. Back from 4 to 3
     with ←, the kind shown is the heads' (the default), as the server reads it: a choice only taken out of the
-    session kept its option on screen while the server drew the heads' button (ui/decks.py _forget)."""
+    session kept its option on screen while the server drew the heads' button (ui/decks.py _forget). And view 1,
+    the first on its page, has its slide in the address (a link copied there opened the page's first slide)."""
     with lent_tab(browser, 1400, 900) as page:
         page.goto(f"{server}/decks")
         page.locator(".st-key-deck_shipped_head-effects button").click()
@@ -112,6 +113,8 @@ def test_a_deck_view_that_does_not_name_a_choice_shows_its_default_going_back(se
         for index in range(1, 5):
             page.get_by_text(f"view {index} of 4").wait_for(timeout=60000 * SLOW)
             settled(page, timeout=60)
+            if index == 1:  # the slide the deck names, in the address to copy: a link to the view shown
+                address_holds(page, "rm_slide=What+every+head+does")
             page.keyboard.press("ArrowRight" if index < 4 else "ArrowLeft")
         page.get_by_text("view 3 of 4").wait_for(timeout=60000 * SLOW)
         settled(page, timeout=60)

@@ -17,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 import streamlit.components.v2
 
-from ui.links import check_choice
+from ui.links import check_choice, keep_in_address
 
 WANTED = "slide_wanted"  # a slide to open on the next run: a key, "first" or "last" (a deck's next view)
 AT = "slide_at"  # (page title, slide key) of the slide shown: where "Leave presentation" returns to
@@ -108,6 +108,9 @@ class Slides:
             label = pills.segmented_control("slide", labels, default=labels[0], **bound)
         else:
             label = pills.selectbox("slide", labels, **bound)
+        # A slide set before its widget was first drawn (a deck's first view on this page) is not written into the
+        # address by the widget itself: the link copied there opened the page's first slide.
+        keep_in_address(self.key, label, labels[0])
         self.shown = keys[labels.index(label)] if label in labels else keys[0]
         st.session_state[AT] = (self.page, self.shown)
         self._drawn()

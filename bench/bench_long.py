@@ -28,8 +28,7 @@ import record  # noqa: E402  (bench/ is on the path)
 
 from attention_core.long_maps import grid, overview  # noqa: E402
 from attention_core.models import load_model  # noqa: E402
-from attention_core.models.long import trace_long_ids  # noqa: E402
-from attention_core.models.sparse import sweep_text  # noqa: E402
+from attention_core.models.long import long_text, trace_long_ids  # noqa: E402
 
 LENGTHS = (2048, 4096)
 
@@ -48,7 +47,7 @@ def main() -> None:
     loaded = load_model("smollm2", device="cpu")
     stock = transformers.AutoModel.from_pretrained(loaded.model.name_or_path, dtype=torch.float32,
                                                    attn_implementation="sdpa").eval()  # fmt: skip
-    ids = loaded.tokenizer(sweep_text())["input_ids"]
+    ids = loaded.tokenizer(long_text())["input_ids"]
     ids = (ids * (max(LENGTHS) // len(ids) + 1))[: max(LENGTHS)]  # the guide again and again, to 4,096 tokens
     result = {"threads": torch.get_num_threads(), "lengths": {}}
     for n in LENGTHS:

@@ -439,6 +439,17 @@ MUTANTS = (
            "        k = self.k[layer][self.kv_head(head), :keys]  # [keys, d]\n"
            "        k = torch.cat([k[:2048], torch.zeros_like(k[2048:])])", "length-only fault",
            ("tests/test_long.py::test_sampled_heads_recomputed_in_blocks_are_eagers_at_4096_tokens",)),
+    Mutant("the sweep asked for 1,024 tokens measures 512", "attention_core/models/sparse.py",
+           'running = {worker.later("sweep_point", key, device, *point, tokens): point for point in missing}',
+           'running = {worker.later("sweep_point", key, device, *point, SWEEP_TOKENS): point for point in missing}',
+           "length-only fault", ("tests/test_families.py::"
+                                 "test_the_masks_sweep_at_a_longer_length_reads_that_many_tokens_and_refuses_one_over_the_context",)),
+    Mutant("the page's own mask measured at 512 tokens whatever the length chosen",
+           "app_pages/real_model/mask_sweep.py",
+           "done[written] = model_worker().composed_point(key, device, written, tokens)",
+           "done[written] = model_worker().composed_point(key, device, written, SWEEP_TOKENS)", "length-only fault",
+           ("tests/test_app_real_model.py::"
+            "test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs",)),
 )  # fmt: skip
 
 

@@ -383,39 +383,62 @@ def test_the_weights_read_more_ways_each_have_a_slide_after_the_weights(models, 
 
 def test_the_masks_slide_offers_a_measurement_on_a_decoder_and_refuses_an_encoder_by_name(models):
     """The sweep costs half a minute of the server's CPU: a visit offers it, a click spends it (the browser test
-    clicks, tests/test_browser_sweep.py). An encoder has no next token for a mask to cost: it says so."""
+    clicks, tests/test_browser_sweep.py). An encoder has no next token for a mask to cost: it says so. The text's
+    length is the address's (512 unless another is chosen): the slide's button names it and its time."""
     at = present_slide("smollm2", "Masks after MLA, measured")
-    assert [b.label for b in at.button if b.label.startswith("Measure every mask")]
+    assert [b.label for b in at.button if b.label.startswith("Measure every mask (21 passes over 512 tokens, about")]
     assert any("Not measured yet on this server" in c.value for c in at.caption)
+    at = present_slide("smollm2", "Masks after MLA, measured", rm_sweep_tokens=2048)
+    assert [b.label for b in at.button if b.label.startswith("Measure every mask (21 passes over 2,048 tokens")]
     at = present_slide("minilm", "Masks after MLA, measured")
     assert any("is an encoder: it predicts no next token" in i.value for i in at.info)
     assert not [b.label for b in at.button if b.label.startswith("Measure every mask")]
 
 
+@pytest.mark.parametrize(("linked", "said"), [("1024", None), ("4096", "'4096', which is not used: it must be one of")])
+def test_a_links_text_length_for_the_sweep_is_taken_or_named(models, linked, said):
+    """Issue 64, the masks at length: a link's length is the section's choice where SmolLM2 reads it (512, 1,024,
+    2,048 tokens), and any other is named with what is allowed; nothing is measured by opening the link."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update({"rm_model": "smollm2", "rm_sweep_tokens": linked})
+    at.switch_page("app_pages/real_model/real_model.py").run()
+    no_problems(at)
+    warned = [w.value.replace("\\", "") for w in at.warning]
+    if said is None:
+        assert at.selectbox(key="rm_sweep_tokens").value == 1024 and not warned
+        assert any("The text is the first 1,024 tokens of this app's user guide" in m.value for m in at.markdown)
+    else:
+        assert any(f"text length (tokens) = {said} 512, 1024, 2048" in w for w in warned), warned
+        assert at.selectbox(key="rm_sweep_tokens").value == 512
+
+
 def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs(models):
     """Read normally, the masks' section takes one's own composition: a click measures it (one pass, and full causal
     attention once), and the sentence says the model's loss, the keys its rows keep and the blocks a kernel skips,
-    each the measurement's own (sparse.measure_composed, run here in this process)."""
+    each the measurement's own (sparse.measure_composed, run here in this process). At 1,024 tokens, a length
+    other than the sweep's first: the length chosen is the one measured and said."""
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, or_masks
 
-    from attention_core.models.sparse import SKIP_BLOCK, SWEEP_TOKENS, measure_composed
+    from attention_core.models.sparse import SKIP_BLOCK, measure_composed
     from tests.test_composed import causal, dilated, window
 
-    at = open_page(rm_model="SmolLM2-135M-Instruct (Llama-style decoder)")
+    tokens = 1024
+    at = open_page(rm_model="SmolLM2-135M-Instruct (Llama-style decoder)", rm_sweep_tokens=tokens)
     at.text_input(key="rm_compose").input("causal & (dilated 3 | window 4)").run()
     no_problems(at)
     at.button(key="rm_compose_go").click().run()
     no_problems(at)
     said = " ".join(m.value for m in at.markdown if "Measure" not in m.value)
-    point, full = (measure_composed(models["smollm2"], w) for w in ("causal & (dilated 3 | window 4)", "causal"))
+    written = "causal & (dilated 3 | window 4)"
+    point, full = (measure_composed(models["smollm2"], w, tokens) for w in (written, "causal"))
     assert "With **causal and (every 3rd key or window 4)** in every layer, SmolLM2" in said, said
     assert f"loses **{point.loss:.2f} nats** a token, {point.loss - full.loss:+.3f} over full causal" in said
-    assert f"Each row keeps at most {point.kept_most} of the {SWEEP_TOKENS} keys ({point.kept_mean:.1f}" in said
+    assert f"Each row keeps at most {point.kept_most} of the 1,024 keys ({point.kept_mean:.1f}" in said
     # The blocks a kernel skips, counted from FlexAttention's own block mask of the composition written in the test
     # (tests/test_composed.py's mask_mods): the empty ones are those neither partial nor full.
     mod = and_masks(causal, or_masks(dilated(3), window(4)))
-    blocks = create_block_mask(mod, None, None, SWEEP_TOKENS, SWEEP_TOKENS, device="cpu", BLOCK_SIZE=SKIP_BLOCK)
-    side = -(-SWEEP_TOKENS // SKIP_BLOCK)
+    blocks = create_block_mask(mod, None, None, tokens, tokens, device="cpu", BLOCK_SIZE=SKIP_BLOCK)
+    side = -(-tokens // SKIP_BLOCK)
     empty = side * side - int(blocks.kv_num_blocks.sum()) - int(blocks.full_kv_num_blocks.sum())
     assert 0 < empty < side * side  # some skipped, some not: the share said is a share of something
     assert f"blocks of {SKIP_BLOCK}×{SKIP_BLOCK}, a kernel skips {empty / (side * side):.0%} of them" in said, said

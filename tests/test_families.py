@@ -243,3 +243,32 @@ def test_gemma_2s_own_scale_and_soft_cap_are_said_and_are_its_numbers(folders, m
     q, k = layer.q[0].double().abs(), layer.k[0].double().abs()
     off = 2 * nm.gamma(layer.d_qk, nm.F32) * float((q @ k.T).max()) * 0.25 + nm.gamma(layer.n_tokens + 8, nm.F32)
     torch.testing.assert_close(again.weights[0], layer.weights[0], rtol=0, atol=2 * off)
+
+
+def test_the_masks_sweep_at_a_longer_length_reads_that_many_tokens_and_refuses_one_over_the_context(
+    tokenizer, tmp_path, monkeypatch
+):
+    """Issue 64, the masks at length: the sweep asked for 1,024 tokens runs every point over 1,024 of them, in the
+    app's model worker as the Real model page runs it (a tiny Llama of 1,024 positions: seconds, not SmolLM2's
+    minutes); a window of 128 takes weight from the rows past the 128th alone. A length over the model's context
+    is refused, naming both."""
+    from attention_core.models.sparse import measure, plan, sweep
+    from attention_core.models.worker import ModelWorker
+
+    config = transformers.LlamaConfig(vocab_size=len(tokenizer), **{**DECODER, "max_position_embeddings": 1024})
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(config).eval().save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    monkeypatch.setenv("ATTENTION_MODEL_DIRS", str(tmp_path))
+    key, worker = f"dir:{tmp_path}", ModelWorker()
+    try:
+        worker.load(key, "cpu")
+        points = sweep(worker, key, "cpu", progress=lambda done, total: None, tokens=1024)
+    finally:
+        worker.close()
+    assert [(p.mask, p.budget) for p in points] == plan()
+    assert all(p.lost_rows.shape == (1024,) for p in points)
+    window = {(p.mask, p.budget): p for p in points}["window", 128]
+    assert not window.lost_rows[:128].any() and bool((window.lost_rows[128:] > 0).all())
+    with pytest.raises(ValueError, match="reads at most 1024 positions; the sweep runs 2048 tokens"):
+        measure(load_model(key, device="cpu"), "causal", 0, 2048)

@@ -19,7 +19,6 @@ from transformers.models.llama.modeling_llama import eager_attention_forward
 from attention_core.long_maps import LongTrace
 from attention_core.models import CAPTURE, readable_token
 from attention_core.models.long import long_cap, long_text, trace_long, trace_long_ids
-from attention_core.models.sparse import sweep_text
 from tests import numerics as nm
 from tests.numerics import F32
 
@@ -44,7 +43,7 @@ def _recording(kernel, name: str):
 
 @pytest.fixture(scope="module")
 def text_ids(smollm2) -> list[int]:
-    return smollm2.tokenizer(sweep_text())["input_ids"][:TOKENS]
+    return smollm2.tokenizer(long_text())["input_ids"][:TOKENS]
 
 
 @pytest.fixture(scope="module")

@@ -301,7 +301,7 @@ def test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them(tmp
         "import atexit\n"
         "from attention_core.models.worker import ModelWorker\n"
         "worker = ModelWorker(); worker.load('smollm2', 'cpu')\n"
-        "runs = [worker.later('sweep_point', 'smollm2', 'cpu', 'window', budget) for budget in (8, 16, 32, 64)]\n"
+        "runs = [worker.later('sweep_point', 'smollm2', 'cpu', 'window', budget, 512) for budget in (8, 16, 32, 64)]\n"
         "atexit.register(lambda: print(sum(run.done() for run in runs), 'of', len(runs), 'answered', flush=True))\n"
     )
     ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=600,
@@ -335,7 +335,7 @@ def test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for
     worker = ModelWorker()
     worker.load("smollm2", "cpu")
     process = worker._process
-    runs = [worker._send("sweep_point", ("smollm2", "cpu", "window", budget)) for budget in (8, 16, 32, 64, 128)]
+    runs = [worker._send("sweep_point", ("smollm2", "cpu", "window", budget, 512)) for budget in (8, 16, 32, 64, 128)]
     process.stdin.close()
     assert process.wait(timeout=60) == 0
     for run in runs:

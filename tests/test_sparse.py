@@ -12,8 +12,10 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from attention_core.masks import SINKS
 from attention_core.models import trace_text
+from attention_core.models.long import long_text
 from attention_core.models.sparse import (
     BUDGETS,
+    SWEEP_LENGTHS,
     SWEEP_TOKENS,
     SWEPT,
     keys_kept,
@@ -21,7 +23,6 @@ from attention_core.models.sparse import (
     measure_composed,
     plan,
     sweep_ids,
-    sweep_text,
 )
 from tests.numerics import F32, gamma
 from tests.sentences import token_sentences
@@ -178,9 +179,14 @@ def test_four_sinks_keep_more_of_the_prediction_than_the_window_alone(smollm2):
 
 
 def test_the_sweeps_text_is_the_projects_own_prose_and_long_enough(smollm2):
-    text = sweep_text()
-    assert len(sweep_ids(smollm2.tokenizer)) == SWEEP_TOKENS
-    assert "```" not in text and "](" not in text and "|" not in text  # prose: no code, links or tables
+    """Every length offered is read from one text, a longer one reading on where a shorter one stops."""
+    text = long_text()
+    assert len(sweep_ids(smollm2.tokenizer)) == SWEEP_TOKENS == SWEEP_LENGTHS[0]
+    longest = sweep_ids(smollm2.tokenizer, max(SWEEP_LENGTHS))
+    assert len(longest) == max(SWEEP_LENGTHS) and longest[:SWEEP_TOKENS] == sweep_ids(smollm2.tokenizer)
+    assert smollm2.tokenizer.decode(longest[:8]).startswith("The app teaches self-attention")
+    assert "```" not in text and "](" not in text  # prose: no code or links, and no table (a | starts no line;
+    assert not any(line.lstrip().startswith("|") for line in text.splitlines())  # the guide's masks write "a | b")
     points = plan()
     assert points[0] == ("causal", 0) and len(points) == 1 + len(SWEPT) * len(BUDGETS)
     assert keys_kept("sinks", 8) == 8 + SINKS and keys_kept("window", 8) == keys_kept("top_k", 8) == 8

@@ -41,6 +41,7 @@ SPEC = PageSpec(
             "rm_upto",
             "rm_sweep_mask",
             "rm_sweep_budget",
+            "rm_sweep_tokens",
             "rm_compose",
             "rm_long",
             "rm_long_source",

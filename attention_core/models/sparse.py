@@ -1,5 +1,6 @@
 """The masks after MLA on a real model: each mask of attention_core.masks applied inside a causal
-model's own attention, on an English text of SWEEP_TOKENS tokens, and what it costs the next-token prediction.
+model's own attention, on the first SWEEP_TOKENS tokens of an English text (or 1,024 or 2,048 of them:
+SWEEP_LENGTHS), and what it costs the next-token prediction.
 
     full causal      every key up to the query's own: the model as trained, the reference
     window w         the last w keys
@@ -32,23 +33,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import as_completed
-from pathlib import Path
 
 import torch
 
 from attention_core.composed import EMPTY, block_kinds, empty_row, parse_mask
 from attention_core.masks import MASKS, SINKS, oracle_indexer
+from attention_core.models.long import long_text
 
-SWEEP_TOKENS = 512
+SWEEP_TOKENS = 512  # the length measured unless another is chosen
+SWEEP_LENGTHS = (512, 1024, 2048)  # each at most the model's own context
+# The whole sweep's time on SmolLM2 on 2 cores, as the page's button says it before a run (bench/bench_sweep.py)
+SWEEP_SECONDS = {512: "25 s", 1024: "2 min", 2048: "7 min"}
 BUDGETS = (8, 16, 32, 64, 128)  # w or k
 SWEPT = ("window", "sinks", "top_k", "dsa")  # the masks measured against full causal attention
 SKIP_BLOCK = 128  # FlexAttention's default block size: 512 tokens are 4 × 4 blocks
-TEXT_FILE = Path(__file__).resolve().parents[1] / "data" / "sweep-text.txt"  # scripts/sweep_text.py writes it
-
-
-def sweep_text() -> str:
-    """The text measured on: the user guide's prose (scripts/sweep_text.py), the project's own words."""
-    return TEXT_FILE.read_text(encoding="utf-8")
 
 
 def keys_kept(mask: str, budget: int) -> int:
@@ -107,8 +105,9 @@ class Point:
 
 
 def sweep_ids(tokenizer, tokens: int = SWEEP_TOKENS) -> list[int]:
-    """The text's first `tokens` token ids, as the model's tokenizer makes them."""
-    ids = tokenizer(sweep_text())["input_ids"]
+    """The first `tokens` token ids of the long text (long.long_text: the user guide's prose, the project's own
+    words), as the model's tokenizer makes them: a longer sweep reads on where a shorter one stops."""
+    ids = tokenizer(long_text())["input_ids"]
     if len(ids) < tokens:
         raise ValueError(f"the sweep's text gives {len(ids)} tokens for this tokenizer; it needs {tokens}")
     return ids[:tokens]
@@ -168,13 +167,20 @@ def plan() -> list[tuple[str, int]]:
     return [("causal", 0)] + [(mask, budget) for mask in SWEPT for budget in BUDGETS]
 
 
-def sweep(worker, key: str, device: str, done: dict | None = None, progress: Callable[[int, int], None] = print):
-    """Every point of plan() for the model, run in the model worker (several at once, as many as it runs), in
-    `done` ((mask, budget) -> Point, kept by the caller: what is there is not run again). progress(points done,
-    points in all) after each. Returns the points in plan()'s order."""
+def sweep(
+    worker,
+    key: str,
+    device: str,
+    done: dict | None = None,
+    progress: Callable[[int, int], None] = print,
+    tokens: int = SWEEP_TOKENS,
+):
+    """Every point of plan() for the model on the text's first `tokens` tokens, run in the model worker (several at
+    once, as many as it runs), in `done` ((mask, budget) -> Point, kept by the caller: what is there is not run
+    again). progress(points done, points in all) after each. Returns the points in plan()'s order."""
     done = {} if done is None else done
     missing = [point for point in plan() if point not in done]
-    running = {worker.later("sweep_point", key, device, *point): point for point in missing}  # the worker decides
+    running = {worker.later("sweep_point", key, device, *point, tokens): point for point in missing}  # it decides
     for finished in as_completed(running):  # how many run at once
         done[running[finished]] = finished.result()
         progress(len(done), len(plan()))

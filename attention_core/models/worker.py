@@ -91,9 +91,9 @@ class ModelWorker:
     def generation_end(self, gen_id: str) -> None:
         self._ask("gen_end", gen_id)
 
-    def composed_point(self, key: str, device: str, written: str):
-        """A composed mask measured on the sweep's text (sparse.measure_composed)."""
-        return self._ask("composed_point", key, device, written)
+    def composed_point(self, key: str, device: str, written: str, tokens: int):
+        """A composed mask measured on the sweep's text, its first `tokens` tokens (sparse.measure_composed)."""
+        return self._ask("composed_point", key, device, written, tokens)
 
     def long(self, key: str, device: str, request, what: str, *args):
         """A view of a long text (long_store.py: "read", "overview", ...), read in the worker first if it is not
@@ -249,16 +249,16 @@ def _generation_end(gen_id: str) -> None:
     _generations().end(gen_id)
 
 
-def _sweep_point(key: str, device: str, mask: str, budget: int):
+def _sweep_point(key: str, device: str, mask: str, budget: int, tokens: int):
     from attention_core.models.sparse import measure
 
-    return measure(_model(key, device), mask, budget)
+    return measure(_model(key, device), mask, budget, tokens)
 
 
-def _composed_point(key: str, device: str, written: str):
+def _composed_point(key: str, device: str, written: str, tokens: int):
     from attention_core.models.sparse import measure_composed
 
-    return measure_composed(_model(key, device), written)
+    return measure_composed(_model(key, device), written, tokens)
 
 
 @functools.cache

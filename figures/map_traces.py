@@ -80,8 +80,10 @@ def masked_traces(masked: np.ndarray, gap: int, cross_pixels: float) -> list[dic
     if not masked.any():
         return []
     x, y = np.arange(masked.shape[1]), np.arange(masked.shape[0])
+    outline = masked_outline(masked) if gap == 0 and cross_pixels < CROSS_MIN_PIXELS else None
     traces = [
-        {
+        outline
+        or {
             "type": "heatmap",
             "z": np.where(masked, 1.0, np.nan).astype(np.float32),
             "x": x,
@@ -112,6 +114,37 @@ def masked_traces(masked: np.ndarray, gap: int, cross_pixels: float) -> list[dic
             }
         )
     return traces
+
+
+def masked_outline(masked: np.ndarray) -> dict | None:
+    """A large map's masked cells as one grey outline: a rectangle for each run of masked cells in a row, filled,
+    where that is far smaller than a second map of their own. A causal map of 256 × 256 cells is 255 rectangles,
+    about 20 kB of JSON, against 350 kB of numbers that the browser also drew as a second heatmap (a long text's
+    overview changes 20-35 ms sooner after a key, docs/benchmarks.md). None where the runs are many (a dilated
+    mask's every other key): the second map is then the smaller."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for row, cells in enumerate(masked):
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], cells, [False])).astype(np.int8)))
+        for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            left, right, top, bottom = start - 0.5, stop - 0.5, row - 0.5, row + 0.5
+            xs += [left, right, right, left, left, None]
+            ys += [top, top, bottom, bottom, top, None]
+    if len(xs) > 6 * 2 * masked.shape[0]:
+        return None
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": xs[:-1],
+        "y": ys[:-1],
+        "fill": "toself",
+        "fillcolor": MASKED_GREY,
+        "line": {"width": 0, "color": MASKED_GREY},
+        "hoveron": "fills",
+        "hoverinfo": "text",
+        "text": "masked: this query may not look at this key",
+        "showlegend": False,
+    }
 
 
 def hover_spec(shape, pooled: bool, hover_text, row_labels, col_labels, y_name: str, x_name: str, base: int) -> dict:

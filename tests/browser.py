@@ -75,6 +75,16 @@ PLOT_STATE = """prefix => {
       const rows = grey.z._inputArray || grey.z;
       masked = Array.from(rows, row => Array.from({length: ticks.length}, (_, j) => row[j]));
     }
+    const outline = mine.find(t => t.fill === 'toself');
+    if (!grey && outline) {  // a large map's masked cells: one grey outline, a rectangle per run (masked_outline)
+      const z = data[index].z._inputArray || data[index].z;
+      masked = Array.from(z, () => Array(ticks.length).fill(null));
+      for (let k = 0; k + 4 < outline.x.length; k += 6) {
+        for (let i = Math.round(outline.y[k] + 0.5); i < Math.round(outline.y[k + 2] + 0.5); i++) {
+          for (let j = Math.round(outline.x[k] + 0.5); j < Math.round(outline.x[k + 1] + 0.5); j++) masked[i][j] = 1;
+        }
+      }
+    }
     const crosses = mine.filter(t => t.type === 'scatter' && t.marker && t.marker.symbol === 'x-thin').length;
     return {title, subtitle, ticks, bold, masked, crosses};
   }

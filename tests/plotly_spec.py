@@ -79,13 +79,30 @@ class PanelSpec:
 
     @property
     def masked(self) -> np.ndarray | None:
+        """1 where a cell is drawn masked (grey), NaN elsewhere: the grey map's numbers, or a large map's grey
+        outline (figures/map_traces.py masked_outline: a rectangle per run) read back into cells."""
         grey = [t for t in self.layers() if t["type"] == "heatmap"]
-        return decode(grey[0]["z"]) if grey else None
+        if grey:
+            return decode(grey[0]["z"])
+        outline = [t for t in self.layers() if t.get("fill") == "toself"]
+        return cells_of(outline[0], self.z.shape) if outline else None
 
     @property
     def crosses(self) -> dict | None:
         marks = [t for t in self.layers() if t["type"] == "scatter"]
         return marks[0] if marks else None
+
+
+def cells_of(outline: dict, shape: tuple[int, int]) -> np.ndarray:
+    """The cells a grey outline covers, as the grey map would hold them (1 covered, NaN not): each of its closed
+    runs of five corners is a rectangle from (left, top) to (right, bottom), on cell edges (half-integers)."""
+    cells = np.full(shape, np.nan)
+    xs, ys = (decode(outline[axis]).tolist() if not isinstance(outline[axis], list) else outline[axis] for axis in "xy")
+    corners = [(x, y) for x, y in zip(xs, ys, strict=True) if x is not None]
+    for k in range(0, len(corners), 5):
+        (left, top), (right, _), (_, bottom) = corners[k], corners[k + 1], corners[k + 2]
+        cells[round(top + 0.5) : round(bottom + 0.5), round(left + 0.5) : round(right + 0.5)] = 1.0
+    return cells
 
 
 def panels(spec: dict) -> list[PanelSpec]:

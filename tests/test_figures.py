@@ -66,6 +66,34 @@ def test_weights_heatmap_is_the_weights_tensor(causal_trace):
     assert (heat["zmin"], heat["zmax"]) == (0.0, 1.0)  # weights always on 0..1, set when built
 
 
+@pytest.mark.parametrize("mask", ["causal", "window", "dilated"])
+def test_a_large_maps_masked_cells_are_one_grey_outline_where_that_is_smaller(mask):
+    """Issue 64: a map of over 48 rows (no gaps, no ✕) draws its masked cells as one filled outline, a rectangle per
+    run of them in a row, and not as a second map of their own numbers; every masked cell is under it and no other
+    (read back by a rule written here, not the product's). A mask of many runs (every other key) keeps the map."""
+    n = 120
+    rows, cols = np.indices((n, n))
+    allowed = {"causal": cols <= rows, "window": (cols <= rows) & (cols > rows - 8), "dilated": (rows - cols) % 2 == 0}
+    figure = heatmap(np.random.default_rng(0).random((n, n)), title="weights", allowed=allowed[mask])
+    layers = [t for t in figure.to_plotly_json()["data"][1:]]
+    assert len(layers) == 1 and not [t for t in layers if t.get("marker", {}).get("symbol") == "x-thin"]
+    grey = layers[0]
+    if mask == "dilated":
+        assert grey["type"] == "heatmap" and grey["colorscale"] == [[0, MASKED_GREY], [1, MASKED_GREY]]
+        return
+    assert grey["type"] == "scatter" and grey["fill"] == "toself" and grey["fillcolor"] == MASKED_GREY
+    covered = np.zeros((n, n), dtype=bool)
+    xs, ys = list(grey["x"]), list(grey["y"])
+    for k in range(0, len(xs), 6):  # each rectangle: five corners, then a gap (None)
+        left, right, top, bottom = xs[k], xs[k + 1], ys[k], ys[k + 2]
+        assert xs[k + 4] == left and ys[k + 4] == top and (k + 5 == len(xs) or xs[k + 5] is None)
+        for i in range(n):
+            for j in range(n):
+                covered[i, j] |= left < j < right and top < i < bottom
+    np.testing.assert_array_equal(covered, ~allowed[mask])
+    assert len(json.dumps(grey)) < len(json.dumps(figure.to_plotly_json()["data"][0]["z"])) / 4
+
+
 def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal_trace):
     heat = _traces(stage_view(causal_trace, "weights", head=0).figures[0])[0]
     i, j = 10, 8  # "saw" -> the first "the"

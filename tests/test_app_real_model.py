@@ -419,13 +419,14 @@ def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs
     other than the sweep's first: the length chosen is the one measured and said."""
     from torch.nn.attention.flex_attention import and_masks, create_block_mask, or_masks
 
-    from attention_core.models.sparse import SKIP_BLOCK, measure_composed
+    from attention_core.models.sparse import COMPOSED_SECONDS, SKIP_BLOCK, measure_composed
     from tests.test_composed import causal, dilated, window
 
     tokens = 1024
     at = open_page(rm_model="SmolLM2-135M-Instruct (Llama-style decoder)", rm_sweep_tokens=tokens)
     at.text_input(key="rm_compose").input("causal & (dilated 3 | window 4)").run()
     no_problems(at)
+    assert f"about {COMPOSED_SECONDS[tokens]})" in at.button(key="rm_compose_go").label  # the length's own time
     at.button(key="rm_compose_go").click().run()
     no_problems(at)
     said = " ".join(m.value for m in at.markdown if "Measure" not in m.value)

@@ -16,6 +16,7 @@ from attention_core.composed import parse_mask
 from attention_core.masks import SINKS
 from attention_core.models.sparse import (
     BUDGETS,
+    COMPOSED_SECONDS,
     SKIP_BLOCK,
     SWEEP_LENGTHS,
     SWEEP_SECONDS,
@@ -88,7 +89,7 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
             f"app's user guide; the model is run once per mask and budget ({len(plan())} passes, several at once)."
         )
     points = measured(key, device, tokens, start=False)
-    if points is None:  # a click, not a visit, spends the half minute (a slide walk passes by without one)
+    if points is None:  # a click, not a visit, spends the minutes (a slide walk passes by without one)
         place = st.empty()  # the button, then nothing once it has measured
         start = place.button(
             f"Measure every mask ({len(plan())} passes over {tokens:,} tokens, about {SWEEP_SECONDS[tokens]} on "
@@ -174,7 +175,8 @@ def show_composed(key: str, device: str, info, tokens: int) -> None:
     point, full = (composed_point(key, device, w, tokens, start=False) for w in (written, "causal"))
     if point is None or full is None:
         start = st.button(
-            "Measure this mask (two passes: it and full causal attention, about 3 s)", key="rm_compose_go"
+            f"Measure this mask (two passes: it and full causal attention, about {COMPOSED_SECONDS[tokens]})",
+            key="rm_compose_go",
         )
         point, full = (composed_point(key, device, w, tokens, start) for w in (written, "causal"))
     if point is None:

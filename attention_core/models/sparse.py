@@ -42,8 +42,10 @@ from attention_core.models.long import long_text
 
 SWEEP_TOKENS = 512  # the length measured unless another is chosen
 SWEEP_LENGTHS = (512, 1024, 2048)  # each at most the model's own context
-# The whole sweep's time on SmolLM2 on 2 cores, as the page's button says it before a run (bench/bench_sweep.py)
+# The whole sweep's time on SmolLM2 on 2 cores, as the page's button says it before a run (bench/bench_sweep.py),
+# and one's own mask's: its pass and full causal attention's, one after the other on one thread (docs/benchmarks.md)
 SWEEP_SECONDS = {512: "25 s", 1024: "2 min", 2048: "7 min"}
+COMPOSED_SECONDS = {512: "5 s", 1024: "20 s", 2048: "1 min"}
 BUDGETS = (8, 16, 32, 64, 128)  # w or k
 SWEPT = ("window", "sinks", "top_k", "dsa")  # the masks measured against full causal attention
 SKIP_BLOCK = 128  # FlexAttention's default block size: 512 tokens are 4 × 4 blocks

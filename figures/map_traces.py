@@ -122,16 +122,16 @@ def masked_outline(masked: np.ndarray) -> dict | None:
     about 20 kB of JSON, against 350 kB of numbers that the browser also drew as a second heatmap (a long text's
     overview changes 20-35 ms sooner after a key, docs/benchmarks.md). None where the runs are many (a dilated
     mask's every other key): the second map is then the smaller."""
-    xs: list[float | None] = []
-    ys: list[float | None] = []
-    for row, cells in enumerate(masked):
-        edges = np.flatnonzero(np.diff(np.concatenate(([False], cells, [False])).astype(np.int8)))
-        for start, stop in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            left, right, top, bottom = start - 0.5, stop - 0.5, row - 0.5, row + 0.5
-            xs += [left, right, right, left, left, None]
-            ys += [top, top, bottom, bottom, top, None]
-    if len(xs) > 6 * 2 * masked.shape[0]:
+    steps = np.diff(np.pad(masked, ((0, 0), (1, 1))).astype(np.int8), axis=1)  # +1 where a run starts, -1 past it
+    starts, stops = np.argwhere(steps == 1), np.argwhere(steps == -1)[:, 1]  # row by row, in order
+    if len(starts) > 2 * masked.shape[0]:
         return None
+    rows, left, right = starts[:, 0], starts[:, 1] - 0.5, stops - 0.5
+    top, bottom = rows - 0.5, rows + 0.5
+    corners_x = np.stack([left, right, right, left, left], axis=1).tolist()  # each rectangle closed on its corner
+    corners_y = np.stack([top, top, bottom, bottom, top], axis=1).tolist()
+    xs = [v for corners in corners_x for v in (*corners, None)]  # None: a gap, so each is a shape of its own
+    ys = [v for corners in corners_y for v in (*corners, None)]
     return {
         "type": "scatter",
         "mode": "lines",

@@ -451,8 +451,8 @@ MUTANTS = (
            ("tests/test_app_real_model.py::"
             "test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs",)),
     Mutant("a large map's grey outline one cell too wide", "figures/map_traces.py",
-           "left, right, top, bottom = start - 0.5, stop - 0.5, row - 0.5, row + 0.5",
-           "left, right, top, bottom = start - 0.5, stop + 0.5, row - 0.5, row + 0.5", "mask drawn wrongly",
+           "rows, left, right = starts[:, 0], starts[:, 1] - 0.5, stops - 0.5",
+           "rows, left, right = starts[:, 0], starts[:, 1] - 0.5, stops + 0.5", "mask drawn wrongly",
            ("tests/test_figures.py",)),
 )  # fmt: skip
 

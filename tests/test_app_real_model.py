@@ -412,6 +412,46 @@ def test_a_links_text_length_for_the_sweep_is_taken_or_named(models, linked, sai
         assert at.selectbox(key="rm_sweep_tokens").value == 512
 
 
+def test_a_links_length_a_masks_slide_cannot_take_is_named_there_too(models):
+    """On the slide, which has no room for the choice, a link's length that is none of the section's is named as
+    read normally (the slide once measured 512 tokens without a word); the length taken is the one its button
+    names. (A link's mask and budget, read once measured: tests/test_browser_sweep.py.)"""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    slide = {"present": "true", "rm_slide": "Masks after MLA, measured"}
+    at.query_params.update({"rm_model": "smollm2", "rm_sweep_tokens": "4096", **slide})
+    at.switch_page("app_pages/real_model/real_model.py").run()
+    no_problems(at)
+    warned = " ".join(w.value.replace("\\", "") for w in at.warning)
+    assert "text length (tokens) = '4096', which is not used: it must be one of 512, 1024, 2048" in warned, warned
+    assert [b.label for b in at.button if b.label.startswith("Measure every mask (21 passes over 512 tokens")]
+
+
+def test_a_long_texts_slide_names_a_links_length_source_and_depth_it_cannot_take():
+    """The long text's slide reads its text from the address (linked_text): a length, a source or a needle's depth
+    that the reading page does not offer is named as there, and the slide reads the default (4,096 tokens, the
+    guide, the needle half way) instead of taking the link's word without one."""
+
+    def slide():  # (AppTest runs the function's own text: its imports are inside it)
+        import streamlit as st
+
+        from app_pages.real_model.long_text import linked_text
+
+        request, _ = linked_text([256, 1024, 4096])
+        st.write(f"read {request.tokens} at {request.depth}")
+
+    at = AppTest.from_function(slide, default_timeout=TIMEOUT)
+    at.query_params.update({"rm_long_tokens": "999", "rm_long_source": "the web", "rm_needle": "true",
+                            "rm_needle_depth": "55"})  # fmt: skip
+    at.session_state["link_choices"] = dict(at.query_params)  # as ui.links keeps a session's first link
+    at.run()
+    assert not at.exception, at.exception
+    warned = " ".join(w.value.replace("\\", "") for w in at.warning)
+    for said in ("tokens = '999', which is not used", "long text = 'the web', which is not used",
+                 "needle's depth = '55', which is not used"):  # fmt: skip
+        assert said in warned, (said, warned)
+    assert "read 4096 at 0.5" in " ".join(m.value for m in at.markdown)
+
+
 def test_a_composed_mask_is_measured_on_smollm2_from_the_page_with_what_it_costs(models):
     """Read normally, the masks' section takes one's own composition: a click measures it (one pass, and full causal
     attention once), and the sentence says the model's loss, the keys its rows keep and the blocks a kernel skips,

@@ -27,6 +27,10 @@ def test_the_masks_are_measured_once_and_fit_their_slide_and_the_page(server, br
             screenshot(page, f"masks-slide-{width}-{scheme}")
             assert page.evaluate(OVERFLOW) <= 2, f"the masks' slide needs scrolling at {width}x{height}"
             check_view(page, f"masks after MLA, presented at {width}x{height} {scheme}")
+            if turn == 0:  # a link's mask and budget: the slide names that point's heads (it read the session's)
+                chosen = f"rm_sweep_mask={quote('top-k per head')}&rm_sweep_budget=16"
+                page.goto(f"{server}/real_model?present=true&rm_model=smollm2&rm_slide={SLIDE}&{chosen}")
+                page.get_by_text("Losing most weight under top-k per head k = 16").wait_for(timeout=60000 * SLOW)
     with lent_tab(browser, 1400, 900) as page:
         page.goto(f"{server}/real_model?rm_model=smollm2&rm_sweep_mask={quote('sliding window w')}&rm_sweep_budget=8")
         heading = page.get_by_text("After MLA: windows, sinks and sparse attention, measured")

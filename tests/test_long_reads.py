@@ -7,6 +7,7 @@ name."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import threading
 import time
@@ -201,3 +202,29 @@ def test_a_model_that_counts_positions_after_its_padding_reads_its_own_context_w
     loaded = dataclasses.replace(minilm, info=info, model=model)
     trace, read = read_long(loaded, LongRequest(long_text(), 4096))
     assert read.n_tokens == 126 and trace.n_layers == config.num_hidden_layers and not trace.causal
+
+
+def test_a_text_longer_than_the_model_reads_is_counted_and_cut_without_a_tokenizer_warning(minilm):
+    """MiniLM reads 512 positions and the long text is thousands of tokens: each place that counts a text's whole
+    length before it cuts it (a long read, with and without a needle, and the sweep's ids) asks the tokenizer not to
+    warn, whose "Token indices sequence length is longer … (9044 > 512)" filled a server's log as if something had
+    gone wrong. The tokenizer warns once per tokenizer: its record is cleared first, and the plain call after shows
+    that the watch hears the warning."""
+    from attention_core.models.sparse import sweep_ids
+
+    heard: list[str] = []
+    watch = logging.Handler()
+    watch.emit = lambda record: heard.append(record.getMessage())
+    transformers_log = logging.getLogger("transformers")
+    transformers_log.addHandler(watch)
+    try:
+        minilm.tokenizer.deprecation_warnings.pop("sequence-length-is-longer-than-the-specified-maximum", None)
+        read_long(minilm, LongRequest(long_text(), 512))
+        read_long(minilm, LongRequest(long_text(), 512, needle=NEEDLE, question=QUESTION, depth=0.5))
+        sweep_ids(minilm.tokenizer, 512)
+        assert not [line for line in heard if "Token indices sequence length" in line], heard
+        minilm.tokenizer(long_text())  # the planted call: counted without asking, it warns
+        assert [line for line in heard if "Token indices sequence length" in line], "the watch heard nothing"
+    finally:
+        transformers_log.removeHandler(watch)
+        minilm.tokenizer.deprecation_warnings.pop("sequence-length-is-longer-than-the-specified-maximum", None)

@@ -222,7 +222,11 @@ def linked(key: str, default):
 
 
 def linked_text(lengths: list[int]) -> tuple[LongRequest | None, str]:
-    """The text a slide reads: the address's length, source and needle (what the reading page keeps there)."""
+    """The text a slide reads: the address's length, source and needle (what the reading page keeps there), a value
+    that is none of the reading page's choices named as there (and gone from the address: the default is read)."""
+    check_choice("rm_long_source", "long text", list(SOURCES.values()))
+    check_choice("rm_long_tokens", "tokens", [str(n) for n in lengths])
+    check_choice("rm_needle_depth", "needle's depth", [str(d) for d in DEPTHS])
     tokens = str(linked("rm_long_tokens", lengths[-1]))
     tokens = int(tokens) if tokens in {str(n) for n in lengths} else lengths[-1]
     own = st.session_state.get("rm_long_own", "")

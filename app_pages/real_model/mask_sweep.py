@@ -201,10 +201,10 @@ def sweep_length(info, presentation: bool) -> int | None:
             "or more."
         )
         return None
-    if presentation:  # a slide has no room for the choice
+    check_choice("rm_sweep_tokens", "text length (tokens)", [str(n) for n in lengths])  # named on a slide too
+    if presentation:  # a slide has no room for the choice: the address's (a value refused above is gone from it)
         chosen = str(linked("rm_sweep_tokens", SWEEP_TOKENS))
         return int(chosen) if chosen in {str(n) for n in lengths} else lengths[0]
-    check_choice("rm_sweep_tokens", "text length (tokens)", [str(n) for n in lengths])
     return st.columns(3)[0].selectbox(
         "text length (tokens)",
         lengths,
@@ -216,13 +216,16 @@ def sweep_length(info, presentation: bool) -> int | None:
 
 
 def choose_point(points, presentation: bool):
-    """The mask and budget whose heads are named (and drawn, read normally): choices kept in the address. A slide
-    has no room for them: it names the heads of the address's choice."""
+    """The mask and budget whose heads are named (and drawn, read normally): choices kept in the address, a value
+    no choice has named with what is allowed. A slide has no room for them: it names the heads of the session's
+    choice, else the address's (which writes a mask by its label)."""
+    check_choice("rm_sweep_mask", "mask", [LABELS[mask] for mask in SWEPT])
+    check_choice("rm_sweep_budget", "budget", [str(b) for b in BUDGETS])
     if presentation:
-        mask, budget = st.session_state.get("rm_sweep_mask"), st.session_state.get("rm_sweep_budget")
+        by_label = {LABELS[mask]: mask for mask in SWEPT}
+        mask, budget = linked("rm_sweep_mask", SWEPT[0]), str(linked("rm_sweep_budget", BUDGETS[0]))
+        mask, budget = by_label.get(mask, mask), int(budget) if budget.isdigit() else BUDGETS[0]
     else:
-        check_choice("rm_sweep_mask", "mask", [LABELS[mask] for mask in SWEPT])
-        check_choice("rm_sweep_budget", "budget", [str(b) for b in BUDGETS])
         left, right = st.columns(2)
         mask = left.selectbox("mask", SWEPT, format_func=LABELS.get, key="rm_sweep_mask", bind="query-params")
         budget = right.selectbox("budget (w or k)", BUDGETS, key="rm_sweep_budget", bind="query-params")

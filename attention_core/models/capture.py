@@ -302,7 +302,7 @@ def trace_text(loaded: LoadedModel, text: str) -> ModelTrace:
     check_text(text)
     info, tokenizer = loaded.info, loaded.tokenizer
     with TOKENIZING:
-        encoding = tokenizer(text)
+        encoding = tokenizer(text, verbose=False)  # counted, then cut below: no warning that it is long
         all_ids = encoding["input_ids"]
         if not all_ids:
             raise ValueError(f"text gives no tokens for {info.title}; type a sentence")

@@ -142,7 +142,7 @@ def read_long(loaded: LoadedModel, request: LongRequest, progress: Callable[[flo
         trace, answer = _with_answer(loaded, placed.ids, progress)
     else:
         with TOKENIZING:
-            ids = loaded.tokenizer(request.text)["input_ids"]
+            ids = loaded.tokenizer(request.text, verbose=False)["input_ids"]  # counted, then cut: no warning
         if not ids:
             raise ValueError(f"the long text gives no tokens for {loaded.info.title}; type or choose a text")
         total = len(ids)

@@ -78,7 +78,7 @@ class LongTexts:
         model = key[0]
         if model not in self._timed:
             with TOKENIZING:
-                ids = loaded.tokenizer(long_text())["input_ids"][: min(CALIBRATION, long_cap(loaded))]
+                ids = loaded.tokenizer(long_text(), verbose=False)["input_ids"][: min(CALIBRATION, long_cap(loaded))]
             started = time.perf_counter()
             trace_long_ids(loaded, ids)
             self._timed[model] = (time.perf_counter() - started, len(ids))

@@ -52,7 +52,7 @@ def place(tokenizer, haystack: str, needle: str, question: str, depth: float, to
         parts[field] = ids
     prefix, suffix = _specials(tokenizer)
     room = tokens - len(prefix) - len(suffix) - len(parts["needle"]) - len(parts["question"])
-    hay = tokenizer(haystack, add_special_tokens=False)["input_ids"][: max(room, 0)]
+    hay = tokenizer(haystack, add_special_tokens=False, verbose=False)["input_ids"][: max(room, 0)]  # then cut
     if len(hay) < 1:
         raise ValueError(f"{tokens} tokens leave no room for a haystack around the needle and the question")
     pieces = tokenizer.convert_ids_to_tokens(hay)

@@ -109,7 +109,7 @@ class Point:
 def sweep_ids(tokenizer, tokens: int = SWEEP_TOKENS) -> list[int]:
     """The first `tokens` token ids of the long text (long.long_text: the user guide's prose, the project's own
     words), as the model's tokenizer makes them: a longer sweep reads on where a shorter one stops."""
-    ids = tokenizer(long_text())["input_ids"]
+    ids = tokenizer(long_text(), verbose=False)["input_ids"]  # the whole text, cut below: no warning
     if len(ids) < tokens:
         raise ValueError(f"the sweep's text gives {len(ids)} tokens for this tokenizer; it needs {tokens}")
     return ids[:tokens]

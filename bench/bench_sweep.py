@@ -6,20 +6,25 @@ as the worker runs. The model's load is not counted (the page has loaded it befo
 heads that lose most, and StreamingLLM's comparison (the README's table is this output).
 Then what a rerun of the page costs once the points are kept: the section's figures and words built from them
 (what the Real model page's masks section draws), against the page's overview of every head (its thumbnails) for
-the default sentence, both as the page builds them and written to JSON, median of 20.
+the default sentence, both as the page builds them and written to JSON, median of 20. And a server started again:
+its new worker reads the points the first one kept on disk (attention_core/models/kept.py; each measured round
+starts from an empty folder, so that it measures).
 With a length (1,024 or 2,048 tokens, issue 64: the masks at length), the sweep at that length, once per round.
 Run: .venv/bin/python bench/bench_sweep.py [rounds, default 3] [tokens, default 512]
 """
 
 import os
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from attention_core.models.kept import FOLDER_ENV  # noqa: E402
 from attention_core.models.sparse import SWEEP_TOKENS, plan, sweep  # noqa: E402
 from attention_core.models.worker import ModelWorker  # noqa: E402
 from bench.bench_engine import median_ms  # noqa: E402
@@ -45,11 +50,15 @@ def section(points) -> None:
 
 
 def main(rounds: int = 3, tokens: int = SWEEP_TOKENS) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    os.environ[FOLDER_ENV] = str(folder)  # the workers' kept points (they inherit it)
     worker = ModelWorker()
     try:
         worker.load("smollm2", "cpu")
         times = []
         for _ in range(rounds):
+            shutil.rmtree(folder)  # nothing kept: the round measures every point
+            folder.mkdir()
             started = time.perf_counter()
             points = sweep(worker, "smollm2", "cpu", progress=lambda done, total: None, tokens=tokens)
             times.append(time.perf_counter() - started)
@@ -60,10 +69,20 @@ def main(rounds: int = 3, tokens: int = SWEEP_TOKENS) -> None:
         overview = worker.trace("smollm2", "cpu", DEFAULT_TEXT)
     finally:
         worker.close()
+    restarted = ModelWorker()  # a server started again: a new worker, the points on disk
+    try:
+        restarted.load("smollm2", "cpu")
+        started = time.perf_counter()
+        sweep(restarted, "smollm2", "cpu", progress=lambda done, total: None, tokens=tokens)
+        from_disk = time.perf_counter() - started
+    finally:
+        restarted.close()
+        shutil.rmtree(folder, ignore_errors=True)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores")
     each = ", ".join(f"{t:.1f} s" for t in times)
     print(f"sweep of {len(plan())} passes at {tokens} tokens: {each} (median {statistics.median(times):.1f} s;")
-    print(f"target <= 30 s at {SWEEP_TOKENS}); the kept points asked again: {again * 1000:.0f} ms")
+    print(f"target <= 30 s at {SWEEP_TOKENS}); the kept points asked again: {again * 1000:.0f} ms; a server started")
+    print(f"again, every point read from disk by its new worker: {from_disk * 1000:.0f} ms")
     full = points[0].loss
     print("\n| mask | budget | keys kept | loss (nats) | vs full | mean weight lost | heads losing most |")
     print("|---|---|---|---|---|---|---|")

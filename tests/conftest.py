@@ -8,7 +8,9 @@ is refused at collection, so the fast tier cannot quietly grow a browser or a mo
 
 import os
 import platform
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,23 @@ def pytest_configure(config):
     the usable cores divided among the workers. torch would start a thread per core of the host in each, and on
     a CI container given 2 of many cores the training tests ran 20 times slower than here, past their deadline."""
     from attention_core.device import fit_threads
+    from attention_core.models.kept import FOLDER_ENV
 
     fit_threads(share=int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    # The masks' points kept on disk (attention_core/models/kept.py): one folder for the run, made by the process
+    # that runs the session before its server and workers start (they inherit it), so that the server's sweep and a
+    # deck's export share one, and a run measures the sweep it checks (a second run would find an earlier one's).
+    if not hasattr(config, "workerinput") and FOLDER_ENV not in os.environ:
+        config._sweep_folder = tempfile.mkdtemp(prefix="attention-sweep-")
+        os.environ[FOLDER_ENV] = config._sweep_folder
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_sweep_folder", None):
+        from attention_core.models.kept import FOLDER_ENV
+
+        shutil.rmtree(config._sweep_folder, ignore_errors=True)
+        os.environ.pop(FOLDER_ENV, None)
 
 
 def pytest_terminal_summary(terminalreporter):

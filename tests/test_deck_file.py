@@ -132,10 +132,16 @@ def _digest(spec: str | None) -> str:
     return hashlib.sha256((spec or "").encode()).hexdigest()[:16]
 
 
+def _marks(name: str) -> list:
+    with_models = [pytest.mark.models] if name in WITH_MODELS else []
+    return with_models + ([pytest.mark.xdist_group("sweep")] if name == "after-mla" else [])
+
+
+# The deck after MLA exports its masks' view measured: it runs with the browser's walks of that deck ("sweep"), after
+# the app's server has measured the sweep and kept its points on disk (attention_core/models/kept.py), which this
+# process's own model worker then reads instead of running the 21 passes again.
 @pytest.mark.browser
-@pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.models) if name in WITH_MODELS else name for name in sorted(SHIPPED)]
-)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=_marks(name)) for name in sorted(SHIPPED)])
 def test_every_shipped_deck_exports_to_one_file_that_walks_offline_and_draws_the_apps_figures(files, file_page, name):
     path = _exported(files, name)
     text = path.read_text()

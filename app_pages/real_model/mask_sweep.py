@@ -2,7 +2,7 @@
 
 The sweep (attention_core/models/sparse.py) runs in the model worker once per server, model and length of text
 (512, 1,024 or 2,048 tokens); its points are kept for every session, so a page that shows them again runs
-nothing."""
+nothing, and on disk (attention_core/models/kept.py), so that a server started again measures them in a moment."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def show_mask_sweep(key: str, device: str, info, settings) -> None:
         place = st.empty()  # the button, then nothing once it has measured
         start = place.button(
             f"Measure every mask ({len(plan())} passes over {tokens:,} tokens, about {SWEEP_SECONDS[tokens]} on "
-            "2 cores; once per server)"
+            "2 cores; a moment where this machine kept them)"
         )
         points = measured(key, device, tokens, start)
         if points is not None:

@@ -250,9 +250,9 @@ def _generation_end(gen_id: str) -> None:
 
 
 def _sweep_point(key: str, device: str, mask: str, budget: int, tokens: int):
-    from attention_core.models.sparse import measure
+    from attention_core.models.kept import kept_point  # on disk: a server started again measures in a moment
 
-    return measure(_model(key, device), mask, budget, tokens)
+    return kept_point(_model(key, device), mask, budget, tokens)
 
 
 def _composed_point(key: str, device: str, written: str, tokens: int):

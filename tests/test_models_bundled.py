@@ -20,6 +20,7 @@ import transformers
 
 from attention_core.models import MAX_MODEL_TOKENS, readable_token, trace_text
 from attention_core.models.capture import OUTPUT_PROJECTIONS
+from attention_core.models.kept import FOLDER_ENV
 from attention_core.models.worker import MAX_RUNS_AT_ONCE, NICENESS, RUN_THREADS, ModelWorker, WorkerDied, runs_at_once
 from attention_core.reading import weighted_vectors
 from tests import numerics as nm
@@ -295,7 +296,8 @@ def test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them(tmp
     """A server stopped while its pages wait for runs (a long text's pass, a patching map's layers) ends at once:
     ModelWorker.later holds no thread of its own, so Python's exit joins nothing that waits for them (a thread pool's
     thread would: a stopped server waited half a minute for a 4,096-token pass). Python calls its atexit handlers
-    after it has joined the threads it must: there, the runs asked for are still unanswered."""
+    after it has joined the threads it must: there, the runs asked for are still unanswered (none kept on disk: a
+    folder of its own)."""
     script = tmp_path / "server.py"
     script.write_text(
         "import atexit\n"
@@ -305,7 +307,7 @@ def test_a_server_waiting_for_the_workers_runs_ends_without_waiting_for_them(tmp
         "atexit.register(lambda: print(sum(run.done() for run in runs), 'of', len(runs), 'answered', flush=True))\n"
     )
     ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=600,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+                           env={**os.environ, "PYTHONPATH": str(ROOT), FOLDER_ENV: str(tmp_path)})  # fmt: skip
     assert ended.returncode == 0, ended.stderr[-2000:]
     assert ended.stdout.split() == ["0", "of", "4", "answered"], ended.stdout
 
@@ -329,9 +331,11 @@ def test_a_request_whose_worker_cannot_be_started_again_fails_instead_of_waiting
     assert sent == ["trace", "trace"]
 
 
-def test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one():
+def test_a_worker_whose_server_ends_drops_its_runs_instead_of_computing_them_for_no_one(monkeypatch, tmp_path):
     """A run under way and a run waiting when the server's end closes the pipe: neither is answered (a pass over the
-    sweep's 512 tokens takes seconds on one thread; the pipe closes at once), and the worker is gone."""
+    sweep's 512 tokens takes seconds on one thread; the pipe closes at once), and the worker is gone. Its points
+    kept nowhere yet (an empty folder of its own: the run's server keeps those it measured, read in a moment)."""
+    monkeypatch.setenv(FOLDER_ENV, str(tmp_path))  # the worker, started below, inherits it
     worker = ModelWorker()
     worker.load("smollm2", "cpu")
     process = worker._process

@@ -222,9 +222,10 @@ def choose_point(points, presentation: bool):
     check_choice("rm_sweep_mask", "mask", [LABELS[mask] for mask in SWEPT])
     check_choice("rm_sweep_budget", "budget", [str(b) for b in BUDGETS])
     if presentation:
-        by_label = {LABELS[mask]: mask for mask in SWEPT}
-        mask, budget = linked("rm_sweep_mask", SWEPT[0]), str(linked("rm_sweep_budget", BUDGETS[0]))
-        mask, budget = by_label.get(mask, mask), int(budget) if budget.isdigit() else BUDGETS[0]
+        mask = linked("rm_sweep_mask", SWEPT[0])
+        mask = {LABELS[m]: m for m in SWEPT}.get(mask, mask)  # the address writes a mask by its label
+        budget = str(linked("rm_sweep_budget", BUDGETS[0]))
+        budget = int(budget) if budget.isdigit() else BUDGETS[0]
     else:
         left, right = st.columns(2)
         mask = left.selectbox("mask", SWEPT, format_func=LABELS.get, key="rm_sweep_mask", bind="query-params")

@@ -26,6 +26,7 @@ import torch
 import transformers
 
 from attention_core.device import cpu_kernels
+from attention_core.models import sparse
 from attention_core.models.sources import model_cache_dir
 
 log = logging.getLogger(__name__)
@@ -69,8 +70,6 @@ def point_file(loaded, mask: str, budget: int, tokens: int) -> Path | None:
 
 def kept_point(loaded, mask: str, budget: int, tokens: int):
     """The point kept on disk for this model, mask, budget and length; else sparse.measure it, keep it, return it."""
-    from attention_core.models import sparse
-
     path = point_file(loaded, mask, budget, tokens)
     if path is not None and path.is_file():
         try:

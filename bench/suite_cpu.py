@@ -58,12 +58,29 @@ def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 (pytest's hook sign
         log.write(json.dumps({"test": item.nodeid, "cpu": round(cpu, 2), "wall": round(wall, 2)}) + "\n")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    """In the run's first process, before it stops the shared app server (tests/conftest.py): that server's CPU
+    seconds and its model worker's, and the whole run's (every process under this one), a line each."""
+    if hasattr(session.config, "workerinput"):
+        return
+    server = getattr(session.config, "_shared_app", None)
+    rows = [("<the shared app server and its model worker>", tree_seconds(server.pid) if server else 0.0),
+            ("<the whole run: every process under pytest>", tree_seconds(os.getpid()))]  # fmt: skip
+    LOG.parent.mkdir(exist_ok=True)
+    with LOG.open("a") as log:
+        for name, cpu in rows:
+            log.write(json.dumps({"test": name, "cpu": round(cpu, 2), "wall": 0.0, "whole": True}) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log", nargs="?", default=str(LOG))
     parser.add_argument("--top", type=int, default=40)
     arguments = parser.parse_args()
     rows, seen = [json.loads(line) for line in Path(arguments.log).read_text().splitlines()], set()
+    wholes = [row for row in rows if row.get("whole")]
+    rows = [row for row in rows if not row.get("whole")]
     first = [row for row in rows if not (row["test"] in seen or seen.add(row["test"]))]  # the first pass's
     lost = sum(row["cpu"] < 0 for row in first)
     by = collections.defaultdict(lambda: [0.0, 0.0, 0])
@@ -78,6 +95,8 @@ def main() -> None:
     print("| CPU s | share | wall s | runs | test |\n|---:|---:|---:|---:|---|")
     for function, (seconds, spent, runs) in sorted(by.items(), key=lambda kv: -kv[1][0])[: arguments.top]:
         print(f"| {seconds:.1f} | {seconds / cpu:.1%} | {spent:.1f} | {runs} | `{function}` |")
+    for row in wholes[:2]:  # the first pass's (the second pass, numeric tests alone, writes two more)
+        print(f"{row['test']}: {row['cpu']:,.0f} CPU-seconds")
 
 
 if __name__ == "__main__":

@@ -152,7 +152,8 @@ def decode_step(
     device = projected.q.device  # the score_mod at this query's position and at its keys' positions
     at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device, torch.tensor([position], device=device), at)
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend)  # one row: no mask
+    sink = params[variant.sink] if variant.sink else None  # a learned sink's logit per head (gpt-oss)
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend, sink=sink)  # one row
     handed = variant.handed(stages["context"], new)  # the new token's context (gated: times its own gate)
     output = (concat_heads(handed) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
@@ -215,7 +216,7 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None
     d_v, d_v_name = s.of(variant.v_name), variant.v_name
     terms = []
     for spec in variant.weight_specs(s):
-        if spec.kind == "gain":
+        if spec.vector:
             continue
         each = 1 if spec.applies == "token" and cached else read  # an up-projection reads every cached latent
         who = "every token's" if each > 1 else "the new token's"

@@ -6,7 +6,7 @@
     scaled_scores = scores · scale,  scale = 1/√d_k     divides the scores' variance by d_k (d_k: q's width)
     bent_scores = score_mod(scaled_scores)              with a bend only: ALiBi, a soft cap (bends.py)
     masked_scores = bent_scores, -inf where masked      a causal mask hides the future; pieces compose (composed.py)
-    weights = softmax(masked_scores) along each row     rows sum to 1
+    weights = softmax(masked_scores) along each row     rows sum to 1 (less a learned sink's share, gpt-oss)
     context = weights·V                                 each row a weighted sum of value rows
     output = concat(context of every head)·W_O          back to d_model
 
@@ -110,6 +110,20 @@ def masked_softmax(scaled_scores: torch.Tensor, mask: torch.Tensor | None) -> tu
     return masked_scores, weights
 
 
+def sink_softmax(masked_scores: torch.Tensor, sink: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A learned sink (gpt-oss): each head's logit s_h joins every row's softmax as one more column, and is dropped
+    after it. Returns (weights [h, n, n_keys], the sink's share of each row [h, n, 1]):
+
+        weights_ij = exp(m_ij) / (Σ_j' exp(m_ij') + exp(s_h)),   share_i = exp(s_h) / (Σ_j' exp(m_ij') + exp(s_h))
+
+    so a row's weights sum to 1 − its share: the part of the row that goes to no token and passes on nothing. A
+    row whose keys are all hidden gives the sink all of it (its weights are 0, as without a sink)."""
+    dtype = torch.promote_types(masked_scores.dtype, torch.float32)
+    column = sink.to(dtype).reshape(-1, 1, 1).expand(*masked_scores.shape[:-1], 1)  # [h, n, 1]: s_h in every row
+    probabilities = torch.softmax(torch.cat([masked_scores.to(dtype), column], dim=-1), dim=-1)
+    return probabilities[..., :-1], probabilities[..., -1:]
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -119,6 +133,7 @@ def attend(
     mask: torch.Tensor | None,
     softcap: float | None = None,
     bend=None,
+    sink: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """The stages after the projections, for q, k [h, n, d_k] and v [h, n, d_v].
 
@@ -126,6 +141,8 @@ def attend(
     softcap: c where a model soft-caps its scaled scores to c·tanh(s/c), each within ±c (Gemma 2); the scaled
     scores are then the capped ones (a real model's, as transformers computes them).
     bend: a function of the scaled scores (bend_of: a score_mod) whose result, bent_scores, is masked instead.
+    sink: each head's learned sink logit [h] (sink_softmax), where the variant has one: then sink_share [h, n, 1]
+    is returned too.
     Used by compute_attention and by views that re-run one head (e.g. a causal what-if).
     """
     scores = q @ k.transpose(-2, -1)  # [h, n, n]
@@ -134,6 +151,9 @@ def attend(
         scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
     bent = {"bent_scores": bend(scaled_scores)} if bend else {}
     masked_scores, weights = masked_softmax(bent.get("bent_scores", scaled_scores), mask)
+    shared = {}
+    if sink is not None:
+        weights, shared["sink_share"] = sink_softmax(masked_scores, sink)
     context = weights.to(v.dtype) @ v  # [h, n, d_v]
     return {
         "scores": scores,
@@ -142,6 +162,7 @@ def attend(
         "masked_scores": masked_scores,
         "weights": weights,
         "context": context,
+        **shared,
     }
 
 
@@ -269,8 +290,14 @@ def compute_attention(
     if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
         mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device)
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend)
-    handed = variant.handed(stages["context"], projected.parts)  # the context (gated attention: times its gate)
+    sink = params[variant.sink] if variant.sink else None  # a learned sink's logit per head (gpt-oss)
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend, sink=sink)
+    if sink is not None:  # the sink's logit and its share of each row, beside the variant's own parts
+        share = stages.pop("sink_share")  # [h, n, 1]; the logit beside it, the same in every row
+        parts = projected.parts | {"sink_logit": sink.reshape(-1, 1, 1).expand_as(share), "sink_share": share}
+    else:
+        parts = projected.parts
+    handed = variant.handed(stages["context"], parts)  # the context (gated attention: times its gate)
     output = concat_heads(handed) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 
     return AttentionTrace(
@@ -291,7 +318,7 @@ def compute_attention(
         drawn=f"{config.init} init, seed {config.seed}" if params else "",
         variant=config.variant,
         params=params,
-        parts=projected.parts,
+        parts=parts,
         kv_head_of=projected.kv_head_of,
         rope_base=config.rope_base if "q_rotated" in projected.parts else None,
         handed=None if handed is stages["context"] else handed,

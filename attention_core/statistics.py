@@ -36,11 +36,13 @@ ONLY_FIRST = 1e-12
 
 @dataclasses.dataclass(frozen=True)
 class Sequence:
-    """What a statistic may need besides the weights: the tokens (copies are found by equal tokens) and the mask
-    ([n, n] bool, True = may see; None = every key)."""
+    """What a statistic may need besides the weights: the tokens (copies are found by equal tokens), the mask
+    ([n, n] bool, True = may see; None = every key), and whether a learned sink takes part of each row (its
+    rows then sum below 1: row_peakiness)."""
 
     tokens: tuple[str, ...]
     mask: torch.Tensor | None = None
+    sink: bool = False
 
     @property
     def n(self) -> int:
@@ -73,14 +75,21 @@ def induction_targets(tokens: tuple[str, ...]) -> torch.Tensor:
     return targets & torch.ones(n, n, dtype=torch.bool).tril()
 
 
-def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
+def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None, sink: bool = False) -> dict[str, torch.Tensor]:
     """Entropy, normalized entropy, max weight and effective tokens of each softmax row.
 
     weights: [h, n, n_keys], rows sum to 1 (or are all zero where nothing may be seen).
     mask: [n, n_keys] bool or None. Returns four [h, n] tensors in at least float32.
+    sink: the rows sum below 1, a learned sink taking the rest (engine.sink_softmax). The entropy is then that of
+    how the row shares among the tokens what it gives them (each weight over the row's sum), so that effective
+    tokens still counts tokens; the max weight is the largest weight as drawn.
     """
     w = weights if weights.dtype == torch.float64 else weights.float()
-    entropy = torch.special.entr(w).sum(dim=-1)  # -Σ w·log w, with 0·log 0 = 0   [h, n]
+    shares = w
+    if sink:
+        total = w.sum(dim=-1, keepdim=True)
+        shares = torch.where(total > 0, w / total.clamp(min=torch.finfo(w.dtype).tiny), torch.zeros_like(w))
+    entropy = torch.special.entr(shares).sum(dim=-1)  # -Σ w·log w, with 0·log 0 = 0   [h, n]
     n_keys = w.shape[-1]
     if mask is None:
         allowed = torch.full(w.shape[-2:-1], n_keys, dtype=w.dtype, device=w.device)  # [n]
@@ -100,7 +109,7 @@ def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None) -> dict[str,
 
 def _peakiness(field: str) -> Callable:
     def rows(weights: torch.Tensor, seq: Sequence) -> tuple[torch.Tensor, torch.Tensor]:
-        return row_peakiness(weights, seq.mask)[field], seq.averaged_rows()
+        return row_peakiness(weights, seq.mask, seq.sink)[field], seq.averaged_rows()
 
     return rows
 

@@ -71,15 +71,18 @@ def tiled_steps(
     scale: float,
     mask: torch.Tensor | None = None,
     bend=None,
+    sink: float | None = None,
 ) -> list[TileStep]:
     """One head's attention a block of `block` keys at a time. q [n, d_k], k [n_k, d_k], v [n_k, d_v]; `mask`
     [n, n_k] True where a key is hidden (the pages' causal mask). A block larger than n_k is one step.
-    bend: (scores [r, b], their query positions [r], their key positions [b]) -> the bent scores."""
+    bend: (scores [r, b], their query positions [r], their key positions [b]) -> the bent scores.
+    sink: the head's learned sink logit s (gpt-oss), a key every row has seen before the first block, whose value
+    is zero: each row starts at m = s and l = e^(s − s) = 1, so O / l is the sink's softmax·V at the end."""
     if block < 1:
         raise ValueError(f"block must be at least 1 key; got {block}")
     n, n_k = q.shape[0], k.shape[0]
-    m = torch.full((n,), -math.inf, dtype=q.dtype, device=q.device)
-    l = torch.zeros(n, dtype=q.dtype, device=q.device)  # noqa: E741
+    m = torch.full((n,), -math.inf if sink is None else sink, dtype=q.dtype, device=q.device)
+    l = torch.full((n,), 0.0 if sink is None else 1.0, dtype=q.dtype, device=q.device)  # noqa: E741
     out = torch.zeros(n, v.shape[-1], dtype=q.dtype, device=q.device)
     steps = []
     for start in range(0, n_k, block):
@@ -114,9 +117,10 @@ def tiled_output(
     scale: float,
     mask: torch.Tensor | None = None,
     bend=None,
+    sink: float | None = None,
 ) -> torch.Tensor:
-    """softmax(scale · q kᵀ, bent, masked)·v, computed a block of keys at a time (tiled_steps)."""
-    return tiled_steps(q, k, v, block, scale, mask, bend)[-1].normalised
+    """softmax(scale · q kᵀ, bent, masked; with a sink's logit)·v, computed a block of keys at a time (tiled_steps)."""
+    return tiled_steps(q, k, v, block, scale, mask, bend, sink)[-1].normalised
 
 
 @dataclasses.dataclass(frozen=True)

@@ -127,7 +127,7 @@ class AttentionTrace:
             _shape("output", self.output, (n, d_model))
         if not math.isfinite(self.scale) or self.scale <= 0:
             raise ValueError(f"scale must be a positive finite number; got {self.scale}")
-        for name, value in row_peakiness(self.weights, self.mask).items():
+        for name, value in row_peakiness(self.weights, self.mask, sink="sink_share" in self.parts).items():
             object.__setattr__(self, name, value)
 
     @property
@@ -214,7 +214,7 @@ class AttentionTrace:
     @property
     def sequence(self) -> Sequence:
         """What a statistic needs besides the weights (attention_core/statistics.py)."""
-        return Sequence(self.tokens, None if self.mask is None else self.mask.cpu())
+        return Sequence(self.tokens, None if self.mask is None else self.mask.cpu(), "sink_share" in self.parts)
 
     @property
     def averaged_rows(self) -> torch.Tensor:

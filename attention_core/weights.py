@@ -57,11 +57,15 @@ def draw_matrix(rows: int, cols: int, init: str, generator: torch.Generator) -> 
 @functools.lru_cache(maxsize=16)
 def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor]:
     """shapes: (name, shape, kind) of each weight. A [copies, rows, cols] weight draws each copy from its own
-    stream (head i of a GQA's W_K is head i of an MHA's); a gain (an RMSNorm's) starts at ones."""
+    stream (head i of a GQA's W_K is head i of an MHA's); a gain (an RMSNorm's) starts at ones; a logit per head
+    (a learned sink's) is N(0, 1) whatever the init, as gpt-oss draws its sinks from a normal."""
     drawn = {}
     for name, shape, kind in shapes:
         if kind == "gain":
             drawn[name] = torch.ones(shape)
+        elif kind == "logit":  # one N(0, 1) number per head, each from its own stream (a head added leaves the rest)
+            heads = [draw_matrix(1, 1, "normal", weight_stream(seed, name, head))[0] for head in range(shape[0])]
+            drawn[name] = torch.cat(heads).float()
         elif len(shape) == 2:
             drawn[name] = draw_matrix(*shape, init, weight_stream(seed, name, 0)).float()
         else:

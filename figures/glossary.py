@@ -82,6 +82,12 @@ TERMS: dict[str, str] = {
         "between 0 and 1, one per token and channel, before W_O. Softmax must give each row's weight to some key; "
         "the gate lets a head pass on nothing, which the paper finds removes the attention sink."
     ),
+    "learned sink": (
+        "**A learned sink** (gpt-oss): each head has one learned logit s that joins every row's softmax as a "
+        "column no token owns, and is dropped after it. A row's weights then sum to 1 − the sink's share "
+        "e^s / (Σⱼ e^S′ᵢⱼ + e^s): a head with nothing to look at can give its weight to no token, where softmax "
+        "alone must park it on one (the attention sink). The cache is unchanged: s is one number per head."
+    ),
     "RoPE": (
         "**Rotary positions**: instead of adding a position to X, each pair of a query's and a key's dimensions "
         "is turned by an angle that grows with the token's position. A turn keeps lengths, and q·k then depends "
@@ -90,7 +96,8 @@ TERMS: dict[str, str] = {
     "attention sink": (
         "A trained head that has nothing useful to look at still has to put its weight somewhere (each row sums "
         "to 1); many park it on the first token. A large weight on the first token then says little about "
-        "meaning. SmolLM2 starts with no special token, so its first *word* takes that role."
+        "meaning. SmolLM2 starts with no special token, so its first *word* takes that role. gpt-oss gives each "
+        "head a learned sink instead, which no token is."
     ),
     "head roles": (
         "What a head of a trained model does, read from its weights: a **role** is the keys each row should look "

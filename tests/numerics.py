@@ -161,16 +161,27 @@ def softmax(scores: Bound, mask: torch.Tensor | None, u: float) -> Bound:
 
 
 def attention(q: Bound, k: Bound, v: Bound, *, factor: float, mask: torch.Tensor | None, u: float,
-              u_softmax: float | None = None) -> dict[str, Bound]:  # fmt: skip
+              u_softmax: float | None = None, sink: torch.Tensor | None = None) -> dict[str, Bound]:  # fmt: skip
     """The stages after the projections, q, k [..., h, n, d_k] and v [..., h, n, d_v] (keys and values expanded
     to one per query head): scores, scaled scores, weights and context. `u_softmax`: where the softmax is
-    computed in another precision (transformers' eager kernel takes it in float32 for float64 inputs)."""
+    computed in another precision (transformers' eager kernel takes it in float32 for float64 inputs). `sink`:
+    each head's learned sink logit [h] (gpt-oss), exact: a column of the softmax that every row sees, dropped after
+    it (its share returned as sink_share [h, n, 1])."""
     scores = matmul(q, k.map(lambda t: t.transpose(-2, -1)), u)
     scaled = scale(scores, factor, u) if factor != 1.0 else scores
-    weights = softmax(scaled, mask, u if u_softmax is None else u_softmax)
+    shared = {}
+    if sink is None:
+        weights = softmax(scaled, mask, u if u_softmax is None else u_softmax)
+    else:
+        column = sink.double().reshape(-1, 1, 1).expand(*scaled.value.shape[:-1], 1)
+        joined = cat([scaled, Bound(column, torch.zeros_like(column))])
+        seen = None if mask is None else torch.cat([mask, torch.ones(mask.shape[0], 1, dtype=torch.bool)], -1)
+        every = softmax(joined, seen, u if u_softmax is None else u_softmax)
+        weights, shared["sink_share"] = every.map(lambda t: t[..., :-1]), every.map(lambda t: t[..., -1:])
     if u_softmax is not None and u_softmax > u:  # the float32 weights, handed back as float64: rounded once more
         weights = Bound(weights.value, weights.error + u_softmax * weights.value)
-    return {"scores": scores, "scaled_scores": scaled, "weights": weights, "context": matmul(weights, v, u)}
+    context = matmul(weights, v, u)
+    return {"scores": scores, "scaled_scores": scaled, "weights": weights, "context": context, **shared}
 
 
 def cat(parts: list[Bound]) -> Bound:
@@ -213,7 +224,8 @@ class Rounding:
 
 def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None) -> dict[str, Bound]:
     """The bound of every stage of an AttentionTrace computed from its X and weights (the grouped variants and MLA,
-    DeepSeek-V2's equations of section 2.1, Q = K = V = X, and gated attention), as an implementation rounding as
+    DeepSeek-V2's equations of section 2.1, Q = K = V = X, gated attention and a learned sink), as an implementation
+    rounding as
     `rounding` says would compute it: q, k, v, the parts a KV cache keeps (k_kv, v_kv; c_kv, k_r; kv), scores,
     scaled_scores, weights, context, output, and gated attention's gate and what each head hands on (gate,
     handed). `positions`: the rotary positions of X's rows (default 0 … n − 1)."""
@@ -247,7 +259,8 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
         v = x.map(lambda t: t[None])  # [1, n, d]
         q = k = turned(v)
     mask = None if trace.mask is None else trace.mask.cpu()
-    stages = attention(q, k, v, factor=trace.scale, mask=mask, u=u, u_softmax=rounding.softmax)
+    sink = p["sink"].cpu() if "sink_share" in trace.parts else None  # a learned sink's logit per head (gpt-oss)
+    stages = attention(q, k, v, factor=trace.scale, mask=mask, u=u, u_softmax=rounding.softmax, sink=sink)
     handed = stages["context"]
     if "w_g" in p:  # gated attention: each head's context times its gate, σ(X·W_G), before W_O
         parts["gate"] = sigmoid(matmul(x, exact(p["w_g"]), u), u)

@@ -102,8 +102,15 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
             mask[row] = np.isin(np.arange(n), best)
     masked = np.where(mask, bent, -1e9 if mistake == "mask_hides_self_1e9" else -np.inf)
     axis = -2 if mistake == "softmax_queries" else -1
+    # gpt-oss's learned sink: one more logit per head in every row's softmax, its column dropped after it
+    sink = inputs.get("sink") if mistake != "sink_left_out" else None
     with np.errstate(invalid="ignore"):
-        if mistake == "mask_after_softmax":
+        if sink is not None and axis == -1 and mistake != "mask_after_softmax":
+            logit = np.asarray(sink, dtype=np.float32)[:, None, None]  # [heads, 1, 1]
+            top = np.maximum(masked.max(axis=-1, keepdims=True), logit)
+            e = np.exp(masked - top)
+            weights = e / (e.sum(axis=-1, keepdims=True) + np.exp(logit - top))
+        elif mistake == "mask_after_softmax":
             e = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
             weights = e / e.sum(axis=-1, keepdims=True) * mask
         else:
@@ -135,6 +142,7 @@ CONFIGS = {
     "gqa": AttentionConfig(d_model=8, d_k=2, heads=4, kv_heads=2, variant="gqa", causal=True),
     "rope": AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, positional="rotary"),
     "bent": AttentionConfig(d_model=8, d_k=4, heads=2, mask="causal & (window 3 | sinks 1)", bend="alibi"),
+    "sink": AttentionConfig(d_model=8, d_k=2, heads=4, kv_heads=2, variant="learned_sink", causal=True),
 }
 
 
@@ -145,6 +153,7 @@ CAPS = {
     "gqa": AttentionConfig(d_model=768, d_k=64, heads=12, kv_heads=4, variant="gqa", causal=True),
     "rope": AttentionConfig(d_model=768, d_k=64, heads=12, causal=True, positional="rotary"),
     "bent": AttentionConfig(d_model=768, d_k=64, heads=12, mask="causal & dilated 3", bend="relative"),
+    "sink": AttentionConfig(d_model=768, d_k=64, heads=12, kv_heads=4, variant="learned_sink", causal=True),
 }
 CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))
 SIZES = {"small": (TEXT, CONFIGS), "caps": (CAPS_TEXT, CAPS)}
@@ -177,6 +186,9 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("bend_left_out", "bent", "bent_scores"),
     ("softmax_queries", "bent", "weights"),  # a mistake after the bend, named under it
     ("no_scaling", "bent", "scaled_scores"),
+    ("sink_left_out", "sink", "weights"),  # each row sums to 1 where the sink takes its share
+    ("no_scaling", "sink", "scaled_scores"),  # a mistake before the sink, named with it
+    ("mask_sees_next", "sink", "masked_scores"),
 ]
 
 
@@ -266,6 +278,28 @@ def test_a_row_that_does_not_sum_to_1_is_wrong_though_each_weight_is_within_the_
     wrong = check(trace, {"weights": value}).checked[0]
     assert not wrong.ok and wrong.first == (5, 3, 9) and "the key at [5, 3, 9]" in wrong.fact
     assert check(trace, students(trace)).all_right  # the student's own float32 keeps both facts
+
+
+def test_with_a_learned_sink_a_row_must_sum_to_what_the_sink_leaves_not_to_1():
+    """gpt-oss's sink takes a share of every row: the exact row sums to 1 − that share, and /check holds a row to
+    it. The row the sink takes most from, renormalised to sum to 1 (as a softmax without the sink would), is named
+    with the sum it should have; the student's own float32 with the sink passes, and one without it is named."""
+    trace = trace_sentence(TEXT, CONFIGS["sink"])
+    value, _ = exact_stage(trace, "weights")
+    sums = value.sum(axis=-1)
+    row = np.unravel_index(np.argmin(sums), sums.shape)  # [head, query]: the sink's largest share
+    assert 1 - sums[row] > 0.01, sums  # a share worth seeing at this seed's logits (else this probes nothing)
+    value[row] /= sums[row]
+    wrong = check(trace, {"weights": value}).checked[0]
+    assert not wrong.ok and wrong.first[:2] == tuple(int(i) for i in row), (wrong.first, row)
+    said = re.search(r"to ([0-9.]+), not ([0-9.]+): with this head's sink", wrong.fact or "")
+    assert said and float(said[1]) == pytest.approx(1, abs=1e-5), wrong.fact
+    assert float(said[2]) == pytest.approx(float(sums[row]), abs=1e-5), wrong.fact
+    assert check(trace, students(trace)).all_right
+    left_out = check(trace, students(trace, "sink_left_out"))
+    assert [m.key for m in left_out.mistakes] == ["sink_left_out"] and "with this head's sink" in (
+        next(c for c in left_out.checked if c.stage == "weights").fact or ""
+    )
 
 
 def test_the_first_cell_that_differs_and_a_nan_are_named():

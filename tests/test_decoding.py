@@ -27,6 +27,7 @@ CONFIGS = {
     "mla-no-rope": dict(variant="mla", heads=2, d_c=6),
     "identity": dict(variant="identity", positional="rotary"),
     "gated": dict(variant="gated", heads=4, kv_heads=2, positional="rotary"),
+    "learned_sink": dict(variant="learned_sink", heads=4, kv_heads=2, positional="rotary"),
     "unscaled": dict(scaled=False, heads=2),
 }
 

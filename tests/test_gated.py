@@ -109,14 +109,15 @@ def test_a_link_opens_the_gated_variant_with_its_gate_stage_and_its_words():
     assert charts(at)
 
 
+@pytest.mark.parametrize("variant", ["gated", "learned_sink"])  # the variants added as a folder of their own
 @pytest.mark.parametrize("page", [spec.path for spec in PAGES if "variant" in spec.reads])
-def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page):
+def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page, variant):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.query_params.update({"variant": "gated", "heads": "4"})
+    at.query_params.update({"variant": variant, "heads": "4"})
     at.run()
     at.switch_page(page).run()
     no_problems(at)
-    assert at.session_state["variant"] == "gated" and "gated" in at.selectbox(key="variant").options
+    assert at.session_state["variant"] == variant and variant in at.selectbox(key="variant").options
 
 
 def test_the_variant_is_one_folder_and_one_line_of_the_registry():
@@ -130,7 +131,7 @@ def test_the_variant_is_one_folder_and_one_line_of_the_registry():
                   if re.search(r"\bGATED\b|variants\.gated|[\"']gated[\"']", line)]  # fmt: skip
     assert named == [
         "attention_core/variants/registry.py: from attention_core.variants.gated import GATED",
-        "attention_core/variants/registry.py: for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED):  # a variant's "
-        "folder, and its place here",
+        "attention_core/variants/registry.py: for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK):  # a "
+        "variant's folder, and its place here",
     ], named
     assert VARIANTS["gated"].own_stages[0].key == "gate"

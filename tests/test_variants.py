@@ -384,7 +384,15 @@ def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant,
     # Every part the trace keeps has the width the registry says (the memory estimate counts them).
     assert {name: part.numel() // N for name, part in trace.parts.items()} == spec.parts(config.sizes)
     assert trace.sizes == config.sizes  # read back from the shapes
-    expected = {"mha": 4 * (4 + 2), "gqa": 2 * (4 + 2), "mqa": 4 + 2, "mla": 3 + 2, "identity": 8, "gated": 2 * (4 + 2)}
+    expected = {
+        "mha": 4 * (4 + 2),
+        "gqa": 2 * (4 + 2),
+        "mqa": 4 + 2,
+        "mla": 3 + 2,
+        "identity": 8,
+        "gated": 2 * (4 + 2),
+        "learned_sink": 2 * (4 + 2),
+    }  # the sink is one number per head, not per token
     expected = expected[variant]
     assert spec.cache_per_token(config.sizes) == expected
     # The weights the trace holds have the shapes the registry gives (drawn at their true shapes).

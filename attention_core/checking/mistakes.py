@@ -12,15 +12,17 @@ import torch
 from attention_core.bends import bend as bend_scores
 from attention_core.bends import parse_bend
 from attention_core.checking.stages import expected
+from attention_core.engine import sink_softmax
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
 
 
-def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf", bent=True):
+def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf", bent=True, sink=True):
     """The stages from the scaled scores on, with one step done another way. `fill`: how the hidden scores were
     written, which decides a row whose every key is hidden: "-inf" (its weights NaN), "-1e9" (spread evenly over
     every key) or "nan_to_num" (-inf, then the NaN weights made zeros). A trace's bend (ALiBi, a soft cap) is applied
-    to the scaled scores before the mask, as the student applied it, unless `bent` is False (the bend left out)."""
+    to the scaled scores before the mask, as the student applied it, unless `bent` is False (the bend left out); a
+    learned sink (gpt-oss) joins each row's softmax over the keys, unless `sink` is False (the sink left out)."""
     e = expected(trace)
     scaled = e["scaled_scores"] if scaled is None else scaled
     bend = parse_bend(trace.bend) if bent else None
@@ -30,10 +32,14 @@ def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=Fals
     allowed = (None if trace.mask is None else trace.mask.cpu()) if mask is None else mask
     hidden = -1e9 if fill == "-1e9" else -math.inf
     masked = before if allowed is None else before.masked_fill(~allowed, hidden)
+    logit = trace.parts["sink_logit"][:, 0, 0].double().cpu() if sink and "sink_logit" in trace.parts else None
+    softmax = (lambda s: sink_softmax(s, logit)[0]) if logit is not None else (lambda s: torch.softmax(s, dim=-1))
     if mask_after:
-        weights = torch.softmax(before, dim=-1) * (1.0 if allowed is None else allowed.double())
+        weights = softmax(before) * (1.0 if allowed is None else allowed.double())
+    elif softmax_dim != -1:
+        weights = torch.softmax(masked, dim=softmax_dim)  # down the columns: no row, so no row's sink either
     else:
-        weights = torch.softmax(masked, dim=softmax_dim)  # NaN in a row with every key hidden, as a student's
+        weights = softmax(masked)  # NaN in a row with every key hidden, as a student's (with a sink: 0)
         weights = torch.nan_to_num(weights) if fill == "nan_to_num" else weights
     values = e["v"]
     context = weights @ values
@@ -81,6 +87,11 @@ def _bend_left_out(trace):
         return None
     stages = _after_scores(trace, bent=False)
     return {"bent_scores": stages["scaled_scores"], **stages}
+
+
+def _sink_left_out(trace):
+    """A learned sink not added to the softmax: each row's weights sum to 1, where the sink takes its share."""
+    return _after_scores(trace, sink=False) if "sink_logit" in trace.parts else None
 
 
 def _mask_after_softmax(trace):
@@ -189,6 +200,10 @@ MISTAKES = (
             "The scores went to the mask as they were scaled: the score_mod (ALiBi's −m_h·|i − j|, the soft cap "
             "c·tanh(s/c), the relative bias) was not applied. Bend the scaled scores before the mask.",
             _bend_left_out),
+    Mistake("sink_left_out", "the sink left out",
+            "The softmax ran over the keys alone: each row's weights sum to 1, where this head's learned sink "
+            "logit s_h joins every row's softmax as one more column, dropped after it. Append s_h to each row of "
+            "the masked scores, take the softmax, then drop that column.", _sink_left_out),
     Mistake("mask_after_softmax", "the mask applied after the softmax",
             "Future keys were zeroed after the softmax, so each row no longer sums to 1 and the visible keys kept "
             "the share the hidden ones took. Set hidden scores to −∞ before the softmax.", _mask_after_softmax),

@@ -96,14 +96,16 @@ def hidden(value: torch.Tensor) -> torch.Tensor:
 
 def broken_fact(want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None) -> tuple[tuple, str] | None:
     """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
-    first row (in reading order) that does not sum to 1, or the first hidden key given a weight (None: neither);
+    first row (in reading order) that does not sum to 1 (with a learned sink, to 1 − its share: the exact row's sum),
+    or the first hidden key given a weight (None: neither);
     `masked`: the exact masked scores, a hidden key's −∞ (None: none is hidden). These hold within float32's rounding
     of one row (row_sum_room), not the cells' wider allowance."""
     keys = want.shape[-1]
     # A row with every key hidden has no softmax (NaN), and a NaN handed in is named by first_nan: neither is counted.
     counted = ~torch.isnan(want).any(-1) & ~torch.isnan(got).any(-1)
     sums = got.double().sum(-1)
-    rows = (counted & ((sums - 1).abs() > row_sum_room(keys))).nonzero()
+    exact = want.double().sum(-1)  # 1, or with a learned sink 1 − its share of the row (exact: float64)
+    rows = (counted & ((sums - exact).abs() > row_sum_room(keys))).nonzero()
     hidden_keys = torch.zeros_like(want, dtype=torch.bool) if masked is None else hidden(masked)
     seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()
     row = tuple(int(i) for i in rows[0]) if len(rows) else None
@@ -113,6 +115,13 @@ def broken_fact(want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | No
                       f"softmax gives 0: that key is hidden (its score is −∞, and exp(−∞) = 0).")  # fmt: skip
     if row is not None:
         where = (*row, int((got[row] - want[row]).abs().argmax()))
+        if abs(float(exact[row]) - 1) > row_sum_room(keys):  # a learned sink takes the rest of the row
+            said = (
+                f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not {float(exact[row]):.6g}: with this "
+                f"head's sink, a row sums to 1 − the sink's share, in float32 within {row_sum_room(keys):.1e} "
+                f"for {keys} keys (2·n·ε)."
+            )
+            return where, said
         return where, (f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not 1: a softmax row sums to 1, in "
                        f"float32 within {row_sum_room(keys):.1e} for {keys} keys (2·n·ε).")  # fmt: skip
     return None

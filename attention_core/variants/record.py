@@ -35,9 +35,10 @@ def plural(n: int, word: str) -> str:
 class WeightSpec:
     """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head) or "" (one);
     rows and cols are width names (Sizes.of). kind "gain": an RMSNorm's per-dimension scale, a vector of cols
-    (drawn as ones, as a freshly built model has it). applies: "token" if a decoder multiplies it with the new
-    token's row only (projections, W_O), "cached" if with every cached token's, at every step (MLA's
-    up-projections W_UK and W_UV read the whole cache of latents)."""
+    (drawn as ones, as a freshly built model has it); kind "logit": a number per head, a vector of cols = "heads"
+    (drawn N(0, 1), each head from its own stream: a learned sink's logit). applies: "token" if a decoder
+    multiplies it with the new token's row only (projections, W_O), "cached" if with every cached token's, at
+    every step (MLA's up-projections W_UK and W_UV read the whole cache of latents)."""
 
     name: str
     label: str
@@ -49,16 +50,21 @@ class WeightSpec:
     present: Callable[[Sizes], bool] = always
     applies: str = "token"
 
+    @property
+    def vector(self) -> bool:
+        """A vector, not a matrix: an RMSNorm's gain or a logit per head (no matrix product, no matrix panel)."""
+        return self.kind in ("gain", "logit")
+
     def shape(self, sizes: Sizes) -> tuple[int, ...]:
-        if self.kind == "gain":
+        if self.vector:
             return (sizes.of(self.cols),)
         copies = {"heads": (sizes.heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
         return (*copies, sizes.of(self.rows), sizes.of(self.cols))
 
     def flops_per_row(self, sizes: Sizes) -> int:
         """Floating-point operations of multiplying one row by this matrix (every copy): 2·rows·cols each, a
-        multiply and an add per entry. A gain is elementwise, not a matrix product: 0 (not counted)."""
-        if self.kind == "gain":
+        multiply and an add per entry. A vector (a gain, a logit) is no matrix product: 0 (not counted)."""
+        if self.vector:
             return 0
         copies = {"heads": sizes.heads, "kv_heads": sizes.kv_heads, "": 1}[self.copies]
         return 2 * copies * sizes.of(self.rows) * sizes.of(self.cols)
@@ -103,6 +109,9 @@ class Variant:
     # What each head hands on to W_O, [h, n, d_v], from its context and the parts: its context (gated attention:
     # the context times the gate). A decoder calls it with the new token's parts alone.
     handed: Callable[[torch.Tensor, Mapping[str, torch.Tensor]], torch.Tensor] = lambda context, parts: context
+    # The weight holding each head's learned sink logit, where it has one (gpt-oss): an extra logit in every row's
+    # softmax that takes a share of the row and passes on nothing (engine.masked_softmax), so a row sums below 1.
+    sink: str = ""
     # How it is drawn and said (look.py), the sliders of the sizes in `uses` (attention_core/controls.py), the
     # names of its own parts (as PARTS below), and the stages it brings, declared (look.OwnStage).
     look: Look = Look()

@@ -6,6 +6,7 @@ from attention_core.controls import Control
 from attention_core.variants.gated import GATED
 from attention_core.variants.grouped import GQA, MHA, MQA
 from attention_core.variants.identity import IDENTITY
+from attention_core.variants.learned_sink import SINK
 from attention_core.variants.look import Look
 from attention_core.variants.mla import MLA
 from attention_core.variants.record import PARTS, Variant
@@ -20,7 +21,7 @@ def register(variant: Variant) -> Variant:
     return variant
 
 
-for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED):  # a variant's folder, and its place here
+for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK):  # a variant's folder, and its place here
     register(_variant)
 DEFAULT = MHA.key  # the variant a fresh page shows
 

@@ -10,7 +10,7 @@ import functools
 from attention_core.variants import VARIANTS, OwnStage
 from figures.stages.panels import head_title, laid_out, rows_panel, tokens_of
 from figures.stages.records import Built, Stage, brought_by_variant
-from figures.style import Style, Title, as_numpy, shape_text
+from figures.style import Style, Title, as_numpy, markdown_literal, shape_text
 
 
 def shown_parts(trace) -> dict:
@@ -27,8 +27,9 @@ def build_declared(own: OwnStage, trace, head: int, style: Style, query: int | N
         values = as_numpy(values[head] if values.dim() == 3 else values)  # [n, width]: this head's, or shared
         title = Title(shown.title, shown.formula, shape_text(n, values.shape[1]))
         subtitle = head_title(trace, head) if parts[shown.part].dim() == 3 else ""
-        panels.append(rows_panel(trace, values, shown.title, title, style, subtitle))
-    return Built(*laid_out(panels, style), own.says(parts, head, tuple(tokens_of(trace))))
+        panels.append(rows_panel(trace, values, shown.title, title, style, subtitle, shown.columns))
+    tokens = tuple(markdown_literal(token) for token in tokens_of(trace))  # quoted as written, never as markdown
+    return Built(*laid_out(panels, style), own.says(parts, head, tokens))
 
 
 def declared_stages() -> list[tuple[Stage, str]]:

@@ -41,8 +41,8 @@ def _weight_parts(trace, head: int, style: Style, names: tuple[str, ...]) -> lis
     specs = {spec.name: spec for spec in VARIANTS[trace.variant].weight_specs(trace.sizes)}
     for spec in (specs[name] for name in names if name in specs and name in trace.params):
         weight = trace.params[spec.name]
-        if spec.kind == "gain":
-            continue  # a vector of ones until trained: named in the notes, not drawn
+        if spec.vector:
+            continue  # a gain (ones until trained) or a logit per head: named in the notes or its stage, not drawn
         subtitle = ""
         if weight.dim() == 3:
             copy, subtitle = _copy_of(trace, spec.name, head)

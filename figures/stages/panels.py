@@ -55,10 +55,13 @@ def band_note(parts: list[tuple[Panel, Matrix]], style: Style) -> str:
     return f"On this slide: the first {style.band} dimensions of {', '.join(cut)}; the export has every number."
 
 
-def rows_panel(trace, values, name: str, title: str, style: Style, subtitle: str = "") -> tuple[Panel, Matrix]:
-    """A matrix with one row per token (X, Q, K, V, context, output); on a slide a band of its dimensions."""
+def rows_panel(
+    trace, values, name: str, title: str, style: Style, subtitle: str = "", columns: str = "dimension"
+) -> tuple[Panel, Matrix]:
+    """A matrix with one row per token (X, Q, K, V, context, output); on a slide a band of its dimensions.
+    `columns`: what its columns are (a variant's own part may say: the sink's share has one, "sink")."""
     shown = banded(values, style, rows=False, cols=True)
-    panel = Panel(shown, title, subtitle, row_labels=tokens_of(trace), x_title="dimension", y_title="token")
+    panel = Panel(shown, title, subtitle, row_labels=tokens_of(trace), x_title=columns, y_title="token")
     return panel, Matrix(name, values, tokens_of(trace), dim_labels(values.shape[1], style))
 
 

@@ -41,7 +41,7 @@ def build_tiles(trace, head: int, style: Style, query: int | None, tile_block: s
     block = max(asked, -(-trace.n_tokens // STEPS_MOST))
     q, k, v = trace.q[head], trace.k[head], trace.v[head]
     hidden = None if trace.mask is None else ~trace.mask
-    steps = tiled_steps(q, k, v, block, trace.scale, hidden, tile_bend(trace, head))
+    steps = tiled_steps(q, k, v, block, trace.scale, hidden, tile_bend(trace, head), tile_sink(trace, head))
     scores = (trace.scale * q.double() @ k.double().T).numpy()
     if trace.bent_scores is not None:
         scores = trace.bent_scores[head].double().cpu().numpy()
@@ -108,6 +108,11 @@ def tile_bend(trace, head: int):
     return lambda scores, rows, keys: mod(scores, 0, head, rows[:, None], keys[None, :])
 
 
+def tile_sink(trace, head: int) -> float | None:
+    """The head's learned sink logit, where the trace's variant has one: every row's state starts from it."""
+    return float(trace.parts["sink_logit"][head, 0, 0]) if "sink_logit" in trace.parts else None
+
+
 def skipped(steps: list[TileStep], n: int) -> str:
     """What skipping the tiles a mask empties saved: the scores computed of the n² ("" where none is empty)."""
     computed = sum(step.computed for step in steps)
@@ -129,8 +134,10 @@ def notes(trace, head: int, steps: list[TileStep], block: int, skips: bool = Tru
         holds = (
             f"One block of all {n} key{'s' if n > 1 else ''}: the whole {n}×{n} matrix at once (take smaller blocks)."
         )
+    sink = tile_sink(trace, head)
+    starts = f" Each row starts from the sink: m = s = {sink:.2f}, ℓ = 1." if sink is not None else ""
     return [
-        f"{holds} Grey: not seen yet, or masked{skipped(steps, n) if skips else ''}.",
+        f"{holds} Grey: not seen yet, or masked{skipped(steps, n) if skips else ''}.{starts}",
         f"At the end O ÷ ℓ {compared} the ·V stage.",
         f"Per head (float32, {QUERY_ROWS}-query tiles), S and P written vs tiled: {amount(here.naive, 1)} vs "
         f"{amount(here.tiled, 1)} here; {amount(long.naive, 1)} vs {amount(long.tiled, 1)} at {LONG:,} tokens "

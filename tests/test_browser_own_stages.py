@@ -1,0 +1,58 @@
+"""A variant's own stage in a real browser, presented as a lecture shows it: gated attention's gate and the learned
+sink's share (gpt-oss) fit the screen at 1400x900 and 1920x1080, light and dark, at the default sentence and an
+awkward one, with their numbers as the engine makes them; the stage whose formula the variant changes (the gated
+output, the softmax with a sink; its width does not depend on the sentence) at the default."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+
+from attention_core import AttentionConfig, trace_sentence
+from figures.settings import DEFAULTS
+from figures.stages import BY_KEY, heading
+from tests.browser import (
+    OVERFLOW,
+    SLOW,
+    chart_z,
+    check_view_in_both_schemes,
+    lent_tab,
+    no_traceback,
+    settled,
+    wait_for_chart,
+)
+from tests.test_browser import AWKWARD, FORMULA_CUT, SCREENS, axe_at, other_scheme
+
+pytestmark = pytest.mark.browser
+
+SIDEBAR = {name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init", "positional")}  # the rest as linked
+# (variant, its own stage, the stage whose formula it changes, the own stage's chart, the part that chart draws)
+OWN = [("gated", "gate", "output", "G = σ(X·W_G)", "gate"),
+       ("learned_sink", "sink", "weights", "σ (sink's share)", "sink_share")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
+@pytest.mark.parametrize(("variant", "own", "formula", "chart", "part"), OWN, ids=[row[0] for row in OWN])
+def test_a_variants_own_stage_and_its_formula_fit_every_screen_with_the_engines_numbers(
+    server, browser, variant, own, formula, chart, part, width, height, scheme
+):
+    link = f"variant={variant}&heads=2&kv_heads=1&causal=true"
+    with lent_tab(browser, width, height, scheme) as page:
+        for text, named in ((DEFAULTS["text"], "default"), (AWKWARD, "awkward")):
+            config = AttentionConfig(**SIDEBAR, variant=variant, heads=2, kv_heads=1, causal=True)
+            trace = trace_sentence(text, config)
+            for key in (own, formula) if named == "default" else (own,):  # the formula's fit: one text
+                page.goto(f"{server}/?present=true&text={quote(text)}&{link}&stage={quote(BY_KEY[key].label)}")
+                page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000 * SLOW)
+                if key == own:
+                    wait_for_chart(page, chart)
+                    np.testing.assert_array_equal(chart_z(page, chart), trace.parts[part][0].numpy())
+                settled(page)
+                no_traceback(page)
+                what = f"{variant} stage {key} at {width}x{height} ({named})"
+                assert page.evaluate(OVERFLOW) <= 2, f"{what} needs scrolling"
+                assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {what} is cut"
+                check_view_in_both_schemes(page, what, f"presentation-{variant}-{key}-{width}-{named}",
+                                           other=other_scheme(width), axe=axe_at(width))  # fmt: skip

@@ -105,11 +105,13 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
     # gpt-oss's learned sink: one more logit per head in every row's softmax, its column dropped after it
     sink = inputs.get("sink") if mistake != "sink_left_out" else None
     with np.errstate(invalid="ignore"):
-        if sink is not None and axis == -1 and mistake != "mask_after_softmax":
+        if sink is not None and axis == -1:  # (the mask after the softmax: the sink's softmax of every key, masked)
             logit = np.asarray(sink, dtype=np.float32)[:, None, None]  # [heads, 1, 1]
-            top = np.maximum(masked.max(axis=-1, keepdims=True), logit)
-            e = np.exp(masked - top)
+            before = scaled if mistake == "mask_after_softmax" else masked
+            top = np.maximum(before.max(axis=-1, keepdims=True), logit)
+            e = np.exp(before - top)
             weights = e / (e.sum(axis=-1, keepdims=True) + np.exp(logit - top))
+            weights = weights * mask if mistake == "mask_after_softmax" else weights
         elif mistake == "mask_after_softmax":
             e = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
             weights = e / e.sum(axis=-1, keepdims=True) * mask
@@ -189,6 +191,7 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("sink_left_out", "sink", "weights"),  # each row sums to 1 where the sink takes its share
     ("no_scaling", "sink", "scaled_scores"),  # a mistake before the sink, named with it
     ("mask_sees_next", "sink", "masked_scores"),
+    ("mask_after_softmax", "sink", "weights"),  # a mistake in the softmax itself, named with the sink in it
 ]
 
 

@@ -126,6 +126,10 @@ def test_each_row_sums_to_1_less_the_sinks_share_and_the_stage_says_its_numbers(
     # The softmax stage says what a row sums to with a sink, not that it sums to 1.
     weights_view = stage_view(trace, "weights", head)
     assert "1 − its sink's share" in weights_view.explanation and "sums to 1:" not in weights_view.explanation
+    layout = weights_view.figures[0].layout.annotations  # the map's title names the sink, and so does each cell
+    assert any("softmax(rows, sink)" in str(a.text) for a in layout), [a.text for a in layout]
+    hover = weights_view.figures[0].data[0].text  # each cell's arithmetic, shown on hover
+    assert "softmax with the sink →" in str(hover[-1][0]), hover[-1][0]
 
 
 def test_one_token_gives_the_sink_a_share_and_says_no_comparison_between_rows():

@@ -504,7 +504,8 @@ def test_every_variant_gives_the_cpus_numbers_on_cuda(variant):
 
 def test_compare_holds_head_1s_keys_and_values_fixed_across_the_grouped_variants():
     """Compare's "two variants" says GQA's and MQA's key/value heads are MHA's first ones, so head 1 reads the
-    same K and V under all three (and X is the same for every variant)."""
+    same K and V under all three (and X is the same for every variant). Gated attention and the learned sink draw
+    GQA's weights (the user guide says so): beside GQA on Compare they differ by their gate or their sink alone."""
     text = "The dog chased the ball but it couldn't catch it"
     traces = {v: trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant=v)) for v in ("mha", "gqa", "mqa")}
     traces["mla"] = trace_sentence(text, AttentionConfig(heads=4, variant="mla"))
@@ -513,3 +514,10 @@ def test_compare_holds_head_1s_keys_and_values_fixed_across_the_grouped_variants
             assert torch.equal(getattr(traces[variant], name)[0], getattr(traces["mha"], name)[0]), (variant, name)
     assert not torch.equal(traces["gqa"].k[1], traces["mha"].k[1])  # head 2 reads key/value head 1 under GQA
     assert all(torch.equal(t.x, traces["mha"].x) for t in traces.values())
+    # The same q, k, v and W_O as GQA's, and (the sink) other weights.
+    for variant in ("gated", "learned_sink"):
+        other = trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant=variant))
+        for name in ("q", "k", "v", "w_o"):
+            assert torch.equal(getattr(other, name), getattr(traces["gqa"], name)), (variant, name)
+    sink = trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant="learned_sink"))
+    assert not torch.equal(sink.weights, traces["gqa"].weights)

@@ -262,6 +262,7 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
     s, s2, w = (as_numpy(t[head]) for t in (trace.scores, trace.scaled_scores, trace.weights))
     allowed = np.ones((n, n), bool) if trace.mask is None else trace.mask.cpu().numpy()
     root = 1.0 / trace.scale
+    how = "softmax with the sink" if "sink_share" in trace.parts else "softmax"  # a learned sink's column joins it
     text = np.empty((n, n), dtype=object)
     for i in range(n):
         for j in range(n):
@@ -272,8 +273,13 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
                 text[i, j] = f"{line}<br>masked: α{ij} = 0"
                 continue
             scaled = f"s{ij} / {root:.3g} = {s2[i, j]:.3f}" if trace.scale != 1.0 else f"not scaled: {s2[i, j]:.3f}"
-            text[i, j] = f"{line}<br>q{a}·k{b} = s{ij} = {s[i, j]:.3f}<br>{scaled}<br>α{ij} = softmax → {w[i, j]:.3f}"
+            text[i, j] = f"{line}<br>q{a}·k{b} = s{ij} = {s[i, j]:.3f}<br>{scaled}<br>α{ij} = {how} → {w[i, j]:.3f}"
     return text
+
+
+def weights_formula(trace) -> str:
+    """The weights map's formula in its title: each row's softmax, with a learned sink's column where it joins."""
+    return "softmax(rows, sink)" if "sink_share" in trace.parts else "softmax(rows)"
 
 
 WIDE_MAP_TOKENS = 8  # with more tokens the weights map takes 3/5 of the row it shares with the peakiness bars
@@ -291,7 +297,7 @@ def build_weights(trace, head: int, style: Style, query: int | None) -> Built:
         trace,
         values,
         "weights",
-        Title("attention weights", "softmax(rows)", shape_text(n, n)),
+        Title("attention weights", weights_formula(trace), shape_text(n, n)),
         diverging=False,
         masked=True,
         subtitle=head_title(trace, head),  # on its own line: this map shares its row with the peakiness bars

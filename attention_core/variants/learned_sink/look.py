@@ -57,7 +57,10 @@ SINK_STAGE = OwnStage(
 LOOK = Look(
     "#6d4c41",
     own_weights="Each head has its own query weights and its own sink logit s",
-    weights_note=lambda names: "s holds one number per head: its sink's logit, shown on the sink stage.",
+    weights_note=lambda names: (
+        "s holds one number per head, its sink's logit, drawn from N(0, 1) whatever the "
+        "init (as gpt-oss draws its sinks); the sink stage shows what it does."
+    ),
     stage_text={
         "weights": StageText(
             "Softmax with a sink → attention weights",

@@ -52,8 +52,8 @@ def test_the_gate_stage_says_its_heads_numbers(head):
     assert f"{below} of {gate.numel()} ({100 * below / gate.numel():.0f} %) let through less than half" in said
     per_token = gate.mean(dim=-1)
     least, most = int(per_token.argmin()), int(per_token.argmax())
-    assert f"'t{least}' passes on the least of its context (its gates average {per_token[least]:.2f})" in said
-    assert f"'t{most}' the most ({per_token[most]:.2f})" in said
+    assert f"“t{least}” passes on the least of its context (its gates average {per_token[least]:.2f})" in said
+    assert f"“t{most}” the most ({per_token[most]:.2f})" in said
     # What the stage draws: this head's context, its gate and their product, which is what reaches W_O.
     view = stage_view(trace, "gate", head)
     drawn = {m.name: m.values for m in view.matrices}

@@ -143,6 +143,19 @@ def test_one_token_gives_the_sink_a_share_and_says_no_comparison_between_rows():
     assert heading("sink", trace).endswith("The learned sink")
 
 
+def test_a_token_of_markdown_is_quoted_as_written_in_the_sinks_and_the_gates_sentences():
+    """A declared stage's sentences are markdown: a token "_it_" is escaped (drawn as written, not in italics), so
+    the markup cannot run, and quoted as every stage quotes one, “…”."""
+    text = "_a_ _c_ _e_ _g_"  # every token markup: whichever the sentences name
+    for variant, stage in (("learned_sink", "sink"), ("gated", "gate")):
+        config = AttentionConfig(d_model=8, d_k=4, heads=2, kv_heads=1, variant=variant, causal=True, seed=3)
+        trace = trace_sentence(text, config)
+        said = " ".join(stage_view(trace, stage, head).explanation for head in range(2))
+        quoted = re.findall(r"“([^”]*)”", said)
+        assert len(quoted) >= 2, said  # the rows or tokens that give or pass most and least, named
+        assert all(q in ("\\_a\\_", "\\_c\\_", "\\_e\\_", "\\_g\\_") for q in quoted), quoted
+
+
 def test_shares_two_decimals_would_round_to_0_or_1_are_said_as_they_are():
     """Typed sinks of −30 and +30 (float64): shares of ~1e-13 and 1 − 1e-13 are neither 0.00 nor 1.00."""
     for logit, low in ((-30.0, True), (30.0, False)):

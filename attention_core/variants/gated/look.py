@@ -39,8 +39,8 @@ def says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) 
     least, most = int(per_token.argmin()), int(per_token.argmax())
     if per_token[least] < per_token[most]:  # two tokens or more, and not all alike
         said.append(
-            f"{tokens[least]!r} passes on the least of its context (its gates average "
-            f"{_number(float(per_token[least]))}), {tokens[most]!r} the most ({_number(float(per_token[most]))})."
+            f"“{tokens[least]}” passes on the least of its context (its gates average "
+            f"{_number(float(per_token[least]))}), “{tokens[most]}” the most ({_number(float(per_token[most]))})."
         )
     elif len(tokens) > 1:
         said.append("Every token's gates average the same: each passes on as much of its context as the others.")

@@ -39,6 +39,7 @@ def _rows(weight: torch.Tensor) -> torch.Tensor:
     return weight.transpose(1, 2).reshape(-1, weight.shape[1])
 
 
+@pytest.mark.numeric  # arithmetic against another implementation: run again under the conservative kernels
 @pytest.mark.parametrize("positional", ["none", "rotary"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_the_learned_sink_equals_transformers_gpt_oss_attention(dtype, positional):
@@ -141,6 +142,12 @@ def test_one_token_gives_the_sink_a_share_and_says_no_comparison_between_rows():
     said = stage_view(trace, "sink", 0).explanation
     assert "gives the sink the most" not in said and "Every row gives" not in said, said
     assert heading("sink", trace).endswith("The learned sink")
+    # Every row alike (X's rows equal, no mask: the same scores in each row): no row gives the sink more.
+    config = AttentionConfig(d_model=4, d_k=1, heads=1, kv_heads=1, variant="learned_sink", causal=False, seed=2)
+    alike = compute_attention(torch.ones(4, 4), config)
+    assert float(alike.parts["sink_share"].std()) == 0.0
+    said = stage_view(alike, "sink", 0).explanation
+    assert "Every row gives the sink the same share." in said and "the most" not in said, said
 
 
 def test_a_token_of_markdown_is_quoted_as_written_in_the_sinks_and_the_gates_sentences():
@@ -174,6 +181,7 @@ def test_shares_two_decimals_would_round_to_0_or_1_are_said_as_they_are():
         assert "0.00" not in numbers[0] and "1.00" not in numbers[0], said
 
 
+@pytest.mark.numeric
 @pytest.mark.parametrize("block", [1, 2, 3, N + 1])
 def test_the_tiles_start_each_row_from_the_sink_and_end_at_its_softmax_times_v(block):
     """FlashAttention with a sink: every row starts at m = s, ℓ = 1 (a key of value 0 seen first), and O ÷ ℓ at the

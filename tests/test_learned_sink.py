@@ -163,6 +163,15 @@ def test_a_token_of_markdown_is_quoted_as_written_in_the_sinks_and_the_gates_sen
         assert all(q in ("\\_a\\_", "\\_c\\_", "\\_e\\_", "\\_g\\_") for q in quoted), quoted
 
 
+def test_the_sinks_logit_is_drawn_from_a_normal_whatever_the_init_as_the_projections_say():
+    """The projections' note: s is drawn from N(0, 1) whatever the init; a head added leaves the others' logits."""
+    drawn = {init: _sink_trace(init=init).params["sink"] for init in ("normal", "xavier", "kaiming")}
+    assert all(torch.equal(logit, drawn["normal"]) for logit in drawn.values())
+    assert torch.equal(_sink_trace(heads=8, kv_heads=2).params["sink"][:4], drawn["normal"])
+    said = stage_view(_sink_trace(init="xavier"), "projections", 0).explanation
+    assert "drawn from N(0, 1) whatever the init" in said, said
+
+
 def test_shares_two_decimals_would_round_to_0_or_1_are_said_as_they_are():
     """Typed sinks of −30 and +30 (float64): shares of ~1e-13 and 1 − 1e-13 are neither 0.00 nor 1.00."""
     for logit, low in ((-30.0, True), (30.0, False)):

@@ -6,6 +6,7 @@ figures/stages/, the pages' captions).
 - `StageText`: a stage's title, formula and idea where this variant's say otherwise (MLA's projections).
 - `OwnStage`: a stage the variant brings, declared as the matrices it shows (`Shown`, read off the trace) and the
   sentences it says about their numbers; figures/stages/ draws every registered variant's own stages the same way.
+- `in_unit`: a number between 0 and 1 (a gate, a sink's share) as those sentences say it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from collections.abc import Callable, Mapping
 import torch
 
 from attention_core.variants.sizes import Sizes
+
+
+def in_unit(value: float) -> str:
+    """A number in [0, 1] in two decimals, except where they would round it to 0.00 or 1.00 and it is not: 3.1e-05
+    and 1 − 3.1e-05 (a sigmoid or a softmax is 0 or 1 only where float rounds it there)."""
+    if 0 < value < 0.005:
+        return f"{value:.1e}"
+    if 0.995 <= value < 1:
+        return f"1 − {1 - value:.1e}"
+    return f"{value:.2f}"
 
 
 @dataclasses.dataclass(frozen=True)

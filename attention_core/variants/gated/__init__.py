@@ -7,10 +7,9 @@ The variant's folder: compute.py (how it computes), look.py (how it is drawn and
 from __future__ import annotations
 
 from attention_core.variants.gated import compute, look
-from attention_core.variants.grouped import compute as grouped
-from attention_core.variants.record import Variant
+from attention_core.variants.grouped import on_gqa
 
-GATED = Variant(
+GATED = on_gqa(
     "gated",
     "Gated",
     "Gated attention",
@@ -18,12 +17,7 @@ GATED = Variant(
     "row of X (Qwen3-Next): a head can pass on nothing, where softmax alone must send its weight somewhere.",
     weights=compute.WEIGHTS,
     project=compute.project,
-    unpack=grouped.unpack,
     parts=compute.parts,
-    cached=("k_kv", "v_kv"),
-    formula="g·(d_k + d_v)",
-    settle=grouped.settle_gqa,
-    uses=("kv_heads",),  # its key/value heads are GQA's (their slider is in the grouped folder)
     handed=compute.handed,
     look=look.LOOK,
     words=look.WORDS,

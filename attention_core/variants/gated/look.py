@@ -7,17 +7,7 @@ from collections.abc import Mapping
 
 import torch
 
-from attention_core.variants.look import Look, OwnStage, Shown, StageText
-
-
-def _number(value: float) -> str:
-    """A gate in two decimals, except where they would round it to 0.00 or 1.00 and it is not: 3.1e-05 and
-    1 − 3.1e-05 (a sigmoid is 0 or 1 only where float rounds it there)."""
-    if 0 < value < 0.005:
-        return f"{value:.1e}"
-    if 0.995 <= value < 1:
-        return f"1 − {1 - value:.1e}"
-    return f"{value:.2f}"
+from attention_core.variants.look import Look, OwnStage, Shown, StageText, in_unit
 
 
 def _percent(count: int, total: int) -> str:
@@ -31,8 +21,8 @@ def says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) 
     gate = parts["gate"][head].double()  # [n, d_v]
     below = int((gate < 0.5).sum())
     said = [
-        f"This head's gates average {_number(float(gate.mean()))}, from {_number(float(gate.min()))} to "
-        f"{_number(float(gate.max()))}: {below} of {gate.numel()} ({_percent(below, gate.numel())} %) let through "
+        f"This head's gates average {in_unit(float(gate.mean()))}, from {in_unit(float(gate.min()))} to "
+        f"{in_unit(float(gate.max()))}: {below} of {gate.numel()} ({_percent(below, gate.numel())} %) let through "
         "less than half of their channel."
     ]
     per_token = gate.mean(dim=-1)  # [n]
@@ -40,7 +30,7 @@ def says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) 
     if per_token[least] < per_token[most]:  # two tokens or more, and not all alike
         said.append(
             f"“{tokens[least]}” passes on the least of its context (its gates average "
-            f"{_number(float(per_token[least]))}), “{tokens[most]}” the most ({_number(float(per_token[most]))})."
+            f"{in_unit(float(per_token[least]))}), “{tokens[most]}” the most ({in_unit(float(per_token[most]))})."
         )
     elif len(tokens) > 1:
         said.append("Every token's gates average the same: each passes on as much of its context as the others.")

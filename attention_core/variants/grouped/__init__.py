@@ -27,6 +27,24 @@ def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formul
     )
 
 
+def on_gqa(key: str, label: str, title: str, idea: str, **own) -> Variant:
+    """A variant built on GQA: its key/value heads (and their slider), how keys and values are unpacked for every
+    token so far, and so its cache; `own` says what it adds (gated attention's gate, a learned sink's logit):
+    its weights and parts, and its own project, handed, sink, look, words and stages."""
+    return Variant(
+        key,
+        label,
+        title,
+        idea,
+        **{"project": compute.project, **own},
+        unpack=compute.unpack,
+        cached=("k_kv", "v_kv"),
+        formula="g·(d_k + d_v)",
+        settle=compute.settle_gqa,
+        uses=("kv_heads",),  # the key/value heads are GQA's (their slider is in this folder)
+    )
+
+
 MHA = _grouped(
     "mha",
     "MHA",
@@ -60,4 +78,4 @@ MQA = _grouped(
     look=look.MQA,
 )
 
-__all__ = ["GQA", "MHA", "MQA", "fit_kv_heads"]
+__all__ = ["GQA", "MHA", "MQA", "fit_kv_heads", "on_gqa"]

@@ -7,24 +7,17 @@ The variant's folder: compute.py (how it computes), look.py (how it is drawn and
 
 from __future__ import annotations
 
-from attention_core.variants.grouped import compute as grouped
+from attention_core.variants.grouped import on_gqa
 from attention_core.variants.learned_sink import compute, look
-from attention_core.variants.record import Variant
 
-SINK = Variant(
+SINK = on_gqa(
     "learned_sink",
     "Sink",
     "Attention with a learned sink",
     "Each head has a learned sink logit that joins every row's softmax and is dropped after it (gpt-oss): a row "
     "can give part of its attention to no token, where softmax alone must put it all on some token.",
     weights=compute.WEIGHTS,
-    project=grouped.project,
-    unpack=grouped.unpack,
     parts=compute.parts,
-    cached=("k_kv", "v_kv"),
-    formula="g·(d_k + d_v)",
-    settle=grouped.settle_gqa,
-    uses=("kv_heads",),  # its key/value heads are GQA's (their slider is in the grouped folder)
     sink=compute.SINK.name,
     look=look.LOOK,
     words=look.WORDS,

@@ -7,16 +7,7 @@ from collections.abc import Mapping
 
 import torch
 
-from attention_core.variants.look import Look, OwnStage, Shown, StageText
-
-
-def share(value: float) -> str:
-    """A share of a row in two decimals, except where they would round it to 0.00 or 1.00 and it is not."""
-    if 0 < value < 0.005:
-        return f"{value:.1e}"
-    if 0.995 <= value < 1:
-        return f"1 − {1 - value:.1e}"
-    return f"{value:.2f}"
+from attention_core.variants.look import Look, OwnStage, Shown, StageText, in_unit
 
 
 def says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) -> list[str]:
@@ -25,15 +16,15 @@ def says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) 
     shares = parts["sink_share"][head, :, 0].double()  # [n]
     logit, mean = float(parts["sink_logit"][head, 0, 0]), float(shares.mean())
     said = [
-        f"This head's sink logit is s = {logit:.2f}. The sink takes {share(mean)} of a row on average, so on "
-        f"average a row's weights on the tokens sum to {share(1 - mean)}: that part of the row goes to no token "
+        f"This head's sink logit is s = {logit:.2f}. The sink takes {in_unit(mean)} of a row on average, so on "
+        f"average a row's weights on the tokens sum to {in_unit(1 - mean)}: that part of the row goes to no token "
         "and passes on nothing."
     ]
     least, most = int(shares.argmin()), int(shares.argmax())
     if shares[least] < shares[most]:
         said.append(
-            f"Row {most + 1} (“{tokens[most]}”) gives the sink the most, {share(float(shares[most]))}; row "
-            f"{least + 1} (“{tokens[least]}”) the least, {share(float(shares[least]))}: the less a row's scores "
+            f"Row {most + 1} (“{tokens[most]}”) gives the sink the most, {in_unit(float(shares[most]))}; row "
+            f"{least + 1} (“{tokens[least]}”) the least, {in_unit(float(shares[least]))}: the less a row's scores "
             "weigh against s, the more it gives the sink."
         )
     elif len(tokens) > 1:

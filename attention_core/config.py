@@ -227,7 +227,7 @@ def estimate_trace_bytes(n: int, config: AttentionConfig) -> int:
     variant, sizes = VARIANTS[config.variant], config.sizes
     h, d, dv = config.heads, config.d_model, config.d_v
     d_qk = config.d_qk
-    maps = 2 + int(config.scaled) + int(config.causal or bool(config.mask)) + int(bool(config.bend))
+    maps = 2 + int(config.scaled) + int(config.causal or bool(config.mask)) + int(bool(config.bend)) + variant.maps
     square = b * h * n * n * (maps + 2)
     rows = b * n * (2 * d + h * (2 * d_qk + 2 * dv) + sum(variant.parts(sizes).values()))
     params = b * sum(math.prod(shape) for shape in variant.weight_shapes(sizes).values())

@@ -36,7 +36,7 @@ import torch
 from attention_core.composed import Mask as Composed
 from attention_core.composed import later_key, parse_mask
 from attention_core.config import AttentionConfig, check_text
-from attention_core.engine import attend, bend_of, config_mask, prepared, sliding
+from attention_core.engine import attend, bend_of, config_mask, own_softmax, prepared, sliding
 from attention_core.tokens import embed, tokenize
 from attention_core.trace import concat_heads
 from attention_core.variants import VARIANTS, Sizes
@@ -147,13 +147,13 @@ def decode_step(
         for name in variant.cached
         if name in new
     }
-    projected = variant.unpack({"q": new["q"], **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
+    projected = variant.unpack({**new, **cache}, params, config)  # q [h, 1, d_qk]; k, v [h, t+1, d]
     scale = config.scale
     device = projected.q.device  # the score_mod at this query's position and at its keys' positions
     at = torch.tensor(keys if keys is not None else range(position + 1), device=device)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device, torch.tensor([position], device=device), at)
-    sink = params[variant.sink] if variant.sink else None  # a learned sink's logit per head (gpt-oss)
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend, sink=sink)  # one row
+    own = own_softmax(variant, params, projected.parts)  # a learned sink, differential attention's second map
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend, **own)  # one row
     handed = variant.handed(stages["context"], new)  # the new token's context (gated: times its own gate)
     output = (concat_heads(handed) @ params["w_o"])[0] if "w_o" in params else None
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
@@ -231,6 +231,14 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None
             rows * 2 * heads * read * d_qk,
         )
     )
+    if variant.lambda_of is not None:  # differential attention scores the tokens twice
+        terms.append(
+            Term(
+                "second scores q₂·k₂ᵀ: " + ("the new row" if cached else "all t rows"),
+                f"{row_name}2·{h_name}t·{d_qk_name}",
+                rows * 2 * heads * read * d_qk,
+            )
+        )
     terms.append(
         Term(
             "context weights·V: " + ("the new row" if cached else "all t rows"),

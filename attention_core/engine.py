@@ -124,6 +124,29 @@ def sink_softmax(masked_scores: torch.Tensor, sink: torch.Tensor) -> tuple[torch
     return probabilities[..., :-1], probabilities[..., -1:]
 
 
+def own_softmax(variant, params: Mapping[str, torch.Tensor], parts: Mapping[str, torch.Tensor]) -> dict:
+    """What a variant adds to the softmax, as attend takes it: a learned sink's logit per head (gpt-oss), or
+    differential attention's second map, its queries, keys and λ (DiffLlama); nothing for the others."""
+    if variant.sink:
+        return {"sink": params[variant.sink]}
+    if variant.lambda_of is not None:
+        return {"second": (parts["q2"], parts["k2"], variant.lambda_of(params))}
+    return {}
+
+
+def own_parts(stages: dict[str, torch.Tensor], own: dict) -> dict[str, torch.Tensor]:
+    """What attend made of a variant's own softmax, taken out of its stages as parts of the trace: the sink's logit
+    and its share of each row [h, n, 1]; or the second map's scaled scores, both softmaxes and λ [h, n, 1]."""
+    if "sink" in own:
+        share = stages.pop("sink_share")  # [h, n, 1]; the logit beside it, the same in every row
+        return {"sink_logit": own["sink"].reshape(-1, 1, 1).expand_as(share), "sink_share": share}
+    if "second" in own:
+        taken = {name: stages.pop(name) for name in ("scaled_scores_2", "weights_1", "weights_2")}
+        lam = own["second"][2].reshape(-1, 1, 1).expand(*taken["weights_1"].shape[:-1], 1)  # λ, the same in every row
+        return taken | {"lambda": lam}
+    return {}
+
+
 def attend(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -134,6 +157,7 @@ def attend(
     softcap: float | None = None,
     bend=None,
     sink: torch.Tensor | None = None,
+    second: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
     """The stages after the projections, for q, k [h, n, d_k] and v [h, n, d_v].
 
@@ -143,17 +167,30 @@ def attend(
     bend: a function of the scaled scores (bend_of: a score_mod) whose result, bent_scores, is masked instead.
     sink: each head's learned sink logit [h] (sink_softmax), where the variant has one: then sink_share [h, n, 1]
     is returned too.
+    second: differential attention's second map (DiffLlama), its queries and keys [h, n, d_k] and λ: the weights
+    are then softmax(first map) − λ·softmax(second), each map scaled, bent and masked alike; both softmaxes and
+    the second map's scaled scores are returned too (weights_1, weights_2, scaled_scores_2).
     Used by compute_attention and by views that re-run one head (e.g. a causal what-if).
     """
-    scores = q @ k.transpose(-2, -1)  # [h, n, n]
-    scaled_scores = scores if scale == 1.0 else scores * scale
-    if softcap:
-        scaled_scores = softcap * torch.tanh(scaled_scores / softcap)
+
+    def scaled_of(q, k):
+        scores = q @ k.transpose(-2, -1)  # [h, n, n]
+        scaled = scores if scale == 1.0 else scores * scale
+        return scores, softcap * torch.tanh(scaled / softcap) if softcap else scaled
+
+    scores, scaled_scores = scaled_of(q, k)
     bent = {"bent_scores": bend(scaled_scores)} if bend else {}
     masked_scores, weights = masked_softmax(bent.get("bent_scores", scaled_scores), mask)
     shared = {}
     if sink is not None:
         weights, shared["sink_share"] = sink_softmax(masked_scores, sink)
+    if second is not None:  # two maps, and their difference: A = A₁ − λ·A₂ (a weight may be negative)
+        q2, k2, lam = second
+        shared["scaled_scores_2"] = scaled_of(q2, k2)[1]
+        scaled_2 = shared["scaled_scores_2"]
+        shared["weights_2"] = masked_softmax(bend(scaled_2) if bend else scaled_2, mask)[1]
+        shared["weights_1"] = weights
+        weights = weights - lam.to(weights.dtype).reshape(-1, 1, 1) * shared["weights_2"]  # λ: one, or one a head
     context = weights.to(v.dtype) @ v  # [h, n, d_v]
     return {
         "scores": scores,
@@ -290,13 +327,9 @@ def compute_attention(
     if config.causal and config.top_k:  # DSA: the keys the indexer scores highest, of those the mask leaves
         mask = mask & sparse_keys(projected.q @ projected.k.transpose(-2, -1) * scale, mask, config.top_k)
     bend = bend_of(config, projected.q.shape[0], projected.q.dtype, device)
-    sink = params[variant.sink] if variant.sink else None  # a learned sink's logit per head (gpt-oss)
-    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend, sink=sink)
-    if sink is not None:  # the sink's logit and its share of each row, beside the variant's own parts
-        share = stages.pop("sink_share")  # [h, n, 1]; the logit beside it, the same in every row
-        parts = projected.parts | {"sink_logit": sink.reshape(-1, 1, 1).expand_as(share), "sink_share": share}
-    else:
-        parts = projected.parts
+    own = own_softmax(variant, params, projected.parts)
+    stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend, **own)
+    parts = projected.parts | own_parts(stages, own)
     handed = variant.handed(stages["context"], parts)  # the context (gated attention: times its gate)
     output = concat_heads(handed) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
 

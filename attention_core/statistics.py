@@ -38,11 +38,13 @@ ONLY_FIRST = 1e-12
 class Sequence:
     """What a statistic may need besides the weights: the tokens (copies are found by equal tokens), the mask
     ([n, n] bool, True = may see; None = every key), and whether a learned sink takes part of each row (its
-    rows then sum below 1: row_peakiness)."""
+    rows then sum below 1) or the weights are a difference of two maps (differential attention: a weight may be
+    negative): row_peakiness."""
 
     tokens: tuple[str, ...]
     mask: torch.Tensor | None = None
     sink: bool = False
+    signed: bool = False
 
     @property
     def n(self) -> int:
@@ -75,7 +77,9 @@ def induction_targets(tokens: tuple[str, ...]) -> torch.Tensor:
     return targets & torch.ones(n, n, dtype=torch.bool).tril()
 
 
-def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None, sink: bool = False) -> dict[str, torch.Tensor]:
+def row_peakiness(
+    weights: torch.Tensor, mask: torch.Tensor | None, sink: bool = False, signed: bool = False
+) -> dict[str, torch.Tensor]:
     """Entropy, normalized entropy, max weight and effective tokens of each softmax row.
 
     weights: [h, n, n_keys], rows sum to 1 (or are all zero where nothing may be seen).
@@ -83,12 +87,16 @@ def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None, sink: bool =
     sink: the rows sum below 1, a learned sink taking the rest (engine.sink_softmax). The entropy is then that of
     how the row shares among the tokens what it gives them (each weight over the row's sum), so that effective
     tokens still counts tokens; the max weight is the largest weight as drawn.
+    signed: a weight may be negative (differential attention, A₁ − λ·A₂). The entropy is then that of each
+    weight's size over the sizes' sum, |w| / Σ|w|: how many tokens the row's weight, of either sign, is spread
+    over; the max weight is still the largest weight as drawn.
     """
     w = weights if weights.dtype == torch.float64 else weights.float()
     shares = w
-    if sink:
-        total = w.sum(dim=-1, keepdim=True)
-        shares = torch.where(total > 0, w / total.clamp(min=torch.finfo(w.dtype).tiny), torch.zeros_like(w))
+    if sink or signed:
+        size = w.abs()
+        total = size.sum(dim=-1, keepdim=True)
+        shares = torch.where(total > 0, size / total.clamp(min=torch.finfo(w.dtype).tiny), torch.zeros_like(w))
     entropy = torch.special.entr(shares).sum(dim=-1)  # -Σ w·log w, with 0·log 0 = 0   [h, n]
     n_keys = w.shape[-1]
     if mask is None:
@@ -109,7 +117,7 @@ def row_peakiness(weights: torch.Tensor, mask: torch.Tensor | None, sink: bool =
 
 def _peakiness(field: str) -> Callable:
     def rows(weights: torch.Tensor, seq: Sequence) -> tuple[torch.Tensor, torch.Tensor]:
-        return row_peakiness(weights, seq.mask, seq.sink)[field], seq.averaged_rows()
+        return row_peakiness(weights, seq.mask, seq.sink, seq.signed)[field], seq.averaged_rows()
 
     return rows
 

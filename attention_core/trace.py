@@ -127,12 +127,17 @@ class AttentionTrace:
             _shape("output", self.output, (n, d_model))
         if not math.isfinite(self.scale) or self.scale <= 0:
             raise ValueError(f"scale must be a positive finite number; got {self.scale}")
-        for name, value in row_peakiness(self.weights, self.mask, sink="sink_share" in self.parts).items():
+        for name, value in row_peakiness(self.weights, self.mask, "sink_share" in self.parts, self.signed).items():
             object.__setattr__(self, name, value)
 
     @property
     def heads(self) -> int:
         return self.q.shape[0]
+
+    @property
+    def signed(self) -> bool:
+        """The weights are a difference of two maps (differential attention, A₁ − λ·A₂): a weight may be negative."""
+        return "weights_2" in self.parts
 
     @property
     def kv_heads(self) -> int:
@@ -214,7 +219,8 @@ class AttentionTrace:
     @property
     def sequence(self) -> Sequence:
         """What a statistic needs besides the weights (attention_core/statistics.py)."""
-        return Sequence(self.tokens, None if self.mask is None else self.mask.cpu(), "sink_share" in self.parts)
+        mask = None if self.mask is None else self.mask.cpu()
+        return Sequence(self.tokens, mask, "sink_share" in self.parts, self.signed)
 
     @property
     def averaged_rows(self) -> torch.Tensor:

@@ -26,6 +26,8 @@ import torch
 from attention_core.config import AttentionConfig
 from attention_core.variants import VARIANTS
 
+LAMBDA_STD = 0.1  # differential attention's λ_q and λ_k are drawn N(0, 0.1²) (DiffLlamaConfig.lambda_std_dev)
+
 
 def weight_shapes(config: AttentionConfig) -> dict[str, tuple[int, ...]]:
     """The true shape of each of the variant's weights for this config (none without projections)."""
@@ -58,7 +60,8 @@ def draw_matrix(rows: int, cols: int, init: str, generator: torch.Generator) -> 
 def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor]:
     """shapes: (name, shape, kind) of each weight. A [copies, rows, cols] weight draws each copy from its own
     stream (head i of a GQA's W_K is head i of an MHA's); a gain (an RMSNorm's) starts at ones; a logit per head
-    (a learned sink's) is N(0, 1) whatever the init, as gpt-oss draws its sinks from a normal."""
+    (a learned sink's) is N(0, 1) whatever the init, as gpt-oss draws its sinks from a normal; differential
+    attention's λ vectors are N(0, 0.1²) whatever the init (DiffLlama's lambda_std_dev)."""
     drawn = {}
     for name, shape, kind in shapes:
         if kind == "gain":
@@ -66,6 +69,8 @@ def _draw_weights(shapes: tuple, init: str, seed: int) -> dict[str, torch.Tensor
         elif kind == "logit":  # one N(0, 1) number per head, each from its own stream (a head added leaves the rest)
             heads = [draw_matrix(1, 1, "normal", weight_stream(seed, name, head))[0] for head in range(shape[0])]
             drawn[name] = torch.cat(heads).float()
+        elif kind == "lambda":  # N(0, 0.1²), drawn column by column: a wider d_k adds entries, keeps the rest
+            drawn[name] = (LAMBDA_STD * draw_matrix(1, shape[0], "normal", weight_stream(seed, name, 0))[0]).float()
         elif len(shape) == 2:
             drawn[name] = draw_matrix(*shape, init, weight_stream(seed, name, 0)).float()
         else:

@@ -39,10 +39,11 @@ def _veil(fig: Figure, panel: int, rows: int, cols: int) -> Figure:
     return figure(fig.traces, {**fig.parts, "shapes": [*fig.parts.get("shapes", []), shape]})
 
 
-def _kv_index(name: str, decoding: Decoding, head: int) -> tuple[int | None, str]:
-    """Which copy of a cached part the head reads: a key/value head of K and V (GQA shares them), or the one
-    latent (MLA's c_KV and k^R, Q = K = V = X's rows) that every head reads."""
-    if name in ("k_kv", "v_kv"):
+def _kv_index(part, decoding: Decoding, head: int) -> tuple[int | None, str]:
+    """Which copy of a cached part the head reads: a key/value head of K and V (GQA shares them; differential
+    attention's second keys too: a part [g, n, d]), or the one latent (MLA's c_KV and k^R, Q = K = V = X's rows,
+    [n, d]) that every head reads."""
+    if part.dim() == 3:
         kv = decoding.steps[0].kv_head_of[head]
         return kv, f"kv head {kv + 1}"
     return None, "all heads read it"
@@ -57,7 +58,7 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
     tokens, kept = list(decoding.tokens[: t + 1]), list(decoding.steps[t].keys)
     panels = []
     for name, part in decoding.cache_at(t + 1).items():
-        index, whose = _kv_index(name, decoding, head)
+        index, whose = _kv_index(part, decoding, head)
         values = as_numpy(part if index is None else part[index])
         label = part_words(name)[0].replace(" (per key/value head)", "")
         panels.append(
@@ -81,9 +82,9 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
             f"[{t + 1} × {t + 1}]: the last row is new",
             row_labels=tokens,
             col_labels=tokens,
-            diverging=False,
+            diverging=signed(decoding),
             allowed=read,
-            zrange=(0.0, 1.0),
+            zrange=None if signed(decoding) else (0.0, 1.0),
             x_title="key",
         )
     )
@@ -91,6 +92,11 @@ def cache_and_rows_figure(decoding: Decoding, t: int, head: int, style: Style = 
     for k, panel in enumerate(panels):
         fig = _veil(fig, k, panel.matrix.shape[0] - 1, panel.matrix.shape[1])
     return fig
+
+
+def signed(decoding: Decoding) -> bool:
+    """Its weights may be negative (differential attention, A₁ − λ·A₂): drawn in two colours, either side of 0."""
+    return VARIANTS[decoding.config.variant].lambda_of is not None
 
 
 def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_STYLE) -> Figure:
@@ -117,11 +123,11 @@ def step_figure(decoding: Decoding, t: int, head: int, style: Style = DEFAULT_ST
             Panel(
                 weights,
                 "its weights",
-                f"softmax: [1 × {keys}]",
+                f"{'A₁ − λ·A₂' if signed(decoding) else 'softmax'}: [1 × {keys}]",
                 row_labels=token,
                 col_labels=tokens,
-                diverging=False,
-                zrange=(0.0, 1.0),
+                diverging=signed(decoding),
+                zrange=None if signed(decoding) else (0.0, 1.0),
                 x_title="key",
             ),
             Panel(

@@ -88,6 +88,12 @@ TERMS: dict[str, str] = {
         "e^s / (Σⱼ e^S′ᵢⱼ + e^s): a head with nothing to look at can give its weight to no token, where softmax "
         "alone must park it on one (the attention sink). The cache is unchanged: s is one number per head."
     ),
+    "differential attention": (
+        "**Differential attention** (the Differential Transformer; DiffLlama): each head scores the tokens twice, "
+        "with two pairs of queries and keys, takes a softmax of each and attends with their difference, "
+        "A = A₁ − λ·A₂, λ learned. What both maps give a token cancels, as noise-cancelling headphones cancel what "
+        "both microphones hear; a row sums to 1 − λ, and a weight may be negative. The cache keeps both keys."
+    ),
     "RoPE": (
         "**Rotary positions**: instead of adding a position to X, each pair of a query's and a key's dimensions "
         "is turned by an angle that grows with the token's position. A turn keeps lengths, and q·k then depends "

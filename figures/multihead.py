@@ -46,7 +46,7 @@ def multihead_grid(
     # Scores exist for every pair; the mask applies from the masked scores on (as in the walkthrough).
     masked = field in ("masked_scores", "weights")
     allowed = None if trace.mask is None or not masked else trace.mask.cpu().numpy()
-    diverging = field != "weights"
+    diverging = field != "weights" or trace.signed  # weights are ≥ 0 but differential attention's (A₁ − λ·A₂)
     label_font = max(9, style.font_size - 4)
     blocks = block_ranges(n)
     ticks = axis_ticks(trace.tokens, blocks, most=int(GRID_PANEL_PIXELS // (label_font * 1.4)))

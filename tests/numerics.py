@@ -24,6 +24,8 @@ import dataclasses
 import torch
 
 from attention_core.variants import NORM_EPS
+from attention_core.variants.differential.compute import LAMBDA_INIT as DIFF_INIT
+from attention_core.variants.differential.compute import NORM_EPS as DIFF_EPS
 
 F32 = 2.0**-24  # unit roundoff of float32: half the distance from 1 to the next number
 F64 = 2.0**-53
@@ -169,12 +171,15 @@ def attention(q: Bound, k: Bound, v: Bound, *, factor: float, mask: torch.Tensor
     it (its share returned as sink_share [h, n, 1])."""
     scores = matmul(q, k.map(lambda t: t.transpose(-2, -1)), u)
     scaled = scale(scores, factor, u) if factor != 1.0 else scores
+    given = scaled  # what the softmax is handed: in a float32 softmax (u_softmax), each score rounded once first
+    if u_softmax is not None and u_softmax > u:
+        given = Bound(scaled.value, scaled.error + u_softmax * scaled.value.abs())
     shared = {}
     if sink is None:
-        weights = softmax(scaled, mask, u if u_softmax is None else u_softmax)
+        weights = softmax(given, mask, u if u_softmax is None else u_softmax)
     else:
         column = sink.double().reshape(-1, 1, 1).expand(*scaled.value.shape[:-1], 1)
-        joined = cat([scaled, Bound(column, torch.zeros_like(column))])
+        joined = cat([given, Bound(column, torch.zeros_like(column))])
         seen = None if mask is None else torch.cat([mask, torch.ones(mask.shape[0], 1, dtype=torch.bool)], -1)
         every = softmax(joined, seen, u if u_softmax is None else u_softmax)
         weights, shared["sink_share"] = every.map(lambda t: t[..., :-1]), every.map(lambda t: t[..., -1:])
@@ -182,6 +187,33 @@ def attention(q: Bound, k: Bound, v: Bound, *, factor: float, mask: torch.Tensor
         weights = Bound(weights.value, weights.error + u_softmax * weights.value)
     context = matmul(weights, v, u)
     return {"scores": scores, "scaled_scores": scaled, "weights": weights, "context": context, **shared}
+
+
+def negate(a: Bound) -> Bound:
+    """−a: exact."""
+    return Bound(-a.value, a.error)
+
+
+def exp(a: Bound, u: float) -> Bound:
+    """e^a: a's error carried (e^(a ± e) − e^a ≤ e^a·(e^e − 1)), and the exp's own rounding (within 4 ulp in glibc,
+    SLEEF and MKL's VML: 8u)."""
+    value = a.value.exp()
+    return Bound(value, value * torch.expm1(a.error) + 8 * u * (value * a.error.exp()))
+
+
+def differential_lambda(p, u: float, init: float) -> Bound:
+    """Differential attention's λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, from its four vectors (exact)."""
+    e1, e2 = (exp(matmul(exact(p[f"lambda_q{i}"])[None], exact(p[f"lambda_k{i}"])[:, None], u), u) for i in (1, 2))
+    return add(add(e1, negate(e2), u), exact(torch.tensor([[init]], dtype=torch.float64)), u)  # [1, 1]
+
+
+def differential(q2: Bound, k2: Bound, v: Bound, lam: Bound, first: Bound, *, factor: float,
+                 mask: torch.Tensor | None, u: float, u_softmax: float | None = None) -> dict[str, Bound]:  # fmt: skip
+    """Differential attention after the first map's softmax `first` (attention's weights): the second map's
+    softmax, A = A₁ − λ·A₂ and its context."""
+    second = attention(q2, k2, v, factor=factor, mask=mask, u=u, u_softmax=u_softmax)["weights"]
+    weights = add(first, negate(multiply(lam.map(lambda t: t.expand_as(second.value)), second, u)), u)
+    return {"weights_1": first, "weights_2": second, "weights": weights, "context": matmul(weights, v, u)}
 
 
 def cat(parts: list[Bound]) -> Bound:
@@ -203,15 +235,17 @@ def expand(kv: Bound, groups: int) -> Bound:
 class Rounding:
     """The unit roundoff each part of an implementation computes in: `u` for the sums, and where it differs, the
     softmax (transformers' eager kernel takes it in float32 for float64 inputs), the rotary angles (transformers'
-    rotary modules compute them in float32) and RMSNorm (DeepSeek's, in float32)."""
+    rotary modules compute them in float32), RMSNorm (DeepSeek's, in float32) and differential attention's λ
+    (DiffLlama's, in float32)."""
 
     u: float
     softmax: float | None = None
     angles: float | None = None
     norm: float | None = None
+    lam: float | None = None
 
     def __post_init__(self):
-        for part in ("softmax", "angles", "norm"):
+        for part in ("softmax", "angles", "norm", "lam"):
             if getattr(self, part) is None:
                 object.__setattr__(self, part, self.u)
 
@@ -261,7 +295,15 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
     mask = None if trace.mask is None else trace.mask.cpu()
     sink = p["sink"].cpu() if "sink_share" in trace.parts else None  # a learned sink's logit per head (gpt-oss)
     stages = attention(q, k, v, factor=trace.scale, mask=mask, u=u, u_softmax=rounding.softmax, sink=sink)
-    handed = stages["context"]
+    if "weights_2" in trace.parts:  # differential attention: A = A₁ − λ·A₂, each head's context normalised
+        q2, parts["k2_kv"] = turned(matmul(x, exact(p["w_q2"]), u)), turned(matmul(x, exact(p["w_k2"]), u))
+        k2 = expand(parts["k2_kv"], q2.value.shape[0] // parts["k2_kv"].value.shape[0])
+        parts["lambda"] = lam = differential_lambda(p, rounding.lam, DIFF_INIT)
+        stages |= differential(q2, k2, v, lam, stages["weights"], factor=trace.scale, mask=mask, u=u,
+                               u_softmax=rounding.softmax)  # fmt: skip
+        normed = rms_norm(stages["context"], torch.ones(v.value.shape[-1]), DIFF_EPS, rounding.norm)
+        stages["handed"] = scale(normed, 1 - DIFF_INIT, u)
+    handed = stages.get("handed", stages["context"])
     if "w_g" in p:  # gated attention: each head's context times its gate, σ(X·W_G), before W_O
         parts["gate"] = sigmoid(matmul(x, exact(p["w_g"]), u), u)
         handed = stages["handed"] = multiply(handed, parts["gate"], u)

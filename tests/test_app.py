@@ -258,7 +258,10 @@ def test_the_cache_stage_takes_its_choices_from_the_link_and_names_a_bad_one():
         ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps; got 'tpu'"),
         ({"init": "<script>"}, "init must be one of normal, xavier, kaiming, unit; got '<script>'"),
         ({"positional": "yes"}, "positional encoding must be one of none, sinusoidal, rotary; got 'yes'"),
-        ({"variant": "mlx"}, "variant must be one of mha, gqa, mqa, mla, identity, gated, learned_sink; got 'mlx'"),
+        (
+            {"variant": "mlx"},
+            "variant must be one of mha, gqa, mqa, mla, identity, gated, learned_sink, differential; got 'mlx'",
+        ),
         (
             {"variant": "gqa", "heads": 6, "kv_heads": 4},
             "6 heads cannot be shared evenly by 4; with 6 heads choose one of 1, 2, 3, 6",

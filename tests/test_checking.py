@@ -47,7 +47,8 @@ def rotate_half(t: np.ndarray, base: float, pairs: str) -> np.ndarray:
         out[..., 0::2], out[..., 1::2] = even * cos - odd * sin, even * sin + odd * cos
         return out
     first, second = t[..., : width // 2], t[..., width // 2 :]
-    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+    turned = np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+    return turned.astype(t.dtype)  # float32 throughout, as the neighbours' layout writes it (empty_like)
 
 
 def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[str, np.ndarray]:
@@ -119,8 +120,26 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
             e = np.exp(masked - masked.max(axis=axis, keepdims=True))
             weights = e / e.sum(axis=axis, keepdims=True)
     weights = np.nan_to_num(weights) if mistake == "mask_hides_self_nan_to_num" else weights
+    if "w_q2" in inputs and mistake != "second_map_left_out":  # differential attention: A₁ − λ·A₂
+        q2, k2 = project("w_q2", heads), project("w_k2", groups)
+        if settings["rope_base"] is not None:
+            q2, k2 = rotate_half(q2, settings["rope_base"], "halves"), rotate_half(k2, settings["rope_base"], "halves")
+        scaled2 = q2 @ np.repeat(k2, copies, axis=0).transpose(0, 2, 1) * scale
+        if mistake == "mask_after_softmax":
+            e2 = np.exp(scaled2 - scaled2.max(axis=-1, keepdims=True))
+            second = e2 / e2.sum(axis=-1, keepdims=True) * mask
+        else:
+            masked2 = np.where(mask, scaled2, -np.inf)
+            e2 = np.exp(masked2 - masked2.max(axis=axis, keepdims=True))
+            second = e2 / e2.sum(axis=axis, keepdims=True)
+        dots = [np.dot(inputs[f"lambda_q{i}"], inputs[f"lambda_k{i}"]) for i in (1, 2)]
+        weights = weights - np.float32(np.exp(dots[0]) - np.exp(dots[1]) + settings["lambda_init"]) * second
     context = weights @ v
-    output = context.transpose(1, 0, 2).reshape(n, -1) @ np.asarray(inputs["w_o"], dtype=np.float32)
+    handed = context  # differential attention: each head's context normalised over its width, times 1 − λ_init
+    if "w_q2" in inputs:
+        rms = np.sqrt((context**2).mean(axis=-1, keepdims=True) + settings["norm_eps"])
+        handed = np.float32(1 - settings["lambda_init"]) * context / rms
+    output = handed.transpose(1, 0, 2).reshape(n, -1) @ np.asarray(inputs["w_o"], dtype=np.float32)
     # Named as three libraries name them: the lectures', TransformerLens's, transformers'.
     z = context.transpose(1, 0, 2)  # TransformerLens's layout: [n, heads, d]
     return {"hook_q": q, "key_states": k, "v": v, "scores": scores, "scaled_scores": scaled,
@@ -145,6 +164,9 @@ CONFIGS = {
     "rope": AttentionConfig(d_model=8, d_k=4, heads=2, causal=True, positional="rotary"),
     "bent": AttentionConfig(d_model=8, d_k=4, heads=2, mask="causal & (window 3 | sinks 1)", bend="alibi"),
     "sink": AttentionConfig(d_model=8, d_k=2, heads=4, kv_heads=2, variant="learned_sink", causal=True),
+    "diff": AttentionConfig(
+        d_model=8, d_k=4, heads=4, kv_heads=2, variant="differential", causal=True, positional="rotary"
+    ),  # d_k = 4: RoPE's neighbours are not its halves
 }
 
 
@@ -156,6 +178,9 @@ CAPS = {
     "rope": AttentionConfig(d_model=768, d_k=64, heads=12, causal=True, positional="rotary"),
     "bent": AttentionConfig(d_model=768, d_k=64, heads=12, mask="causal & dilated 3", bend="relative"),
     "sink": AttentionConfig(d_model=768, d_k=64, heads=12, kv_heads=4, variant="learned_sink", causal=True),
+    "diff": AttentionConfig(
+        d_model=768, d_k=64, heads=12, kv_heads=4, variant="differential", causal=True, positional="rotary"
+    ),
 }
 CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))
 SIZES = {"small": (TEXT, CONFIGS), "caps": (CAPS_TEXT, CAPS)}
@@ -170,6 +195,20 @@ def test_a_right_implementation_matches_at_every_stage(name, size):
     assert [c.stage for c in verdict.checked] == [s for s in STAGES if s in expected(trace)]  # every stage, found
     assert len(verdict.checked) == 9 + (trace.bent_scores is not None)  # under some library's name
     assert verdict.all_right and verdict.mistakes == (), [(c.stage, c.difference) for c in verdict.checked]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_differential_attention_handed_on_without_its_norm_or_its_scale_is_wrong_at_the_output(size):
+    """The output's room carries a context within its room through the norm (rounding.carried_to_output): wider
+    than the app's own rounding, yet a context handed to W_O without the norm, or without 1 − λ_init, is outside
+    it, at the small size and at the caps."""
+    text, configs = SIZES[size]
+    trace = trace_sentence(text, configs["diff"])
+    stages = students(trace)
+    n, w_o = trace.n_tokens, inputs_arrays(trace)["w_o"].numpy()
+    for wrong in (stages["z"].reshape(n, -1) @ w_o, stages["attn_output"] / 0.8):
+        verdict = check(trace, {**stages, "attn_output": wrong})
+        assert verdict.first_wrong == "output", [(c.stage, c.difference) for c in verdict.checked]
 
 
 PLANTED = [  # (mistake, the configuration it can happen in, the first stage it changes)
@@ -192,6 +231,11 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("no_scaling", "sink", "scaled_scores"),  # a mistake before the sink, named with it
     ("mask_sees_next", "sink", "masked_scores"),
     ("mask_after_softmax", "sink", "weights"),  # a mistake in the softmax itself, named with the sink in it
+    ("second_map_left_out", "diff", "weights"),  # each row sums to 1, where it sums to 1 − λ
+    ("no_scaling", "diff", "scaled_scores"),  # a mistake before the two maps, named with them
+    ("softmax_queries", "diff", "weights"),  # a mistake in both softmaxes, named with the second map in it
+    ("mask_after_softmax", "diff", "weights"),
+    ("rope_neighbours", "diff", "q"),  # grouped keys turned: once a crash in the check (k per key/value head)
 ]
 
 

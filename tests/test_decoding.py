@@ -28,6 +28,7 @@ CONFIGS = {
     "identity": dict(variant="identity", positional="rotary"),
     "gated": dict(variant="gated", heads=4, kv_heads=2, positional="rotary"),
     "learned_sink": dict(variant="learned_sink", heads=4, kv_heads=2, positional="rotary"),
+    "differential": dict(variant="differential", heads=4, kv_heads=2, positional="rotary"),
     "unscaled": dict(scaled=False, heads=2),
 }
 

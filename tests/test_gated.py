@@ -109,7 +109,7 @@ def test_a_link_opens_the_gated_variant_with_its_gate_stage_and_its_words():
     assert charts(at)
 
 
-@pytest.mark.parametrize("variant", ["gated", "learned_sink"])  # the variants added as a folder of their own
+@pytest.mark.parametrize("variant", ["gated", "learned_sink", "differential"])  # variants added as a folder
 @pytest.mark.parametrize("page", [spec.path for spec in PAGES if "variant" in spec.reads])
 def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page, variant):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
@@ -120,18 +120,20 @@ def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page, v
     assert at.session_state["variant"] == variant and variant in at.selectbox(key="variant").options
 
 
-def test_the_variant_is_one_folder_and_one_line_of_the_registry():
-    """Nothing outside its folder names the gated variant but the registry: its import and its place in the order."""
-    folder = ROOT / "attention_core" / "variants" / "gated"
+@pytest.mark.parametrize(
+    ("key", "name"), [("gated", "GATED"), ("learned_sink", "SINK"), ("differential", "DIFFERENTIAL")]
+)
+def test_the_variant_is_one_folder_and_one_line_of_the_registry(key, name):
+    """Nothing outside its folder names a variant added as a folder (gated attention, the learned sink, differential
+    attention) but the registry: its import, and its place in the order."""
+    folder = ROOT / "attention_core" / "variants" / key
     named = []
     for path in sorted(ROOT.glob("**/*.py")):
         if ".venv" in path.parts or "tests" in path.parts or folder in path.parents or "node_modules" in path.parts:
             continue
         named += [f"{path.relative_to(ROOT)}: {line.strip()}" for line in path.read_text().splitlines()
-                  if re.search(r"\bGATED\b|variants\.gated|[\"']gated[\"']", line)]  # fmt: skip
-    assert named == [
-        "attention_core/variants/registry.py: from attention_core.variants.gated import GATED",
-        "attention_core/variants/registry.py: for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK):  # a "
-        "variant's folder, and its place here",
-    ], named
+                  if re.search(rf"variants\.{key}\b|[\"']{key}[\"']", line)]  # fmt: skip
+    assert named == [f"attention_core/variants/registry.py: from attention_core.variants.{key} import {name}"], named
+    order = re.search(r"for _variant in \((.*)\):", (folder.parent / "registry.py").read_text())[1].split(", ")
+    assert order.count(name) == 1, order
     assert VARIANTS["gated"].own_stages[0].key == "gate"

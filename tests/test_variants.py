@@ -381,8 +381,12 @@ def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant,
     trace = compute_attention(_x(8, "float64"), config)
     spec = VARIANTS[variant]
     assert cached_bytes(trace.parts, spec) == spec.cache_per_token(config.sizes) * N * 8
-    # Every part the trace keeps has the width the registry says (the memory estimate counts them).
-    assert {name: part.numel() // N for name, part in trace.parts.items()} == spec.parts(config.sizes)
+    # Every part the trace keeps has the width the registry says (the memory estimate counts them), and its n×n maps
+    # a head (differential attention's second scores and two softmaxes) are the ones its `maps` counts.
+    widths = {name: part.numel() // N for name, part in trace.parts.items()}
+    square = [name for name, part in trace.parts.items() if tuple(part.shape) == (config.heads, N, N)]
+    assert len(square) == spec.maps and all(widths.pop(name) == config.heads * N for name in square), square
+    assert widths == spec.parts(config.sizes)
     assert trace.sizes == config.sizes  # read back from the shapes
     expected = {
         "mha": 4 * (4 + 2),
@@ -392,6 +396,7 @@ def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant,
         "identity": 8,
         "gated": 2 * (4 + 2),
         "learned_sink": 2 * (4 + 2),
+        "differential": 2 * (2 * 4 + 2),  # both maps' keys and the value
     }  # the sink is one number per head, not per token
     expected = expected[variant]
     assert spec.cache_per_token(config.sizes) == expected
@@ -504,8 +509,9 @@ def test_every_variant_gives_the_cpus_numbers_on_cuda(variant):
 
 def test_compare_holds_head_1s_keys_and_values_fixed_across_the_grouped_variants():
     """Compare's "two variants" says GQA's and MQA's key/value heads are MHA's first ones, so head 1 reads the
-    same K and V under all three (and X is the same for every variant). Gated attention and the learned sink draw
-    GQA's weights (the user guide says so): beside GQA on Compare they differ by their gate or their sink alone."""
+    same K and V under all three (and X is the same for every variant). Gated attention, the learned sink and
+    differential attention draw GQA's weights (the user guide says so): beside GQA on Compare they differ by their
+    gate, their sink or their second map alone."""
     text = "The dog chased the ball but it couldn't catch it"
     traces = {v: trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant=v)) for v in ("mha", "gqa", "mqa")}
     traces["mla"] = trace_sentence(text, AttentionConfig(heads=4, variant="mla"))
@@ -521,3 +527,9 @@ def test_compare_holds_head_1s_keys_and_values_fixed_across_the_grouped_variants
             assert torch.equal(getattr(other, name), getattr(traces["gqa"], name)), (variant, name)
     sink = trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant="learned_sink"))
     assert not torch.equal(sink.weights, traces["gqa"].weights)
+    # Differential attention's first map is GQA's softmax: beside GQA it differs by its second map (and its norm).
+    diff = trace_sentence(text, AttentionConfig(heads=4, kv_heads=2, variant="differential"))
+    for name in ("q", "k", "v", "w_o", "scaled_scores"):
+        assert torch.equal(getattr(diff, name), getattr(traces["gqa"], name)), name
+    assert torch.equal(diff.parts["weights_1"], traces["gqa"].weights)
+    assert not torch.equal(diff.weights, traces["gqa"].weights)

@@ -9,7 +9,7 @@ import torch
 from attention_core.bends import RELATIVE_REACH, alibi_slopes, parse_bend, relative_table
 from attention_core.masks import window_of
 from attention_core.trace import AttentionTrace
-from attention_core.variants import NORM_EPS
+from attention_core.variants import NORM_EPS, VARIANTS
 
 MAX_UPLOAD_BYTES = 5 * 2**20  # /check's uploader takes this much (max_upload_size), and this function no more
 
@@ -49,6 +49,7 @@ def inputs_settings(trace: AttentionTrace) -> dict:
         "relative_reach": RELATIVE_REACH,
         "rope_base": trace.rope_base,
         "norm_eps": NORM_EPS,  # RMSNorm's ε, where the variant normalizes (MLA's latent)
+        **(VARIANTS[trace.variant].constants if trace.variant in VARIANTS else {}),  # differential's λ_init, its ε
     }
 
 

@@ -15,34 +15,44 @@ from attention_core.checking.stages import expected
 from attention_core.engine import sink_softmax
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
+from attention_core.variants import expand_kv
 
 
-def _after_scores(trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf", bent=True, sink=True):
+def _after_scores(
+    trace, scaled=None, mask=None, softmax_dim=-1, mask_after=False, fill="-inf", bent=True, sink=True, second=True
+):
     """The stages from the scaled scores on, with one step done another way. `fill`: how the hidden scores were
     written, which decides a row whose every key is hidden: "-inf" (its weights NaN), "-1e9" (spread evenly over
     every key) or "nan_to_num" (-inf, then the NaN weights made zeros). A trace's bend (ALiBi, a soft cap) is applied
     to the scaled scores before the mask, as the student applied it, unless `bent` is False (the bend left out); a
-    learned sink (gpt-oss) joins each row's softmax over the keys, unless `sink` is False (the sink left out)."""
+    learned sink (gpt-oss) joins each row's softmax over the keys, unless `sink` is False (the sink left out);
+    differential attention's second map is made alike and λ times it taken from the first, unless `second` is
+    False (the second map left out)."""
     e = expected(trace)
     scaled = e["scaled_scores"] if scaled is None else scaled
     bend = parse_bend(trace.bend) if bent else None
-    before = scaled
-    if bend is not None:  # the bend on these scaled scores, in float64 as the check's own stages are
-        before = bend_scores(scaled, bend.mod(scaled.shape[0], trace.bend_seed, scaled.dtype, scaled.device))
     allowed = (None if trace.mask is None else trace.mask.cpu()) if mask is None else mask
     hidden = -1e9 if fill == "-1e9" else -math.inf
-    masked = before if allowed is None else before.masked_fill(~allowed, hidden)
     logit = trace.parts["sink_logit"][:, 0, 0].double().cpu() if sink and "sink_logit" in trace.parts else None
     softmax = (lambda s: sink_softmax(s, logit)[0]) if logit is not None else (lambda s: torch.softmax(s, dim=-1))
-    if mask_after:
-        weights = softmax(before) * (1.0 if allowed is None else allowed.double())
-    elif softmax_dim != -1:
-        weights = torch.softmax(masked, dim=softmax_dim)  # down the columns: no row, so no row's sink either
-    else:
+
+    def one_map(scaled):  # its bend (in float64, as the check's own stages are), its mask and its softmax
+        before = scaled
+        if bend is not None:
+            before = bend_scores(scaled, bend.mod(scaled.shape[0], trace.bend_seed, scaled.dtype, scaled.device))
+        masked = before if allowed is None else before.masked_fill(~allowed, hidden)
+        if mask_after:
+            return before, masked, softmax(before) * (1.0 if allowed is None else allowed.double())
+        if softmax_dim != -1:
+            return before, masked, torch.softmax(masked, dim=softmax_dim)  # down the columns: no row, no row's sink
         weights = softmax(masked)  # NaN in a row with every key hidden, as a student's (with a sink: 0)
-        weights = torch.nan_to_num(weights) if fill == "nan_to_num" else weights
-    values = e["v"]
-    context = weights @ values
+        return before, masked, torch.nan_to_num(weights) if fill == "nan_to_num" else weights
+
+    before, masked, weights = one_map(scaled)
+    if second and trace.signed:  # differential attention: A = A₁ − λ·A₂, the second map made the same way
+        lam = trace.parts["lambda"][:, :1].double().cpu()  # [h, 1, 1]
+        weights = weights - lam * one_map(trace.parts["scaled_scores_2"].double().cpu())[2]
+    context = weights @ e["v"]
     stages = {"scaled_scores": scaled, "masked_scores": masked, "weights": weights, "context": context}
     if bend is not None:
         stages["bent_scores"] = before
@@ -92,6 +102,11 @@ def _bend_left_out(trace):
 def _sink_left_out(trace):
     """A learned sink not added to the softmax: each row's weights sum to 1, where the sink takes its share."""
     return _after_scores(trace, sink=False) if "sink_logit" in trace.parts else None
+
+
+def _second_map_left_out(trace):
+    """Differential attention's weights taken as the first map's softmax alone: each row sums to 1, not 1 − λ."""
+    return _after_scores(trace, second=False) if trace.signed else None
 
 
 def _mask_after_softmax(trace):
@@ -159,6 +174,8 @@ def _rope_as_neighbours(trace):
         return out
 
     q, k = (turn(trace.parts[f"{name}_unrotated"].double().cpu()) for name in ("q", "k"))
+    if k.dim() == 3:  # GQA's keys, one per key/value head: one per query head (MLA's rotary key is shared, [n, d])
+        k = expand_kv(k, q.shape[0] // k.shape[0])
     return _from_qk(trace, q, k)
 
 
@@ -204,6 +221,10 @@ MISTAKES = (
             "The softmax ran over the keys alone: each row's weights sum to 1, where this head's learned sink "
             "logit s_h joins every row's softmax as one more column, dropped after it. Append s_h to each row of "
             "the masked scores, take the softmax, then drop that column.", _sink_left_out),
+    Mistake("second_map_left_out", "the second map left out",
+            "The weights are the first map's softmax alone: differential attention takes λ times a second map's "
+            "softmax from it, A = softmax(Q₁K₁ᵀ/√d_k) − λ·softmax(Q₂K₂ᵀ/√d_k), so each row sums to 1 − λ. Score the "
+            "tokens with Q₂ and K₂ too, and subtract λ times that softmax.", _second_map_left_out),
     Mistake("mask_after_softmax", "the mask applied after the softmax",
             "Future keys were zeroed after the softmax, so each row no longer sums to 1 and the visible keys kept "
             "the share the hidden ones took. Set hidden scores to −∞ before the softmax.", _mask_after_softmax),

@@ -18,7 +18,8 @@ import torch
 from attention_core.checking.files import window_settings
 from attention_core.config import AttentionConfig
 from attention_core.engine import compute_attention
-from attention_core.trace import AttentionTrace
+from attention_core.trace import AttentionTrace, concat_heads
+from attention_core.variants import VARIANTS
 
 TIMES = 4.0
 HIDDEN = -1e4  # a score at or below this is a hidden one (a student may fill with -1e9, -1e4·..., or −∞)
@@ -67,6 +68,19 @@ def twice(trace: AttentionTrace) -> tuple[AttentionTrace, AttentionTrace] | None
     return runs[0], runs[1]
 
 
+def carried_to_output(trace: AttentionTrace, most: float) -> float:
+    """Where what a head hands on is not linear in its context (a norm, Variant.handed_slope): how far the output
+    may move when every context value is off by `most`, each handed value by its slope times `most`, then through
+    |W_O| (first order). The app's own float32 rounding of the output is one sample of that; a student's context,
+    rounded otherwise within its room, may land farther. 0 where the context is handed on as it is (or gated)."""
+    variant = VARIANTS.get(trace.variant)
+    if variant is None or variant.handed_slope is None or "w_o" not in trace.params:
+        return 0.0
+    parts = {name: part.detach().double().cpu() for name, part in trace.parts.items()}
+    slope = variant.handed_slope(trace.context.detach().double().cpu(), parts)  # [h, n, d_v]
+    return float((concat_heads(slope * most) @ trace.params["w_o"].detach().double().cpu().abs()).max())
+
+
 def room(single: torch.Tensor | None, exact: torch.Tensor) -> float:
     """What a float32 implementation may be off by on this stage: TIMES the app's own float32 rounding of it (its
     largest deviation from float64), and ULPS of the stage's size."""
@@ -94,18 +108,32 @@ def hidden(value: torch.Tensor) -> torch.Tensor:
     return value <= HIDDEN
 
 
-def broken_fact(want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None) -> tuple[tuple, str] | None:
+def row_sums(trace) -> tuple[str, float]:
+    """Why a row of this trace's weights may sum to other than 1, as the check says it, and how many softmax rows'
+    rounding its sum carries: a learned sink's 1 − its share (one row), differential attention's 1 − λ (two maps,
+    the second's times λ)."""
+    if trace.signed:
+        lam = float(trace.parts["lambda"][0, 0, 0])
+        return "in differential attention a row sums to 1 − λ (A₁ − λ·A₂, each map's row summing to 1)", 1 + abs(lam)
+    return "with this head's sink, a row sums to 1 − the sink's share", 1.0
+
+
+def broken_fact(
+    want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None, sums_said: tuple[str, float] = ("", 1.0)
+) -> tuple[tuple, str] | None:
     """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
-    first row (in reading order) that does not sum to 1 (with a learned sink, to 1 − its share: the exact row's sum),
-    or the first hidden key given a weight (None: neither);
+    first row (in reading order) that does not sum to 1 (with a learned sink or differential attention, to the exact
+    row's sum: `sums_said`, row_sums' why and rounding), or the first hidden key given a weight (None: neither);
     `masked`: the exact masked scores, a hidden key's −∞ (None: none is hidden). These hold within float32's rounding
     of one row (row_sum_room), not the cells' wider allowance."""
     keys = want.shape[-1]
+    why, times = sums_said
+    most = row_sum_room(keys) * times
     # A row with every key hidden has no softmax (NaN), and a NaN handed in is named by first_nan: neither is counted.
     counted = ~torch.isnan(want).any(-1) & ~torch.isnan(got).any(-1)
     sums = got.double().sum(-1)
     exact = want.double().sum(-1)  # 1, or with a learned sink 1 − its share of the row (exact: float64)
-    rows = (counted & ((sums - exact).abs() > row_sum_room(keys))).nonzero()
+    rows = (counted & ((sums - exact).abs() > most)).nonzero()
     hidden_keys = torch.zeros_like(want, dtype=torch.bool) if masked is None else hidden(masked)
     seen = (hidden_keys & (got.abs() > HIDDEN_WEIGHT)).nonzero()
     row = tuple(int(i) for i in rows[0]) if len(rows) else None
@@ -115,11 +143,10 @@ def broken_fact(want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | No
                       f"softmax gives 0: that key is hidden (its score is −∞, and exp(−∞) = 0).")  # fmt: skip
     if row is not None:
         where = (*row, int((got[row] - want[row]).abs().argmax()))
-        if abs(float(exact[row]) - 1) > row_sum_room(keys):  # a learned sink takes the rest of the row
+        if abs(float(exact[row]) - 1) > most:  # a learned sink takes the rest of the row, or λ·A₂ does
             said = (
-                f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not {float(exact[row]):.6g}: with this "
-                f"head's sink, a row sums to 1 − the sink's share, in float32 within {row_sum_room(keys):.1e} "
-                f"for {keys} keys (2·n·ε)."
+                f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not {float(exact[row]):.6g}: {why}, in "
+                f"float32 within {most:.1e} for {keys} keys ({'2·n·ε' if times == 1 else '2·n·ε·(1 + |λ|)'})."
             )
             return where, said
         return where, (f"Yours sums row {list(row)} to {float(sums[row]):.6g}, not 1: a softmax row sums to 1, in "

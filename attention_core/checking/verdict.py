@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import torch
 
 from attention_core.checking.mistakes import MISTAKES, Mistake
-from attention_core.checking.rounding import broken_fact, explains, hidden, room, twice
+from attention_core.checking.rounding import broken_fact, carried_to_output, explains, hidden, room, row_sums, twice
 from attention_core.checking.stages import SHARED, SQUARE, STAGES, expected, stage_of
 from attention_core.trace import AttentionTrace
 
@@ -113,7 +113,10 @@ def rooms(trace: AttentionTrace, step: int | None) -> tuple[dict[str, torch.Tens
         want = at_step(expected(trace), step)
         return want, {stage: room(None, value) for stage, value in want.items()}
     single, exact = (at_step(expected(run), step) for run in runs)
-    return exact, {stage: room(single.get(stage), value) for stage, value in exact.items()}
+    allowed = {stage: room(single.get(stage), value) for stage, value in exact.items()}
+    if "output" in allowed:  # a context within its room, carried through a norm (differential attention)
+        allowed["output"] += carried_to_output(runs[1], allowed["context"])
+    return exact, allowed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +172,8 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
             got, most = taken[stage].value, allowed[stage]
             gap, where = difference(want[stage], got)
             cell = first_cell(want[stage], got, most)
-            broken = broken_fact(want[stage], got, want.get("masked_scores")) if stage == "weights" else None
+            sums = row_sums(trace)  # what a row sums to where not 1 (a sink, differential attention), and why
+            broken = broken_fact(want[stage], got, want.get("masked_scores"), sums) if stage == "weights" else None
             if broken is not None and (cell is None or broken[0] < cell):
                 cell = broken[0]
             checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= most and broken is None,

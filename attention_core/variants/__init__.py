@@ -1,5 +1,5 @@
 """Attention variants as one registry: MHA, MQA, GQA, DeepSeek's multi-head latent attention (MLA), Q = K = V = X,
-and gated attention (Qwen3-Next).
+gated attention (Qwen3-Next), a learned sink (gpt-oss) and differential attention (DiffLlama).
 
 A variant is one `Variant` record in VARIANTS, the way transformers picks an attention kernel by name from
 ALL_ATTENTION_FUNCTIONS. It says
@@ -24,6 +24,8 @@ context. Adding a variant is a folder here and its entry in registry.py (docs/ar
     MLA   keys and values are up-projected, per head, from one small latent c_KV per token, and a rotary key
           k^R shared by all heads carries the position (DeepSeek-V2, section 2.1); the cache keeps only c_KV, k^R
     Gated GQA whose every head multiplies its context by σ(X·W_G), per token and channel, before W_O
+    Sink  GQA whose every head adds a learned logit to each row's softmax, a column no token owns
+    Diff  GQA whose every head attends with the difference of two softmax maps, A₁ − λ·A₂
 
 Sizes: n tokens, h = heads, g = kv_heads, d = d_model, d_k, d_v; MLA: d_c (c_KV's width), d_cq (c_Q's, 0 = no
 query latent), d_r = d_rope (the rotary part of each query and key). Weights are stored at their true shapes

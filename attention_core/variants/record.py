@@ -36,7 +36,8 @@ class WeightSpec:
     """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head) or "" (one);
     rows and cols are width names (Sizes.of). kind "gain": an RMSNorm's per-dimension scale, a vector of cols
     (drawn as ones, as a freshly built model has it); kind "logit": a number per head, a vector of cols = "heads"
-    (drawn N(0, 1), each head from its own stream: a learned sink's logit). applies: "token" if a decoder
+    (drawn N(0, 1), each head from its own stream: a learned sink's logit); kind "lambda": a vector of cols drawn
+    N(0, 0.1²) (differential attention's λ_q and λ_k, as DiffLlama draws them). applies: "token" if a decoder
     multiplies it with the new token's row only (projections, W_O), "cached" if with every cached token's, at
     every step (MLA's up-projections W_UK and W_UV read the whole cache of latents)."""
 
@@ -53,7 +54,7 @@ class WeightSpec:
     @property
     def vector(self) -> bool:
         """A vector, not a matrix: an RMSNorm's gain or a logit per head (no matrix product, no matrix panel)."""
-        return self.kind in ("gain", "logit")
+        return self.kind in ("gain", "logit", "lambda")
 
     def shape(self, sizes: Sizes) -> tuple[int, ...]:
         if self.vector:
@@ -109,9 +110,20 @@ class Variant:
     # What each head hands on to W_O, [h, n, d_v], from its context and the parts: its context (gated attention:
     # the context times the gate). A decoder calls it with the new token's parts alone.
     handed: Callable[[torch.Tensor, Mapping[str, torch.Tensor]], torch.Tensor] = lambda context, parts: context
+    # Where handed is not linear in the context (differential attention's norm): how far each handed value moves
+    # when every value of its head's context row moves by 1, Σ_j |∂handed_i/∂context_j| ([h, n, d_v]). /check's
+    # room for the output carries a context within its room through it (checking/rounding.py).
+    handed_slope: Callable[[torch.Tensor, Mapping[str, torch.Tensor]], torch.Tensor] | None = None
     # The weight holding each head's learned sink logit, where it has one (gpt-oss): an extra logit in every row's
     # softmax that takes a share of the row and passes on nothing (engine.masked_softmax), so a row sums below 1.
     sink: str = ""
+    # Differential attention's λ from its weights (DiffLlama), where it has a second map: the engine then takes
+    # softmax(q·kᵀ) − λ·softmax(q₂·k₂ᵀ), q₂ and k₂ from its parts, so a weight may be negative.
+    lambda_of: Callable[[Mapping[str, torch.Tensor]], torch.Tensor] | None = None
+    maps: int = 0  # the n×n maps per head it keeps beyond every variant's (differential: three), for the budget
+    # Numbers a student's own implementation needs that are not weights (/check hands them over with the settings):
+    # differential attention's λ_init and its norm's ε.
+    constants: Mapping[str, float] = dataclasses.field(default_factory=dict)
     # How it is drawn and said (look.py), the sliders of the sizes in `uses` (attention_core/controls.py), the
     # names of its own parts (as PARTS below), and the stages it brings, declared (look.OwnStage).
     look: Look = Look()

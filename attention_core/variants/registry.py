@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attention_core.controls import Control
+from attention_core.variants.differential import DIFFERENTIAL
 from attention_core.variants.gated import GATED
 from attention_core.variants.grouped import GQA, MHA, MQA
 from attention_core.variants.identity import IDENTITY
@@ -21,7 +22,7 @@ def register(variant: Variant) -> Variant:
     return variant
 
 
-for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK):  # a variant's folder, and its place here
+for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK, DIFFERENTIAL):  # a variant's folder, and its place here
     register(_variant)
 DEFAULT = MHA.key  # the variant a fresh page shows
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 import functools
 
 from attention_core.variants import VARIANTS, OwnStage
-from figures.stages.panels import head_title, laid_out, rows_panel, tokens_of
+from figures.stages.panels import head_title, laid_out, rows_panel, square_panel, tokens_of
 from figures.stages.records import Built, Stage, brought_by_variant
 from figures.style import Style, Title, as_numpy, markdown_literal, shape_text
 
 
 def shown_parts(trace) -> dict:
-    """What a declared stage may show, by name: the trace's parts, its context, and what each head hands on."""
+    """What a declared stage may show, by name: the trace's parts, its weights and context, and what each head hands
+    on."""
     handed = trace.context if trace.handed is None else trace.handed
-    return {**trace.parts, "context": trace.context, "handed": handed}
+    return {**trace.parts, "weights": trace.weights, "context": trace.context, "handed": handed}
 
 
 def build_declared(own: OwnStage, trace, head: int, style: Style, query: int | None) -> Built:
@@ -27,7 +28,15 @@ def build_declared(own: OwnStage, trace, head: int, style: Style, query: int | N
         values = as_numpy(values[head] if values.dim() == 3 else values)  # [n, width]: this head's, or shared
         title = Title(shown.title, shown.formula, shape_text(n, values.shape[1]))
         subtitle = head_title(trace, head) if parts[shown.part].dim() == 3 else ""
-        panels.append(rows_panel(trace, values, shown.title, title, style, subtitle, shown.columns))
+        if shown.columns == "key":  # a query × key map (differential attention's two softmaxes), hidden cells grey
+            signed = bool((values < 0).any())  # a negative weight is drawn in the other colour, as such
+            zrange = None if signed else (0.0, 1.0)
+            map_ = square_panel(
+                trace, values, shown.title, title, diverging=signed, masked=True, zrange=zrange, subtitle=subtitle
+            )
+            panels.append(map_)
+        else:
+            panels.append(rows_panel(trace, values, shown.title, title, style, subtitle, shown.columns))
     tokens = tuple(markdown_literal(token) for token in tokens_of(trace))  # quoted as written, never as markdown
     return Built(*laid_out(panels, style), own.says(parts, head, tokens))
 

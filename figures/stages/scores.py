@@ -263,6 +263,9 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
     allowed = np.ones((n, n), bool) if trace.mask is None else trace.mask.cpu().numpy()
     root = 1.0 / trace.scale
     how = "softmax with the sink" if "sink_share" in trace.parts else "softmax"  # a learned sink's column joins it
+    if trace.signed:  # differential attention: each cell's two softmaxes, and λ
+        first, second = (as_numpy(trace.parts[name][head]) for name in ("weights_1", "weights_2"))
+        lam = float(trace.parts["lambda"][head, 0, 0])
     text = np.empty((n, n), dtype=object)
     for i in range(n):
         for j in range(n):
@@ -273,13 +276,34 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
                 text[i, j] = f"{line}<br>masked: α{ij} = 0"
                 continue
             scaled = f"s{ij} / {root:.3g} = {s2[i, j]:.3f}" if trace.scale != 1.0 else f"not scaled: {s2[i, j]:.3f}"
+            if trace.signed:
+                how = f"A₁ − λ·A₂ = {first[i, j]:.3f} − {lam:.3f}·{second[i, j]:.3f}"
             text[i, j] = f"{line}<br>q{a}·k{b} = s{ij} = {s[i, j]:.3f}<br>{scaled}<br>α{ij} = {how} → {w[i, j]:.3f}"
     return text
 
 
 def weights_formula(trace) -> str:
-    """The weights map's formula in its title: each row's softmax, with a learned sink's column where it joins."""
+    """The weights map's formula in its title: each row's softmax, with a learned sink's column where it joins, or
+    differential attention's difference of two."""
+    if trace.signed:
+        return f"A₁ − {float(trace.parts['lambda'][0, 0, 0]):.3f}·A₂"
     return "softmax(rows, sink)" if "sink_share" in trace.parts else "softmax(rows)"
+
+
+def one_key_note(trace, lam: float) -> str:
+    """What the weights are where every row has one token to look at: 1 whatever the scores; with a learned sink, 1
+    less the sink's share; in differential attention, 1 − λ (each map gives the token 1)."""
+    if trace.signed:
+        return (
+            "Every row here has one token to look at: each map gives it 1 whatever the scores, so A gives it "
+            f"1 − λ = {1 - lam:.3f}."
+        )
+    if "sink_share" in trace.parts:
+        return (
+            "Every row here has one token to look at: it shares the row with the sink, so its weight is 1 less the "
+            "sink's share, whatever the scores."
+        )
+    return "Every row here has one token to look at, so its weight on it is 1 whatever the scores."
 
 
 WIDE_MAP_TOKENS = 8  # with more tokens the weights map takes 3/5 of the row it shares with the peakiness bars
@@ -298,24 +322,28 @@ def build_weights(trace, head: int, style: Style, query: int | None) -> Built:
         values,
         "weights",
         Title("attention weights", weights_formula(trace), shape_text(n, n)),
-        diverging=False,
+        diverging=trace.signed,  # a negative weight (differential attention) in the other colour, as such
         masked=True,
         subtitle=head_title(trace, head),  # on its own line: this map shares its row with the peakiness bars
         hover=weights_hover(trace, head, style),
-        zrange=(0.0, 1.0),
+        zrange=None if trace.signed else (0.0, 1.0),
     )
     figure = heatmaps([part[0]], beside)
     top = as_numpy(trace.max_weight[head])
     seen = np.full(n, n) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1)  # keys each row sees
     choices = seen > 1
     notes = []
+    lam = float(trace.parts["lambda"][head, 0, 0]) if trace.signed else 0.0  # differential attention's λ
     if not choices.any():
-        notes.append("Every row here has one token to look at, so its weight on it is 1 whatever the scores.")
+        notes.append(one_key_note(trace, lam))
     if choices.any():  # a row that may see only itself is one-hot whatever the numbers
         peaked = int(np.flatnonzero(choices)[np.argmax(top[choices])])
         token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown
+        share = f"{weight_text(top[peaked])} of its attention on one token"
+        if trace.signed:  # a row that sums to 1 − λ, with negative weights: its largest weight, not a share
+            share = f"its largest weight, {top[peaked]:.2f}, on one token, in a row that sums to {1 - lam:.3f}"
         notes.append(
             f"Of the rows with more than one token to look at, the most peaked is “{token}” "
-            f"(row {style.index(peaked)}): {weight_text(top[peaked])} of its attention on one token."
+            f"(row {style.index(peaked)}): {share}."
         )
     return Built([figure, peakiness_figure(trace, head, bars)], [part[1]], notes, shares=shares)

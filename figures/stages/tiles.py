@@ -23,8 +23,9 @@ TOKENS_MOST = 512  # the stage shows for sentences up to this long (its maps are
 
 
 def applies(trace) -> bool:
-    """A from-scratch trace of at most TOKENS_MOST tokens."""
-    return from_scratch(trace) and trace.n_tokens <= TOKENS_MOST
+    """A from-scratch trace of at most TOKENS_MOST tokens, of one softmax a row (differential attention's two maps
+    would be two such loops: not drawn)."""
+    return from_scratch(trace) and trace.n_tokens <= TOKENS_MOST and not trace.signed
 
 
 def shown(steps: list[TileStep], most: int = SHOWN_MOST) -> list[int]:

@@ -28,18 +28,17 @@ def _grouped(key: str, label: str, title: str, idea: str, kv_copies: str, formul
 
 
 def on_gqa(key: str, label: str, title: str, idea: str, **own) -> Variant:
-    """A variant built on GQA: its key/value heads (and their slider), how keys and values are unpacked for every
-    token so far, and so its cache; `own` says what it adds (gated attention's gate, a learned sink's logit):
-    its weights and parts, and its own project, handed, sink, look, words and stages."""
+    """A variant built on GQA: its key/value heads (and their slider), and by default how it projects, how keys
+    and values are unpacked for every token so far, and so its cache; `own` says what it adds (gated attention's
+    gate, a learned sink's logit, differential attention's second map): its weights and parts, and its own
+    project, unpack, cache, handed, sink, look, words and stages."""
+    gqa = {"project": compute.project, "unpack": compute.unpack, "cached": ("k_kv", "v_kv"), "formula": "g·(d_k + d_v)"}
     return Variant(
         key,
         label,
         title,
         idea,
-        **{"project": compute.project, **own},
-        unpack=compute.unpack,
-        cached=("k_kv", "v_kv"),
-        formula="g·(d_k + d_v)",
+        **(gqa | own),
         settle=compute.settle_gqa,
         uses=("kv_heads",),  # the key/value heads are GQA's (their slider is in this folder)
     )

@@ -136,7 +136,10 @@ def test_the_weights_are_the_first_map_less_lambda_times_the_second_and_the_stag
     titles = [str(a.text) for a in weights_view.figures[0].layout.annotations]
     assert any(f"A₁ − {lam:.3f}·A₂" in t for t in titles), titles
     heatmap = weights_view.figures[0].data[0]
-    assert heatmap.zmid == 0 or float(heatmap.zmin) < 0  # negative weights in the other colour: a scale about 0
+    assert heatmap.zmid == 0 and float(heatmap.zmin) < 0 < float(heatmap.zmax)  # a scale about 0: a negative
+    # weight in the other colour (a plain softmax's map runs from 0 to 1, one colour)
+    plain = stage_view(_diff_trace(variant="gqa"), "weights", head).figures[0].data[0]
+    assert plain.zmid is None and float(plain.zmin) == 0.0
     hover = str(heatmap.text[-1][0])
     assert f"A₁ − λ·A₂ = {float(first[-1, 0]):.3f} − {lam:.3f}·{float(second[-1, 0]):.3f}" in hover, hover
 

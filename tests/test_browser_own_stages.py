@@ -61,3 +61,21 @@ def test_a_variants_own_stage_and_its_formula_fit_every_screen_with_the_engines_
                 assert page.evaluate(FORMULA_CUT) == 0, f"the formula of {what} is cut"
                 check_view_in_both_schemes(page, what, f"presentation-{variant}-{key}-{width}-{named}",
                                            other=other_scheme(width), axe=axe_at(width))  # fmt: skip
+
+
+@pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
+def test_compares_two_variants_slide_fits_every_screen(server, browser, width, height, scheme):
+    """Compare's "two variants", presented: its two choices, each side's map, means and cache per token fit the
+    screen (it once scrolled 190 pixels at 1400x900), for the default pair (the sidebar's MHA beside MLA) and for
+    differential attention beside GQA (a map about 0 beside one from 0)."""
+    pairs = ("", "&cmp_variant_left=gqa&cmp_variant_right=differential&kv_heads=2")
+    with lent_tab(browser, width, height, scheme) as page:
+        for pair in pairs:
+            page.goto(f"{server}/compare?present=true&heads=4&cmp_what=two+variants{pair}")
+            page.get_by_text("KV cache per token and layer").first.wait_for(timeout=30000 * SLOW)
+            settled(page)
+            no_traceback(page)
+            what = f"Compare's two variants ({pair or 'default'}) at {width}x{height}"
+            assert page.evaluate(OVERFLOW) <= 2, f"{what} needs scrolling"
+            check_view_in_both_schemes(page, what, f"presentation-compare-variants-{width}-{'diff' if pair else 'mla'}",
+                                       other=other_scheme(width), axe=axe_at(width))  # fmt: skip

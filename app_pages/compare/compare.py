@@ -49,29 +49,43 @@ def _variant_changes(key: str, config) -> dict:
     return changes
 
 
-def _two_variants(config):
+def _two_variants(config, present: bool):
     """The sidebar's variant and another (bound to the URL): by default the first of the registry that is not the
-    sidebar's and differs most from it (MLA, or MHA when the sidebar has MLA)."""
+    sidebar's and differs most from it (MLA, or MHA when the sidebar has MLA). On a slide their labels are read
+    aloud, not drawn: the sides' own titles name the variants."""
     choices = tuple(VARIANTS)
+    shown = "collapsed" if present else "visible"
     left, right = st.columns(2)
     check_choice("cmp_variant_left", "variant, left", choices)
     check_choice("cmp_variant_right", "variant, right", choices)
     first = left.selectbox(
-        "variant, left", choices, index=choices.index(config.variant), key="cmp_variant_left", bind="query-params"
+        "variant, left",
+        choices,
+        index=choices.index(config.variant),
+        key="cmp_variant_left",
+        bind="query-params",
+        label_visibility=shown,
     )
     other = MLA.key if config.variant != MLA.key else MHA.key
     second = right.selectbox(
-        "variant, right", choices, index=choices.index(other), key="cmp_variant_right", bind="query-params"
+        "variant, right",
+        choices,
+        index=choices.index(other),
+        key="cmp_variant_right",
+        bind="query-params",
+        label_visibility=shown,
     )
-    held = (
-        "Held fixed: the sentence, X and the sizes (same seed). GQA's and MQA's key/value heads are MHA's first "
-        "ones, so head 1 reads the same K and V under all three; MLA makes its keys and values from a latent with "
-        "weights of its own, so its maps differ by more than the idea. The cache is what each keeps per token."
-    )
+    held = "Held fixed: the sentence, X and the sizes (same seed)."
+    if not present:  # (a slide keeps to its first sentence: three lines more made it scroll)
+        held += (
+            " GQA's and MQA's key/value heads are MHA's first ones, so head 1 reads the same K and V under all "
+            "three; MLA makes its keys and values from a latent with weights of its own, so its maps differ by more "
+            "than the idea. The cache is what each keeps per token."
+        )
     return _variant_changes(first, config), _variant_changes(second, config), held
 
 
-def _pair(name, config):
+def _pair(name, config, present: bool = False):
     """The two sides' config changes and what is held fixed between them."""
     if name == "causal vs not":  # no mask at all against the sidebar's mask, with the causal mask
         return {"causal": False, "mask": ""}, {"causal": True}, "Held fixed: everything but the mask (same X, same W)."
@@ -81,7 +95,7 @@ def _pair(name, config):
         other = (config.seed + 1) % 2**32
         return {}, {"seed": other}, f"Only the seed differs ({config.seed} and {other}): X and every W are drawn anew."
     if name == "two variants":
-        return _two_variants(config)
+        return _two_variants(config, present)
     return _two_d_ks(config)
 
 
@@ -135,7 +149,7 @@ def main() -> None:
                 key="cmp_stage",
                 bind="query-params",
             )
-            left_changes, right_changes, held = _pair(what, settings.config)
+            left_changes, right_changes, held = _pair(what, settings.config, settings.present)
             if settings.own and what == "two seeds":
                 held = "Only the seed differs: your own weights do not depend on it, only what is drawn does."
             st.caption(held)
@@ -154,9 +168,12 @@ def main() -> None:
                     places = st.columns(len(shown)) if settings.present else [st] * len(shown)  # a slide: a row
                     for place, stat in zip(places, shown, strict=True):
                         place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
-                    st.caption(f"Means over {trace.averaged_rows_text}.")
-                    if what == "two variants":
-                        kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                    means = f"Means over {trace.averaged_rows_text}."
+                    kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                    if what == "two variants" and settings.present:  # a slide: one line, not a metric's two
+                        means += f" KV cache per token and layer: **{kept:,} numbers**."
+                    st.caption(means)
+                    if what == "two variants" and not settings.present:
                         st.metric("KV cache per token and layer", f"{kept:,} numbers")
 
 

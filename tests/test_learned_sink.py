@@ -143,7 +143,7 @@ def test_one_token_gives_the_sink_a_share_and_says_no_comparison_between_rows():
     assert "gives the sink the most" not in said and "Every row gives" not in said, said
     assert heading("sink", trace).endswith("The learned sink")
     weights = stage_view(trace, "weights", 0).explanation  # its one weight is 1 less the sink's share, not 1
-    assert "1 less the sink's share" in weights and "is 1 whatever" not in weights, weights
+    assert "1 less the sink's share, e^S′ / (e^S′ + e^s)" in weights and "whatever" not in weights, weights
     # Every row alike (X's rows equal, no mask: the same scores in each row): no row gives the sink more.
     config = AttentionConfig(d_model=4, d_k=1, heads=1, kv_heads=1, variant="learned_sink", causal=False, seed=2)
     alike = compute_attention(torch.ones(4, 4), config)

@@ -301,7 +301,7 @@ def one_key_note(trace, lam: float) -> str:
     if "sink_share" in trace.parts:
         return (
             "Every row here has one token to look at: it shares the row with the sink, so its weight is 1 less the "
-            "sink's share, whatever the scores."
+            "sink's share, e^S′ / (e^S′ + e^s): its one score against the sink's logit decides it."
         )
     return "Every row here has one token to look at, so its weight on it is 1 whatever the scores."
 

@@ -66,7 +66,7 @@ LOOK = Look(
             "Two softmaxes, their difference → attention weights",
             r"A = \operatorname{softmax}_{\text{row}}(S'_1) - \lambda\, \operatorname{softmax}_{\text{row}}(S'_2)",
             "Each row is the first map's softmax less λ times the second's: it sums to 1 − λ, and a weight is "
-            "negative where the second map outweighs the first. Hover a cell for its arithmetic.",
+            "negative where λ times the second map outweighs the first. Hover a cell for its arithmetic.",
         ),
         "output": StageText(
             "Normalise each head, concatenate, project with W_O",

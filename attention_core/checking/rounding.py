@@ -119,7 +119,7 @@ def row_sums(trace) -> tuple[str, float]:
 
 
 def broken_fact(
-    want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None, sums_said: tuple[str, float] = ("", 1.0)
+    want: torch.Tensor, got: torch.Tensor, masked: torch.Tensor | None, sums_said: tuple[str, float]
 ) -> tuple[tuple, str] | None:
     """Where a student's attention weights break an exact fact of the softmax, and the sentence that says so: the
     first row (in reading order) that does not sum to 1 (with a learned sink or differential attention, to the exact

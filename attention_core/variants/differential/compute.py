@@ -7,10 +7,10 @@ and hands on their difference:
     λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init           λ_init = 0.8 − 0.6·exp(−0.3·l), 0.2 in layer l = 0
     handed_h = (1 − λ_init)·RMSNorm(A·V)                   each head's context normalised over d_v, with no gain
 
-What both maps give a token cancels, as noise-cancelling headphones cancel what both microphones hear: the
-difference is sparser than either map. DiffLlama pairs its query heads h and h + H/2 into one such head (and its
-value heads likewise, so each reads values 2·head_dim wide); here a head is one differential head: two d_k-wide
-queries and keys and one value of d_v. The cache keeps both keys and the value: g·(2·d_k + d_v) per token.
+What both maps give a token cancels, as noise-cancelling headphones cancel what both microphones hear (trained,
+the paper finds the difference sparser than either map). DiffLlama pairs its query heads h and h + H/2 into one
+head (its value heads likewise, so each reads values 2·head_dim wide); here a head is one differential head: two
+d_k-wide queries and keys and one value of d_v. The cache keeps both keys and the value: g·(2·d_k + d_v) a token.
 """
 
 from __future__ import annotations

@@ -140,6 +140,11 @@ class AttentionTrace:
         return "weights_2" in self.parts
 
     @property
+    def lam(self) -> float | None:
+        """Differential attention's λ, one number for every head and row (None without a second map)."""
+        return float(self.parts["lambda"][0, 0, 0]) if self.signed else None
+
+    @property
     def kv_heads(self) -> int:
         return len(set(self.kv_head_of))
 

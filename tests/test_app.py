@@ -483,6 +483,18 @@ def test_compare_two_chosen_d_ks(app):
     assert any(m.value.startswith("**MHA, no mask, scaled, seed 0, d_k 48") for m in app.markdown)
 
 
+def opened_by_link(variant: str):
+    """The app opened by a link to `variant` with 2 heads sharing 1 key/value head, drawn without a problem, and the
+    trace the sidebar's defaults make of that variant (what its charts must show): (AppTest, trace)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update({"variant": variant, "heads": "2", "kv_heads": "1"})
+    at.run()
+    no_problems(at)
+    config = AttentionConfig(**{name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init")}, heads=2,
+                             kv_heads=1, variant=variant)  # fmt: skip
+    return at, trace_sentence(DEFAULTS["text"], config)
+
+
 def test_compare_two_variants_shows_what_each_caches(app):
     app.slider(key="heads").set_value(4).run()
     app.switch_page("app_pages/compare/compare.py").run()

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 from transformers import DiffLlamaConfig
 from transformers.models.diffllama.modeling_diffllama import DiffLlamaAttention, DiffLlamaRotaryEmbedding
 
@@ -22,9 +21,8 @@ from attention_core import AttentionConfig, compute_attention, trace_sentence
 from attention_core.config import estimate_trace_bytes
 from attention_core.statistics import PEAKINESS
 from attention_core.variants.differential.compute import LAMBDA_INIT, NORM_EPS
-from figures.settings import DEFAULTS
 from figures.stages import heading, stage_view, stages_for
-from tests.test_app import charts, no_problems, panel
+from tests.test_app import charts, opened_by_link, panel
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 7
@@ -211,13 +209,7 @@ def test_the_tiles_are_not_offered_and_the_budget_counts_both_maps():
 
 
 def test_a_link_opens_differential_attention_with_its_stage_and_its_words():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update({"variant": "differential", "heads": "2", "kv_heads": "1"})
-    at.run()
-    no_problems(at)
-    config = AttentionConfig(**{name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init")}, heads=2,
-                             kv_heads=1, variant="differential")  # fmt: skip
-    trace = trace_sentence(DEFAULTS["text"], config)
+    at, trace = opened_by_link("differential")
     np.testing.assert_array_equal(panel(at, "A₂").z, trace.parts["weights_2"][0].numpy())
     np.testing.assert_array_equal(panel(at, "output").z, trace.output.numpy())
     text = " ".join(str(m.value) for m in at.markdown)

@@ -14,11 +14,10 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from app_pages import PAGES
-from attention_core import AttentionConfig, compute_attention, trace_sentence
+from attention_core import AttentionConfig, compute_attention
 from attention_core.variants import VARIANTS
-from figures.settings import DEFAULTS
 from figures.stages import heading, stage_view, stages_for
-from tests.test_app import charts, no_problems, panel
+from tests.test_app import charts, no_problems, opened_by_link, panel
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 120
@@ -92,13 +91,7 @@ def test_gates_two_decimals_would_round_to_0_or_1_are_said_as_they_are():
 
 
 def test_a_link_opens_the_gated_variant_with_its_gate_stage_and_its_words():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    at.query_params.update({"variant": "gated", "heads": "2", "kv_heads": "1"})
-    at.run()
-    no_problems(at)
-    config = AttentionConfig(**{name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init")}, heads=2,
-                             kv_heads=1, variant="gated")  # fmt: skip
-    trace = trace_sentence(DEFAULTS["text"], config)
+    at, trace = opened_by_link("gated")
     assert "gate" in [stage.key for stage in stages_for(trace)]
     np.testing.assert_array_equal(panel(at, "G = σ(X·W_G)").z, trace.parts["gate"][0].numpy())
     np.testing.assert_array_equal(panel(at, "output").z, trace.output.numpy())

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 from transformers import GptOssConfig
 from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
 
@@ -21,9 +20,8 @@ import tests.numerics as nm
 from attention_core import AttentionConfig, compute_attention, trace_sentence
 from attention_core.statistics import PEAKINESS
 from attention_core.tiling import tiled_output
-from figures.settings import DEFAULTS
 from figures.stages import heading, stage_view, stages_for
-from tests.test_app import charts, no_problems, panel
+from tests.test_app import charts, opened_by_link, panel
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 7
@@ -232,13 +230,7 @@ def test_peakiness_counts_the_tokens_a_row_shares_what_it_gives_them_among():
 
 
 def test_a_link_opens_the_learned_sink_with_its_stage_and_its_words():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.query_params.update({"variant": "learned_sink", "heads": "2", "kv_heads": "1"})
-    at.run()
-    no_problems(at)
-    config = AttentionConfig(**{name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init")}, heads=2,
-                             kv_heads=1, variant="learned_sink")  # fmt: skip
-    trace = trace_sentence(DEFAULTS["text"], config)
+    at, trace = opened_by_link("learned_sink")
     assert "sink" in [stage.key for stage in stages_for(trace)]
     np.testing.assert_array_equal(panel(at, "σ (sink's share)").z, trace.parts["sink_share"][0].numpy())
     np.testing.assert_array_equal(panel(at, "output").z, trace.output.numpy())

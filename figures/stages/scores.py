@@ -265,7 +265,7 @@ def weights_hover(trace, head: int, style: Style = DEFAULT_STYLE) -> np.ndarray 
     how = "softmax with the sink" if "sink_share" in trace.parts else "softmax"  # a learned sink's column joins it
     if trace.signed:  # differential attention: each cell's two softmaxes, and λ
         first, second = (as_numpy(trace.parts[name][head]) for name in ("weights_1", "weights_2"))
-        lam = float(trace.parts["lambda"][head, 0, 0])
+        lam = trace.lam
     text = np.empty((n, n), dtype=object)
     for i in range(n):
         for j in range(n):
@@ -286,17 +286,17 @@ def weights_formula(trace) -> str:
     """The weights map's formula in its title: each row's softmax, with a learned sink's column where it joins, or
     differential attention's difference of two."""
     if trace.signed:
-        return f"A₁ − {float(trace.parts['lambda'][0, 0, 0]):.3f}·A₂"
+        return f"A₁ − {trace.lam:.3f}·A₂"
     return "softmax(rows, sink)" if "sink_share" in trace.parts else "softmax(rows)"
 
 
-def one_key_note(trace, lam: float) -> str:
+def one_key_note(trace) -> str:
     """What the weights are where every row has one token to look at: 1 whatever the scores; with a learned sink, 1
     less the sink's share; in differential attention, 1 − λ (each map gives the token 1)."""
     if trace.signed:
         return (
             "Every row here has one token to look at: each map gives it 1 whatever the scores, so A gives it "
-            f"1 − λ = {1 - lam:.3f}."
+            f"1 − λ = {1 - trace.lam:.3f}."
         )
     if "sink_share" in trace.parts:
         return (
@@ -333,15 +333,14 @@ def build_weights(trace, head: int, style: Style, query: int | None) -> Built:
     seen = np.full(n, n) if trace.mask is None else trace.mask.cpu().numpy().sum(axis=1)  # keys each row sees
     choices = seen > 1
     notes = []
-    lam = float(trace.parts["lambda"][head, 0, 0]) if trace.signed else 0.0  # differential attention's λ
     if not choices.any():
-        notes.append(one_key_note(trace, lam))
+        notes.append(one_key_note(trace))
     if choices.any():  # a row that may see only itself is one-hot whatever the numbers
         peaked = int(np.flatnonzero(choices)[np.argmax(top[choices])])
         token = markdown_literal(trace.tokens[peaked])  # shown as written, never as markdown
         share = f"{weight_text(top[peaked])} of its attention on one token"
         if trace.signed:  # a row that sums to 1 − λ, with negative weights: its largest weight, not a share
-            share = f"its largest weight, {top[peaked]:.2f}, on one token, in a row that sums to {1 - lam:.3f}"
+            share = f"its largest weight, {top[peaked]:.2f}, on one token, in a row that sums to {1 - trace.lam:.3f}"
         notes.append(
             f"Of the rows with more than one token to look at, the most peaked is “{token}” "
             f"(row {style.index(peaked)}): {share}."

@@ -89,6 +89,8 @@ class AttentionConfig:
     concatenated heads * d_v back to d_model.  kv_heads: GQA's key/value heads, each read by heads/kv_heads
     query heads (default: variants.default_kv_heads; MHA: heads, MQA: 1).
     d_c, d_cq, d_rope: MLA's key-value latent, its query latent (0: none) and its rotary width (even; 0: none).
+    DeepSeek-V4 reads d_cq and d_rope too (its query latent; the trailing part of d_k that RoPE turns), and has its
+    own o_groups and d_o: its output projection takes the heads in o_groups groups, each down to d_o, then mixes.
     positional: "none", "sinusoidal" (added to X where a sentence is embedded) or "rotary" (RoPE on q and k,
     or on MLA's rotary parts); rope_base: RoPE's base.  causal: hide future tokens.  window: with causal, each
     query keeps only its last `window` keys, its own included (Mistral's sliding window; 0: every earlier key).
@@ -127,6 +129,8 @@ class AttentionConfig:
     d_c: int = 4
     d_cq: int = 0
     d_rope: int = 2
+    o_groups: int = 1
+    d_o: int = 4
     positional: str = "sinusoidal"
     rope_base: float = 10_000.0
 

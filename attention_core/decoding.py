@@ -155,7 +155,8 @@ def decode_step(
     own = own_softmax(variant, params, projected.parts)  # a learned sink, differential attention's second map
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=None, bend=bend, **own)  # one row
     handed = variant.handed(stages["context"], new)  # the new token's context (gated: times its own gate)
-    output = (concat_heads(handed) @ params["w_o"])[0] if "w_o" in params else None
+    output = variant.output(concat_heads(handed), params)
+    output = None if output is None else output[0]
     rows = (stages[name][:, 0] for name in ("scores", "scaled_scores", "weights", "context"))
     step = Step(position, token, projected.q[:, 0], projected.k, projected.v, *rows, output, projected.kv_head_of)
     return step, cache
@@ -191,7 +192,7 @@ class Term:
 
 
 def _copies_name(copies: str) -> str:
-    return {"heads": "h·", "kv_heads": "g·", "": ""}[copies]
+    return {"heads": "h·", "kv_heads": "g·", "o_groups": "G·", "": ""}[copies]
 
 
 def cache_tokens(config: AttentionConfig, t: int) -> int:
@@ -222,7 +223,8 @@ def step_cost(variant_key: str, s: Sizes, t: int, cached: bool, keys: int | None
         who = "every token's" if each > 1 else "the new token's"
         what = f"{spec.label}: {who} {'row' if spec.name != 'w_o' else 'heads, back to d_model'}"
         formula = f"{'t·' if each > 1 else ''}2·{_copies_name(spec.copies)}{spec.rows}·{spec.cols}"
-        terms.append(Term(what, formula.replace("concat", "h·d_v"), each * spec.flops_per_row(s)))
+        formula = formula.replace("concat", "h·d_v").replace("groups_out", "G·d_o").replace("group", "(h·d_v/G)")
+        terms.append(Term(what, formula, each * spec.flops_per_row(s)))
     d_qk, d_qk_name = variant.qk(s)
     terms.append(
         Term(

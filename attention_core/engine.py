@@ -331,7 +331,7 @@ def compute_attention(
     stages = attend(projected.q, projected.k, projected.v, scale=scale, mask=mask, bend=bend, **own)
     parts = projected.parts | own_parts(stages, own)
     handed = variant.handed(stages["context"], parts)  # the context (gated attention: times its gate)
-    output = concat_heads(handed) @ params["w_o"] if "w_o" in params else None  # [n, d_model]
+    output = variant.output(concat_heads(handed), params)  # [n, d_model]: concat·W_O
 
     return AttentionTrace(
         tokens=tuple(tokens),

@@ -178,16 +178,20 @@ class AttentionTrace:
             self.d_v,
             self.part_width("c_kv"),
             self.part_width("c_q"),
-            self.part_width("k_r"),
-            "q_rotated" in self.parts,
+            self.part_width("k_r") or 2 * self.part_width("angles"),  # MLA's rotary key, or V4's turned part
+            *(self.params["w_oa"].shape[::2] if "w_oa" in self.params else (0, 0)),  # DeepSeek-V4's groups, d_o
+            rotary="q_rotated" in self.parts,
         )
 
     def output_from(self, context: torch.Tensor) -> torch.Tensor:
         """What W_O makes of another context [h, n, d_v] (float64, CPU), the way this trace's own output was made:
         concat(what each head hands on: its context, or gated attention's context times its gate)·W_O."""
         parts = {name: part.detach().double().cpu() for name, part in self.parts.items()}
-        handed = VARIANTS[self.variant].handed(context, parts) if self.variant in VARIANTS else context
-        return concat_heads(handed) @ self.params["w_o"].double().cpu()
+        if self.variant not in VARIANTS:
+            return concat_heads(context) @ self.params["w_o"].double().cpu()
+        variant = VARIANTS[self.variant]
+        weights = {name: w.detach().double().cpu() for name, w in self.params.items()}
+        return variant.output(concat_heads(variant.handed(context, parts)), weights)
 
     def heads_sharing(self, kv_head: int) -> list[int]:
         """The query heads that read key/value head `kv_head`."""

@@ -94,6 +94,12 @@ TERMS: dict[str, str] = {
         "A = A₁ − λ·A₂, λ learned. What both maps give a token cancels, as noise-cancelling headphones cancel what "
         "both microphones hear; a row sums to 1 − λ, and a weight may be negative. The cache keeps both keys."
     ),
+    "K = V": (
+        "**K = V** (DeepSeek-V4): each token makes one vector, and every head reads it as its key and as its value, "
+        "so the cache keeps d_k numbers a token and layer, the least of any variant here. RoPE turns the vector's "
+        "last dimensions as a key, so the value arrives turned too: each head turns its context back at the "
+        "query's position, and what a value passes on then depends on how far back it is, not where."
+    ),
     "RoPE": (
         "**Rotary positions**: instead of adding a position to X, each pair of a query's and a key's dimensions "
         "is turned by an angle that grows with the token's position. A turn keeps lengths, and q·k then depends "

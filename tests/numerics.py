@@ -24,6 +24,7 @@ import dataclasses
 import torch
 
 from attention_core.variants import NORM_EPS
+from attention_core.variants.deepseek_v4.compute import NORM_EPS as V4_EPS
 from attention_core.variants.differential.compute import LAMBDA_INIT as DIFF_INIT
 from attention_core.variants.differential.compute import NORM_EPS as DIFF_EPS
 
@@ -270,6 +271,9 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
     def turned(t: Bound) -> Bound:
         return rotate(t, positions, trace.rope_base, u, u_angles=rounding.angles) if trace.rope_base else t
 
+    def v4_turned(t: Bound, sign: int) -> Bound:  # DeepSeek-V4's RoPE, in float32 in transformers' module
+        return rotate(t, sign * positions, trace.rope_base, rounding.angles, u_angles=rounding.angles)
+
     def latent(weight: str, gain: str) -> Bound:
         return rms_norm(matmul(x, exact(p[weight]), u), p[gain], NORM_EPS, rounding.norm)
 
@@ -282,6 +286,16 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
         if "w_kr" in p:
             q_r, parts["k_r"] = turned(matmul(source, exact(p["w_qr"]), u)), turned(matmul(x, exact(p["w_kr"]), u))
             q, k = cat([q, q_r]), cat([k, parts["k_r"].map(lambda t: t.expand(k.value.shape[0], n, -1))])
+    elif "kv_shared" in trace.parts:  # DeepSeek-V4: one key/value vector a token (K = V), partial RoPE
+        source = latent("w_qa", "g_qa") if "w_qa" in p else x
+        q = matmul(source, exact(p["w_qb"] if "w_qb" in p else p["w_q"]), u)  # [h, n, d_k]
+        q = rms_norm(q, torch.ones(q.value.shape[-1]), V4_EPS, rounding.norm)
+        kv = rms_norm(matmul(x, exact(p["w_kv"]), u), p["g_kv"], V4_EPS, rounding.norm)  # [n, d_k]
+        r = 2 * trace.part_width("angles")
+        if r:  # the last r dimensions turned, in the precision the implementation turns them in
+            q, kv = (cat([t.map(lambda v: v[..., :-r]), v4_turned(t.map(lambda v: v[..., -r:]), 1)]) for t in (q, kv))
+        parts["kv_shared"] = kv
+        k = v = kv.map(lambda t: t.expand(q.value.shape[0], n, -1))
     elif "w_q" in p:  # MHA, GQA, MQA: g key/value heads, each read by h/g query heads in a row
         q, k, v = (matmul(x, exact(p[name]), u) for name in ("w_q", "w_k", "w_v"))
         q, k = turned(q), turned(k)
@@ -303,11 +317,19 @@ def trace_bound(trace, rounding: Rounding, positions: torch.Tensor | None = None
                                u_softmax=rounding.softmax)  # fmt: skip
         normed = rms_norm(stages["context"], torch.ones(v.value.shape[-1]), DIFF_EPS, rounding.norm)
         stages["handed"] = scale(normed, 1 - DIFF_INIT, u)
+    if "kv_shared" in trace.parts and "angles" in trace.parts:  # V4: the context's rotary part turned back
+        r, context = 2 * trace.part_width("angles"), stages["context"]
+        back = v4_turned(context.map(lambda t: t[..., -r:]), -1)
+        stages["handed"] = cat([context.map(lambda t: t[..., :-r]), back]) if r < context.value.shape[-1] else back
     handed = stages.get("handed", stages["context"])
     if "w_g" in p:  # gated attention: each head's context times its gate, σ(X·W_G), before W_O
         parts["gate"] = sigmoid(matmul(x, exact(p["w_g"]), u), u)
         handed = stages["handed"] = multiply(handed, parts["gate"], u)
     output = {"output": matmul(concat_heads(handed), exact(p["w_o"]), u)} if "w_o" in p else {}
+    if "w_oa" in p:  # V4's grouped output: each group of heads down to d_o by its W_OA, then every group by W_OB
+        groups, concat = p["w_oa"].shape[0], concat_heads(handed)
+        low = matmul(concat.map(lambda t: t.reshape(n, groups, -1).transpose(0, 1)), exact(p["w_oa"]), u)
+        output = {"output": matmul(low.map(lambda t: t.transpose(0, 1).reshape(n, -1)), exact(p["w_ob"]), u)}
     return {"q": q, "k": k, "v": v, **parts, **stages, **output}
 
 

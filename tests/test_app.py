@@ -260,7 +260,8 @@ def test_the_cache_stage_takes_its_choices_from_the_link_and_names_a_bad_one():
         ({"positional": "yes"}, "positional encoding must be one of none, sinusoidal, rotary; got 'yes'"),
         (
             {"variant": "mlx"},
-            "variant must be one of mha, gqa, mqa, mla, identity, gated, learned_sink, differential; got 'mlx'",
+            "variant must be one of mha, gqa, mqa, mla, identity, gated, learned_sink, differential, deepseek_v4; "
+            "got 'mlx'",
         ),
         (
             {"variant": "gqa", "heads": 6, "kv_heads": 4},

@@ -1,8 +1,8 @@
 """A variant's own stage in a real browser, presented as a lecture shows it: gated attention's gate, the learned
-sink's share (gpt-oss) and differential attention's two maps fit the screen at 1400x900 and 1920x1080, light and
-dark, at the default sentence and an awkward one, with their numbers as the engine makes them; the stage whose
-formula the variant changes (the gated output, the softmax with a sink or as a difference; its width does not
-depend on the sentence) at the default."""
+sink's share (gpt-oss), differential attention's two maps and DeepSeek-V4's context turned back fit the screen at
+1400x900 and 1920x1080, light and dark, at the default sentence and an awkward one, with their numbers as the
+engine makes them; the stage whose formula the variant changes (the gated output, the softmax with a sink or as a
+difference, V4's grouped output; its width does not depend on the sentence) at the default."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ SIDEBAR = {name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init", "
 # (variant, its own stage, the stage whose formula it changes, the own stage's chart, the part that chart draws)
 OWN = [("gated", "gate", "output", "G = σ(X·W_G)", "gate"),
        ("learned_sink", "sink", "weights", "σ (sink's share)", "sink_share"),
-       ("differential", "two_maps", "weights", "A₂", "weights_2")]  # fmt: skip
+       ("differential", "two_maps", "weights", "A₂", "weights_2"),
+       ("deepseek_v4", "turn_back", "output", "C turned back", "handed")]  # fmt: skip
+LINKED = {"deepseek_v4": {"positional": "rotary"}}  # what a variant's stage needs beyond the sidebar's defaults
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
@@ -40,17 +42,20 @@ OWN = [("gated", "gate", "output", "G = σ(X·W_G)", "gate"),
 def test_a_variants_own_stage_and_its_formula_fit_every_screen_with_the_engines_numbers(
     server, browser, variant, own, formula, chart, part, width, height, scheme
 ):
-    link = f"variant={variant}&heads=2&kv_heads=1&causal=true"
+    own_settings = LINKED.get(variant, {})
+    link = "".join(
+        [f"variant={variant}&heads=2&kv_heads=1&causal=true", *(f"&{k}={v}" for k, v in own_settings.items())]
+    )
     with lent_tab(browser, width, height, scheme) as page:
         for text, named in ((DEFAULTS["text"], "default"), (AWKWARD, "awkward")):
-            config = AttentionConfig(**SIDEBAR, variant=variant, heads=2, kv_heads=1, causal=True)
+            config = AttentionConfig(**(SIDEBAR | own_settings), variant=variant, heads=2, kv_heads=1, causal=True)
             trace = trace_sentence(text, config)
             for key in (own, formula) if named == "default" else (own,):  # the formula's fit: one text
                 page.goto(f"{server}/?present=true&text={quote(text)}&{link}&stage={quote(BY_KEY[key].label)}")
                 page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000 * SLOW)
                 if key == own:
                     wait_for_chart(page, chart)
-                    want = trace.parts[part][0].numpy()
+                    want = (trace.parts[part] if part in trace.parts else getattr(trace, part))[0].numpy()
                     if want.shape == trace.mask.shape:  # a query × key map: a hidden cell is drawn grey, not a colour
                         want = np.where(trace.mask.numpy(), want, np.nan)
                     np.testing.assert_array_equal(chart_z(page, chart), want)

@@ -147,17 +147,68 @@ def student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[st
             "attn_scores": masked, "pattern": weights, "z": z, "attn_output": output}  # fmt: skip
 
 
+def turned(t: np.ndarray, base: float, sign: int = 1) -> np.ndarray:
+    """RoPE on the halves at positions 0 … n − 1 (sign −1: turned back, at −i), in float32."""
+    n, width = t.shape[-2:]
+    theta = sign * np.outer(np.arange(n), base ** (-np.arange(0, width, 2) / width))
+    cos, sin = np.cos(theta).astype(np.float32), np.sin(theta).astype(np.float32)
+    first, second = t[..., : width // 2], t[..., width // 2 :]
+    return np.concatenate([first * cos - second * sin, first * sin + second * cos], axis=-1)
+
+
+def v4_student(inputs: dict, settings: dict, mistake: str | None = None) -> dict[str, np.ndarray]:
+    """DeepSeek-V4's sliding-window layer as a student writes it in float32: the query through its latent and two
+    RMSNorms, one key/value vector a token (K = V), RoPE on the last d_h^R dimensions, a sink logit per head in
+    each row's softmax, the context turned back, and the heads projected out in groups."""
+    f32 = {name: np.asarray(value, dtype=np.float32) for name, value in inputs.items()}
+    x, heads, d_k, eps = f32["x"], settings["heads"], settings["d_k"], np.float32(settings["norm_eps"])
+    n, r, base = x.shape[0], settings["rope_width"], settings["rope_base"]
+
+    def rms(t, gain=1.0):  # a Python number keeps float32 arrays float32
+        return t / np.sqrt((t**2).mean(axis=-1, keepdims=True) + eps) * gain
+
+    source = rms(x @ f32["w_qa"], f32["g_qa"]) if "w_qa" in f32 else x
+    q = rms((source @ f32["w_qb" if "w_qb" in f32 else "w_q"]).reshape(n, heads, d_k).transpose(1, 0, 2))
+    kv = rms(x @ f32["w_kv"], f32["g_kv"])[None]  # [1, n, d_k]
+    if r:
+        turn = (lambda t: rotate_half(t, base, "neighbours")) if mistake == "rope_neighbours" else (
+            lambda t: turned(t, base))  # fmt: skip
+        q, kv = (np.concatenate([t[..., :-r], turn(t[..., -r:])], axis=-1) for t in (q, kv))
+    k = v = np.repeat(kv, heads, axis=0)
+    scores = q @ k.transpose(0, 2, 1)
+    scaled = scores * (1.0 if mistake == "no_scaling" else settings["scale"])
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    mask = (j <= i) & ((j > i - settings["window"]) if settings["window"] else True)
+    masked = np.where(mask, scaled, -np.inf)
+    logit = f32["sink"][:, None, None] if mistake != "sink_left_out" else np.full((heads, 1, 1), -np.inf, np.float32)
+    top = np.maximum(masked.max(axis=-1, keepdims=True), logit)
+    e = np.exp(masked - top)
+    weights = e / (e.sum(axis=-1, keepdims=True) + np.exp(logit - top))
+    context = weights @ v
+    handed = context
+    if r and mistake != "turn_back_left_out":
+        handed = np.concatenate([context[..., :-r], turned(context[..., -r:], base, -1)], axis=-1)
+    concat = handed.transpose(1, 0, 2).reshape(n, -1)
+    groups = concat.shape[1] // f32["w_oa"].shape[0]
+    width, d_o = f32["w_oa"].shape[0], f32["w_oa"].shape[1] // groups
+    low = [concat[:, g * width : (g + 1) * width] @ f32["w_oa"][:, g * d_o : (g + 1) * d_o] for g in range(groups)]
+    output = np.concatenate(low, axis=-1) @ f32["w_ob"]
+    return {"hook_q": q, "key_states": k, "v": v, "scores": scores, "scaled_scores": scaled, "attn_scores": masked,
+            "pattern": weights, "z": context.transpose(1, 0, 2), "attn_output": output}  # fmt: skip
+
+
 def students(trace, mistake: str | None = None) -> dict[str, np.ndarray]:
     """The student's stages on the inputs the page offers for this trace. A mask that hides the diagonal, with the
     first row filled or cleaned otherwise, is handed in from the weights on: its masked scores alone show the
     mask (and name it, however the row was then filled), its weights how the first row was filled."""
     inputs = {name: value.numpy() for name, value in inputs_arrays(trace).items()}
-    stages = student(inputs, inputs_settings(trace), mistake)
+    stages = (v4_student if "w_kv" in inputs else student)(inputs, inputs_settings(trace), mistake)
     if mistake in ("mask_hides_self_1e9", "mask_hides_self_nan_to_num"):
         stages = {name: value for name, value in stages.items() if name in ("pattern", "z", "attn_output")}
     return stages
 
 
+V4 = {"variant": "deepseek_v4", "causal": True, "positional": "rotary"}  # DeepSeek-V4's sliding-window layer
 CONFIGS = {
     "mha": AttentionConfig(d_model=8, d_k=4, heads=2, causal=True),
     "gqa": AttentionConfig(d_model=8, d_k=2, heads=4, kv_heads=2, variant="gqa", causal=True),
@@ -167,6 +218,7 @@ CONFIGS = {
     "diff": AttentionConfig(
         d_model=8, d_k=4, heads=4, kv_heads=2, variant="differential", causal=True, positional="rotary"
     ),  # d_k = 4: RoPE's neighbours are not its halves
+    "v4": AttentionConfig(d_model=8, d_k=6, heads=4, window=4, d_cq=5, d_rope=4, o_groups=2, d_o=3, **V4),
 }
 
 
@@ -181,6 +233,7 @@ CAPS = {
     "diff": AttentionConfig(
         d_model=768, d_k=64, heads=12, kv_heads=4, variant="differential", causal=True, positional="rotary"
     ),
+    "v4": AttentionConfig(d_model=768, d_k=64, heads=12, window=64, d_cq=96, d_rope=16, o_groups=4, d_o=32, **V4),
 }
 CAPS_TEXT = " ".join(f"w{i % 37}" for i in range(128))
 SIZES = {"small": (TEXT, CONFIGS), "caps": (CAPS_TEXT, CAPS)}
@@ -232,6 +285,10 @@ PLANTED = [  # (mistake, the configuration it can happen in, the first stage it 
     ("mask_sees_next", "sink", "masked_scores"),
     ("mask_after_softmax", "sink", "weights"),  # a mistake in the softmax itself, named with the sink in it
     ("second_map_left_out", "diff", "weights"),  # each row sums to 1, where it sums to 1 − λ
+    ("sink_left_out", "v4", "weights"),  # DeepSeek-V4's sink, its softmax over the keys alone
+    ("turn_back_left_out", "v4", "output"),  # its context handed on unturned: first seen in the output
+    ("rope_neighbours", "v4", "q"),  # its partial RoPE, paired as neighbours
+    ("no_scaling", "v4", "scaled_scores"),
     ("no_scaling", "diff", "scaled_scores"),  # a mistake before the two maps, named with them
     ("softmax_queries", "diff", "weights"),  # a mistake in both softmaxes, named with the second map in it
     ("mask_after_softmax", "diff", "weights"),

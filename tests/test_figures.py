@@ -109,7 +109,8 @@ def test_weights_hover_shows_the_arithmetic_counted_as_the_lectures_count(causal
 def test_registry_orders_numbers_and_filters_the_stages(causal_trace):
     keys = [stage.key for stage in STAGES]
     assert keys == ["x", "projections", "latent", "rope", "qkv", "scores", "scaled_scores", "bend", "mask",
-                    "two_maps", "weights", "sink", "context", "gate", "output", "absorb", "cache", "tiles"]  # fmt: skip
+                    "two_maps", "weights", "sink", "context", "turn_back", "gate", "output", "absorb", "cache",
+                    "tiles"]  # fmt: skip
     assert heading("scaled_scores", causal_trace) == "5 · Scale by √d_k"  # numbered among the stages MHA shows
     assert [stage.key for stage in grid_stages()] == ["scores", "scaled_scores", "mask", "weights"]
     assert [stage.key for stage in grid_stages(causal_trace)] == ["scores", "scaled_scores", "mask", "weights"]

@@ -102,7 +102,7 @@ def test_a_link_opens_the_gated_variant_with_its_gate_stage_and_its_words():
     assert charts(at)
 
 
-@pytest.mark.parametrize("variant", ["gated", "learned_sink", "differential"])  # variants added as a folder
+@pytest.mark.parametrize("variant", ["gated", "learned_sink", "differential", "deepseek_v4"])  # added as a folder
 @pytest.mark.parametrize("page", [spec.path for spec in PAGES if "variant" in spec.reads])
 def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page, variant):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
@@ -114,11 +114,12 @@ def test_every_page_that_offers_the_sidebars_variant_draws_the_gated_one(page, v
 
 
 @pytest.mark.parametrize(
-    ("key", "name"), [("gated", "GATED"), ("learned_sink", "SINK"), ("differential", "DIFFERENTIAL")]
+    ("key", "name"),
+    [("gated", "GATED"), ("learned_sink", "SINK"), ("differential", "DIFFERENTIAL"), ("deepseek_v4", "DEEPSEEK_V4")],
 )
 def test_the_variant_is_one_folder_and_one_line_of_the_registry(key, name):
     """Nothing outside its folder names a variant added as a folder (gated attention, the learned sink, differential
-    attention) but the registry: its import, and its place in the order."""
+    attention, DeepSeek-V4) but the registry: its import, and its place in the order."""
     folder = ROOT / "attention_core" / "variants" / key
     named = []
     for path in sorted(ROOT.glob("**/*.py")):

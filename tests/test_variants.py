@@ -397,6 +397,7 @@ def test_every_cache_size_is_the_bytes_of_the_tensors_the_variant_keeps(variant,
         "gated": 2 * (4 + 2),
         "learned_sink": 2 * (4 + 2),
         "differential": 2 * (2 * 4 + 2),  # both maps' keys and the value
+        "deepseek_v4": 4,  # one vector, the key and the value: d_k
     }  # the sink is one number per head, not per token
     expected = expected[variant]
     assert spec.cache_per_token(config.sizes) == expected

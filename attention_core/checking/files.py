@@ -48,6 +48,7 @@ def inputs_settings(trace: AttentionTrace) -> dict:
         "bend": trace.bend,  # a score_mod before the mask ("": none): alibi, softcap c, relative
         "relative_reach": RELATIVE_REACH,
         "rope_base": trace.rope_base,
+        "rope_width": trace.part_width("q_unrotated"),  # the last dimensions of q RoPE turns (MLA, V4: a part)
         "norm_eps": NORM_EPS,  # RMSNorm's ε, where the variant normalizes (MLA's latent)
         **(VARIANTS[trace.variant].constants if trace.variant in VARIANTS else {}),  # differential's λ_init, its ε
     }

@@ -15,7 +15,7 @@ from attention_core.checking.stages import expected
 from attention_core.engine import sink_softmax
 from attention_core.rotary import angles
 from attention_core.trace import AttentionTrace, concat_heads
-from attention_core.variants import expand_kv
+from attention_core.variants import VARIANTS, expand_kv
 
 
 def _after_scores(
@@ -56,7 +56,7 @@ def _after_scores(
     stages = {"scaled_scores": scaled, "masked_scores": masked, "weights": weights, "context": context}
     if bend is not None:
         stages["bent_scores"] = before
-    if trace.output is not None and "w_o" in trace.params:
+    if trace.output is not None and trace.params:
         stages["output"] = trace.output_from(context)
     return stages
 
@@ -176,7 +176,19 @@ def _rope_as_neighbours(trace):
     q, k = (turn(trace.parts[f"{name}_unrotated"].double().cpu()) for name in ("q", "k"))
     if k.dim() == 3:  # GQA's keys, one per key/value head: one per query head (MLA's rotary key is shared, [n, d])
         k = expand_kv(k, q.shape[0] // k.shape[0])
+    e = expected(trace)
+    r = q.shape[-1]  # what was turned: all of q and k, or their last r dimensions (MLA's rotary parts, V4's)
+    q = torch.cat([e["q"][..., : e["q"].shape[-1] - r], q], dim=-1)
+    k = torch.cat([e["k"][..., : e["k"].shape[-1] - r], k.expand(e["k"].shape[0], *k.shape[-2:])], dim=-1)
     return _from_qk(trace, q, k)
+
+
+def _turn_back_left_out(trace):
+    """DeepSeek-V4: each head's context handed on as it is, its rotary part not turned back by its query's angles."""
+    if "angles" not in trace.parts or trace.output is None:
+        return None
+    weights = {name: w.detach().double().cpu() for name, w in trace.params.items()}
+    return {"output": VARIANTS[trace.variant].output(concat_heads(expected(trace)["context"]), weights)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,6 +237,10 @@ MISTAKES = (
             "The weights are the first map's softmax alone: differential attention takes λ times a second map's "
             "softmax from it, A = softmax(Q₁K₁ᵀ/√d_k) − λ·softmax(Q₂K₂ᵀ/√d_k), so each row sums to 1 − λ. Score the "
             "tokens with Q₂ and K₂ too, and subtract λ times that softmax.", _second_map_left_out),
+    Mistake("turn_back_left_out", "the context not turned back",
+            "The output was made from each head's context as it came out of A·V: in DeepSeek-V4 the values are the "
+            "keys, turned by RoPE at their own positions, so the context's last d_h^R dimensions must be turned back "
+            "by the query's position (RoPE at −i) before the output projection.", _turn_back_left_out),
     Mistake("mask_after_softmax", "the mask applied after the softmax",
             "Future keys were zeroed after the softmax, so each row no longer sums to 1 and the visible keys kept "
             "the share the hidden ones took. Set hidden scores to −∞ before the softmax.", _mask_after_softmax),

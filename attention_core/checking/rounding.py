@@ -46,7 +46,8 @@ def config_of(trace: AttentionTrace, dtype: str) -> AttentionConfig:
     mask = window_settings(trace)  # the sliding window, its sinks, DSA's top-k
     return AttentionConfig(
         d_model=s.d_model, d_k=s.d_k, d_v=s.d_v, heads=s.heads, kv_heads=s.kv_heads, variant=trace.variant,
-        d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, causal=trace.mask is not None and not trace.composed,
+        d_c=s.d_c or 4, d_cq=s.d_cq, d_rope=s.d_rope, o_groups=s.o_groups or 1, d_o=s.d_o or 4,
+        causal=trace.mask is not None and not trace.composed,
         window=mask["window"], sinks=bool(mask["sinks"]), top_k=mask["top_k"], mask=trace.composed,
         bend=trace.bend, seed=trace.bend_seed,
         scaled=trace.scale != 1.0, positional="rotary" if trace.rope_base else "none",

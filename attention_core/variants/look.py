@@ -52,6 +52,7 @@ class Look:
     suits: Callable[[Mapping[str, object]], dict[str, object]] = lambda settings: {}
     weights_note: Callable[[set[str]], str] = lambda names: ""  # on the projections stage, given its weights
     qkv_titles: tuple[str, str, str] = ()  # how Q, K and V are made, where not X·W_Q, X·W_K, X·W_V
+    output_title: str = "concat·W_O"  # how the output chart says it is made (V4: its grouped projection)
     # A stage's title, formula and idea where this variant's say otherwise (MLA's projections: no W_K, W_V).
     stage_text: Mapping[str, StageText] = dataclasses.field(default_factory=dict)
 
@@ -81,3 +82,46 @@ class OwnStage:
     after: str
     shown: tuple[Shown, ...]
     says: Callable[[Mapping[str, torch.Tensor], int, tuple[str, ...]], list[str]] = lambda parts, head, tokens: []
+
+
+# A learned sink's stage (gpt-oss's; DeepSeek-V4 has the same sink): the sink's share of each row, and what it says.
+def sink_says(parts: Mapping[str, torch.Tensor], head: int, tokens: tuple[str, ...]) -> list[str]:
+    """This head's sink in numbers: its logit, the share it takes of a row on average and what that leaves the
+    tokens, and (with two tokens or more) the rows that give it the most and the least."""
+    shares = parts["sink_share"][head, :, 0].double()  # [n]
+    logit, mean = float(parts["sink_logit"][head, 0, 0]), float(shares.mean())
+    said = [
+        f"This head's sink logit is s = {logit:.2f}. The sink takes {in_unit(mean)} of a row on average, so on "
+        f"average a row's weights on the tokens sum to {in_unit(1 - mean)}: that part of the row goes to no token "
+        "and passes on nothing."
+    ]
+    least, most = int(shares.argmin()), int(shares.argmax())
+    if shares[least] < shares[most]:
+        said.append(
+            f"Row {most + 1} (“{tokens[most]}”) gives the sink the most, {in_unit(float(shares[most]))}; row "
+            f"{least + 1} (“{tokens[least]}”) the least, {in_unit(float(shares[least]))}: the less a row's scores "
+            "weigh against s, the more it gives the sink."
+        )
+    elif len(tokens) > 1:
+        said.append("Every row gives the sink the same share.")
+    return said
+
+
+SINK_WEIGHTS = StageText(
+    "Softmax with a sink → attention weights",
+    r"A_{ij} = \frac{e^{S'_{ij}}}{\sum_{l} e^{S'_{il}} + e^{s_h}}",
+    "The head's sink logit s joins each row's softmax and is dropped after it: each row now sums to "
+    "1 − its sink's share, the share of attention token i pays to each token.",
+)
+SINK_STAGE = OwnStage(
+    "sink",
+    "sink",
+    "The learned sink",
+    r"\sigma_i = \frac{e^{s_h}}{\sum_j e^{S'_{ij}} + e^{s_h}}, \qquad \sum_j A_{ij} = 1 - \sigma_i",
+    "Each head has a learned logit s that joins every row's softmax as a column no token owns; it is dropped "
+    "after the softmax, so each row keeps back the sink's share σ and its weights on the tokens sum to less "
+    "than 1.",
+    after="weights",
+    shown=(Shown("sink_share", "σ (sink's share)", "exp(s) / (Σⱼ exp(S′ᵢⱼ) + exp(s))", "sink"),),
+    says=sink_says,
+)

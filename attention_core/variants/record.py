@@ -33,7 +33,8 @@ def plural(n: int, word: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class WeightSpec:
-    """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head) or "" (one);
+    """One learned matrix: copies "heads" (one per query head), "kv_heads" (one per key/value head), "o_groups" (one
+    per output group: DeepSeek-V4's W_OA) or "" (one);
     rows and cols are width names (Sizes.of). kind "gain": an RMSNorm's per-dimension scale, a vector of cols
     (drawn as ones, as a freshly built model has it); kind "logit": a number per head, a vector of cols = "heads"
     (drawn N(0, 1), each head from its own stream: a learned sink's logit); kind "lambda": a vector of cols drawn
@@ -59,7 +60,8 @@ class WeightSpec:
     def shape(self, sizes: Sizes) -> tuple[int, ...]:
         if self.vector:
             return (sizes.of(self.cols),)
-        copies = {"heads": (sizes.heads,), "kv_heads": (sizes.kv_heads,), "": ()}[self.copies]
+        copies = {"heads": (sizes.heads,), "kv_heads": (sizes.kv_heads,), "o_groups": (sizes.o_groups,), "": ()}
+        copies = copies[self.copies]
         return (*copies, sizes.of(self.rows), sizes.of(self.cols))
 
     def flops_per_row(self, sizes: Sizes) -> int:
@@ -67,7 +69,7 @@ class WeightSpec:
         multiply and an add per entry. A vector (a gain, a logit) is no matrix product: 0 (not counted)."""
         if self.vector:
             return 0
-        copies = {"heads": sizes.heads, "kv_heads": sizes.kv_heads, "": 1}[self.copies]
+        copies = {"heads": sizes.heads, "kv_heads": sizes.kv_heads, "o_groups": sizes.o_groups, "": 1}[self.copies]
         return 2 * copies * sizes.of(self.rows) * sizes.of(self.cols)
 
 
@@ -120,6 +122,9 @@ class Variant:
     # Differential attention's λ from its weights (DiffLlama), where it has a second map: the engine then takes
     # softmax(q·kᵀ) − λ·softmax(q₂·k₂ᵀ), q₂ and k₂ from its parts, so a weight may be negative.
     lambda_of: Callable[[Mapping[str, torch.Tensor]], torch.Tensor] | None = None
+    # How every head's handed-on rows, side by side [n, h·d_v], become the output [n, d_model], where it is not ·W_O:
+    # DeepSeek-V4's grouped low-rank projection (two matrices, W_OA per group of heads, then W_OB).
+    out: Callable[[torch.Tensor, Mapping[str, torch.Tensor]], torch.Tensor] | None = None
     maps: int = 0  # the n×n maps per head it keeps beyond every variant's (differential: three), for the budget
     # Numbers a student's own implementation needs that are not weights (/check hands them over with the settings):
     # differential attention's λ_init and its norm's ε.
@@ -137,6 +142,13 @@ class Variant:
     def projection(self, x: torch.Tensor, weights: Mapping[str, torch.Tensor], config) -> Projected:
         """Every token's q, k and v at once (the full forward pass): unpack what project makes of X."""
         return self.unpack(self.project(x, weights, config, 0), weights, config)
+
+    def output(self, concat: torch.Tensor, weights: Mapping[str, torch.Tensor]) -> torch.Tensor | None:
+        """The layer's output [n, d_model] from every head's handed-on rows side by side [n, h·d_v]: concat·W_O, or
+        the variant's own projection (`out`); None where there is none (Q = K = V = X)."""
+        if self.out is not None:
+            return self.out(concat, weights)
+        return concat @ weights["w_o"] if "w_o" in weights else None
 
     def weight_shapes(self, sizes: Sizes) -> dict[str, tuple[int, ...]]:
         return {spec.name: spec.shape(sizes) for spec in self.weight_specs(sizes)}

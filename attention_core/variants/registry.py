@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from attention_core.controls import Control
+from attention_core.variants.deepseek_v4 import DEEPSEEK_V4
 from attention_core.variants.differential import DIFFERENTIAL
 from attention_core.variants.gated import GATED
 from attention_core.variants.grouped import GQA, MHA, MQA
@@ -22,7 +23,8 @@ def register(variant: Variant) -> Variant:
     return variant
 
 
-for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK, DIFFERENTIAL):  # a variant's folder, and its place here
+# A variant's folder, and its place here:
+for _variant in (MHA, GQA, MQA, MLA, IDENTITY, GATED, SINK, DIFFERENTIAL, DEEPSEEK_V4):
     register(_variant)
 DEFAULT = MHA.key  # the variant a fresh page shows
 

@@ -17,8 +17,13 @@ class Sizes:
     d_c: int = 0
     d_cq: int = 0
     d_rope: int = 0
+    o_groups: int = 0  # DeepSeek-V4's output: the heads in o_groups groups, each projected to d_o, then mixed
+    d_o: int = 0
     rotary: bool = False  # RoPE on q and k (MLA: on its rotary parts): the trace keeps them before and after
 
     def of(self, name: str) -> int:
-        """A width by name: "d_model", "d_k", ..., or "concat" (every head's context side by side: h·d_v)."""
-        return self.heads * self.d_v if name == "concat" else getattr(self, name)
+        """A width by name: "d_model", "d_k", ..., "concat" (every head's context side by side: h·d_v), "group"
+        (one output group's heads side by side: h·d_v / o_groups) or "groups_out" (every group's d_o: o_groups·d_o)."""
+        concat = self.heads * self.d_v
+        widths = {"concat": concat, "group": concat // max(self.o_groups, 1), "groups_out": self.o_groups * self.d_o}
+        return widths[name] if name in widths else getattr(self, name)

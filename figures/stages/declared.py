@@ -42,7 +42,9 @@ def build_declared(own: OwnStage, trace, head: int, style: Style, query: int | N
 
 
 def declared_stages() -> list[tuple[Stage, str]]:
-    """Every registered variant's own stages, each with the key of the stage it follows."""
+    """Every registered variant's own stages, each with the key of the stage it follows; a stage two variants bring
+    (the learned sink: gpt-oss's and DeepSeek-V4's) once."""
+    owns = {own.key: own for variant in VARIANTS.values() for own in variant.own_stages}
     return [
         (
             Stage(
@@ -57,6 +59,5 @@ def declared_stages() -> list[tuple[Stage, str]]:
             ),
             own.after,
         )
-        for variant in VARIANTS.values()
-        for own in variant.own_stages
+        for own in owns.values()
     ]

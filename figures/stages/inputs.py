@@ -62,7 +62,7 @@ def build_projections(trace, head: int, style: Style, query: int | None) -> Buil
     figures, matrices = laid_out(_weight_parts(trace, head, style, names), style)
     variant = VARIANTS[trace.variant]
     notes = []
-    if trace.kv_heads < trace.heads:
+    if trace.kv_heads < trace.heads and "w_k" in trace.params:  # (V4's one vector is said by its weights_note)
         notes.append(
             f"{variant.label}: {trace.heads} query heads share {trace.kv_heads} key/value "
             f"head{'s' if trace.kv_heads > 1 else ''}, so W_K and W_V have {trace.kv_heads} "
@@ -101,8 +101,9 @@ def build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
                 f"{shape_text(n, d_model)}·{shape_text(d_model, width)} = {shape_text(n, width)}",
             )
         subtitle = ""
-        if name != "Q" and trace.kv_heads < trace.heads:
-            subtitle = _copy_of(trace, "w_k" if name == "K" else "w_v", head)[1] if trace.params else ""
+        if name != "Q" and trace.kv_heads < trace.heads and trace.params:
+            weight = "w_k" if name == "K" else "w_v"  # none where one vector is the key and the value (V4)
+            subtitle = _copy_of(trace, weight, head)[1] if weight in trace.params else "read by every head"
         parts.append(rows_panel(trace, values, name, title, style, subtitle))
     if trace.x is None:
         notes.append(CAPTURED_NOTE)

@@ -15,6 +15,7 @@ from attention_core.variants import (
     VARIANTS,
     absorbed_scores,
     folded_with_rotated_keys,
+    look_of,
     rotation_matrix,
 )
 from figures.cache import BYTES, CONTEXTS, amount, cache_figure, compared_rows, preset_rows
@@ -78,10 +79,12 @@ def build_output(trace, head: int, style: Style, query: int | None) -> Built:
         parts.append(matrix_panel(w_o, "W_O", title, style, "concat dimension", "output dimension"))
     if trace.output is not None:
         out = as_numpy(trace.output)
-        title = Title("output", "concat·W_O", f"{shape_text(n, h * dv)}·{shape_text(h * dv, out.shape[1])}")
+        how = look_of(trace.variant).output_title
+        shapes = f"{shape_text(n, h * dv)}·{shape_text(h * dv, out.shape[1])}" if trace.w_o is not None else ""
+        title = Title("output", how, shapes or shape_text(n, out.shape[1]))
         parts.append(rows_panel(trace, out, "output", title, style))
     notes = []
-    if trace.w_o is None:
+    if trace.output is None:
         notes.append("Here only the concatenation is shown: the model applies its own output projection next.")
     return Built(*laid_out(parts, style), notes)
 

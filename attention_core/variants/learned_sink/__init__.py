@@ -2,13 +2,15 @@
 softmax, a column no token owns, so a row's weights sum to less than 1. The cache is grouped attention's: the sink
 is one number per head, not per token.
 
-The variant's folder: compute.py (how it computes), look.py (how it is drawn and said, and its stage, declared).
+The variant's folder: compute.py (how it computes), look.py (how it is drawn and said); its stage, the sink's share
+of each row, is variants/look.py's SINK_STAGE, which DeepSeek-V4 shows too.
 """
 
 from __future__ import annotations
 
 from attention_core.variants.grouped import on_gqa
 from attention_core.variants.learned_sink import compute, look
+from attention_core.variants.look import SINK_STAGE
 
 SINK = on_gqa(
     "learned_sink",
@@ -21,7 +23,7 @@ SINK = on_gqa(
     sink=compute.SINK.name,
     look=look.LOOK,
     words=look.WORDS,
-    own_stages=(look.SINK_STAGE,),
+    own_stages=(SINK_STAGE,),
 )
 
 __all__ = ["SINK"]

@@ -41,7 +41,7 @@ LOOK = Look(
     },
 )
 
-# Its sizes' sliders, drawn only while MLA is chosen (they are the sizes in its record's `uses`).
+# Its sizes' sliders, drawn only while MLA (or DeepSeek-V4, for d_cq and d_h^R) is chosen: the sizes in `uses`.
 CONTROLS = (
     Control(
         "d_c",
@@ -56,24 +56,25 @@ CONTROLS = (
     ),
     Control(
         "d_cq",
-        "d_cq (MLA: query latent width, 0 = none)",
+        "d_cq (MLA, V4: query latent width, 0 = none)",
         "slider",
         0,
         0,
         APP_MAX_WIDTH,
-        help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2.",
+        help="0: queries come straight from X; else through their own latent c_Q, as in DeepSeek-V2 and V4.",
         group="sizes",
         computes=True,
     ),
     Control(
         "d_rope",
-        "d_h^R (MLA: rotary width, even)",
+        "d_h^R (MLA, V4: rotary width, even)",
         "slider",
         2,
         0,
         APP_MAX_ROPE,
         step=2,
-        help="The part of each query and key that RoPE turns; the key part k^R is one for all heads.",
+        help="The part of each query and key that RoPE turns; the key part k^R is one for all heads (V4: the "
+        "last d_h^R of d_k).",
         group="sizes",
         computes=True,
     ),

@@ -55,7 +55,7 @@ class CacheRow:
         filled = variant.formula_at(s)
         per_layer = variant.cache_per_token(s)
         if self.layers == 1:
-            return f"{variant.formula} = {filled} = {per_layer:,}"
+            return variant.formula_worked(s)
         general, filled = (
             f"({text})" if "+" in text and not text.endswith(")") else text for text in (variant.formula, filled)
         )

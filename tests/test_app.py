@@ -511,13 +511,14 @@ def test_compare_two_variants_shows_what_each_caches(app):
     app.selectbox(key="cmp_variant_right").set_value("gqa").run()  # 4 heads share 2 (the sidebar's 2 fit)
     no_problems(app)
     assert [m.value for m in app.metric if m.label == "KV cache per token and layer"] == ["32 numbers", "16 numbers"]
-    # Presented, each side says it in its caption's line (a metric's two lines made the slide scroll), the same
-    # numbers; differential attention keeps both keys: 2 · (2·4 + 4).
+    # Presented, each side says it beside its variant's name, its heading (a metric's two lines, then a caption's
+    # second line under the causal mask, made the slide scroll), the same numbers; the settings both sides hold
+    # are said once, above. Differential attention keeps both keys: 2 · (2·4 + 4).
     app.selectbox(key="cmp_variant_right").set_value("differential").run()
     app.toggle(key="present").set_value(True).run()
     no_problems(app)
-    said = [c.value for c in app.caption if "KV cache per token and layer" in c.value]
-    assert [re.search(r"\*\*([0-9,]+) numbers\*\*", c)[1] for c in said] == ["32", "24"], said
+    said = [m.value for m in app.markdown if "· KV cache: " in m.value]
+    assert said == ["**MHA** · KV cache: **32 numbers** a token", "**Diff** · KV cache: **24 numbers** a token"], said
     assert not [m for m in app.metric if m.label == "KV cache per token and layer"]
 
 

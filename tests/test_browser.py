@@ -1026,7 +1026,8 @@ BOTH_SCHEMES = ("000", "002", "004", "after-mla", "masks-and-scores")
 @pytest.mark.parametrize(
     "lecture",
     ["000", "001", "002", pytest.param("003", marks=pytest.mark.models), "004",
-     pytest.param("after-mla", marks=[pytest.mark.models, pytest.mark.xdist_group("sweep")]), "masks-and-scores",
+     pytest.param("after-mla", marks=[pytest.mark.models, pytest.mark.xdist_group("sweep")]), "after-mla-2",
+     "masks-and-scores",
      pytest.param("head-effects", marks=pytest.mark.models)],
 )  # fmt: skip
 def test_a_lecture_is_given_from_its_deck_with_the_arrow_keys_alone(server, browser, lecture, width, height, scheme):

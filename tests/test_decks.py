@@ -32,17 +32,27 @@ def _walkthrough_stages(view: decks.View) -> list[str]:
     return [stage.key for stage in stages_for(trace_sentence(settings.text, settings.config))]
 
 
-AFTER = {"after-mla": "After MLA", "head-effects": "Does this head matter?", "masks-and-scores": "Masks and scores"}
+AFTER = {
+    "after-mla": "After MLA",
+    "after-mla-2": "After MLA, part two",
+    "head-effects": "Does this head matter?",
+    "masks-and-scores": "Masks and scores",
+}
 
 
 def test_one_deck_ships_per_lecture_in_its_own_order_and_the_ones_after_mla():
-    assert sorted(SHIPPED) == ["after-mla", "head-effects", *(f"lecture-{n}" for n in LECTURES), "masks-and-scores"]
+    assert sorted(SHIPPED) == ["after-mla", "after-mla-2", "head-effects", *(f"lecture-{n}" for n in LECTURES),
+                              "masks-and-scores"]  # fmt: skip
     for name, deck in SHIPPED.items():
         assert deck.title.startswith(AFTER.get(name, name.removeprefix("lecture-")))
         assert all(view.note for view in deck.views), name  # every view says what it is for
     after = SHIPPED["after-mla"].views  # the roadmap's end, then what came after it
     assert (after[0].params["variant"], after[0].stage) == ("mla", "cache")
     assert {view.stage for view in after} >= {"mask", "cache", "sinks", "masks", "tiles"}
+    second = SHIPPED["after-mla-2"].views  # DeepSeek-V4's layer stage by stage, then the sink, the gate, the difference
+    assert [view.params.get("variant") for view in second[:7]] == ["deepseek_v4"] * 7
+    assert [view.stage for view in second[:6]] == ["cache", "qkv", "mask", "sink", "turn_back", "output"]
+    assert [view.stage for view in second[7:10]] == ["sink", "gate", "two_maps"]
     flex = SHIPPED["masks-and-scores"].views  # a slide per idea: pieces, blocks, tiles, each bend, decoding
     assert {view.params.get("bend") for view in flex} >= {"alibi", "softcap 2", "relative"}
     assert {view.stage for view in flex} >= {"mask", "tiles", "bend", "heads", "step"}

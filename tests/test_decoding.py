@@ -29,6 +29,9 @@ CONFIGS = {
     "gated": dict(variant="gated", heads=4, kv_heads=2, positional="rotary"),
     "learned_sink": dict(variant="learned_sink", heads=4, kv_heads=2, positional="rotary"),
     "differential": dict(variant="differential", heads=4, kv_heads=2, positional="rotary"),
+    "deepseek_v4": dict(
+        variant="deepseek_v4", heads=4, d_k=6, d_cq=5, d_rope=4, o_groups=2, d_o=3, positional="rotary"
+    ),
     "unscaled": dict(scaled=False, heads=2),
 }
 
@@ -189,7 +192,7 @@ def test_the_trained_models_greedy_words_are_its_own_most_probable_next_words():
 
 
 @pytest.mark.parametrize(("window", "sinks"), [(1, False), (3, False), (2, True)])
-@pytest.mark.parametrize("name", ["mha-rotary", "gqa", "mla"])
+@pytest.mark.parametrize("name", ["mha-rotary", "gqa", "mla", "deepseek_v4"])  # V4: a window in every layer
 def test_under_a_sliding_window_each_step_is_the_windowed_passs_row_and_the_cache_stops_growing(name, window, sinks):
     """With a window, step t reads only the keys the window's mask keeps for row t (the sinks and the last w), and
     its row is row t of compute_attention under that mask, restricted to those keys; the cache then holds exactly

@@ -133,9 +133,15 @@ def test_every_head_reads_one_key_value_vector_and_the_cache_keeps_d_k_numbers_a
     kv = trace.parts["kv_shared"]  # [n, d_k]
     for head in range(trace.heads):
         assert torch.equal(trace.k[head], kv) and torch.equal(trace.v[head], kv)  # K = V, the same for every head
+    subtitles = [str(a.text) for f in stage_view(trace, "projections", 3).figures for a in f.layout.annotations]
+    assert any("group 2 of 2, of head 4" in text for text in subtitles), subtitles  # W_OA: a copy per group
+    said = stage_view(trace, "rope", 0).explanation  # RoPE turns a part of each: said so
+    assert "Here the last 2 of q's and k's 4 dimensions (the rest are not turned), head 1 of 4." in said, said
     variant = VARIANTS["deepseek_v4"]
     assert variant.cache_per_token(trace.sizes) == 4 == trace.d_k
     assert variant.formula_at(trace.sizes) == "4"
+    assert variant.formula_worked(trace.sizes) == "d_k = 4"  # not "d_k = 4 = 4": a step that repeats is left out
+    assert VARIANTS["mqa"].formula_worked(trace.sizes) == "d_k + d_v = 4 + 4 = 8"
     gqa = VARIANTS["gqa"]
     assert gqa.cache_per_token(trace.sizes) == 2 * trace.kv_heads * trace.d_k  # GQA at one head keeps K and V: twice
 
@@ -190,7 +196,7 @@ def test_a_link_opens_it_on_the_walkthrough_with_the_engines_numbers_and_its_own
     np.testing.assert_array_equal(panel(at, "σ (sink's share)").z, trace.parts["sink_share"][0].numpy())
     np.testing.assert_array_equal(panel(at, "output").z, trace.output.numpy())
     text = " ".join(str(m.value) for m in at.markdown)
-    assert "every head reads as its key and as its value (K = V)" in text and "W_K and W_V have" not in text
+    assert "every head's key and value (K = V)" in text and "W_K and W_V have" not in text
     captions = " ".join(str(c.value) for c in at.caption)
     assert "2 heads reading one key/value vector (K = V) · output in 1 group of d_o 4" in captions, captions
     shown = [s.key for s in at.slider if s.key in ("kv_heads", "d_c", "d_cq", "d_rope", "o_groups", "d_o")]
@@ -217,12 +223,19 @@ def test_what_a_value_hands_on_depends_on_its_distance_alone():
             torch.testing.assert_close(trace.handed[head, i, -r:].double(), want, rtol=0, atol=1e-12)
 
 
+def _titles(trace) -> str:
+    """Every chart title of the Q, K, V stage."""
+    return " ".join(str(a.text) for figure in stage_view(trace, "qkv", 0).figures for a in figure.layout.annotations)
+
+
 def test_choosing_it_in_the_sidebar_turns_on_what_it_is_made_with():
-    """Its partial RoPE needs rotary positions and its window a decoder's causal mask: choosing it turns both on."""
+    """Its partial RoPE needs rotary positions, its window a decoder's causal mask and its queries a latent: choosing
+    it turns all three on. Its Q chart says where its queries come from, with a latent and without one."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     assert at.session_state["positional"] != "rotary" and not at.session_state["causal"]  # the defaults
     at.selectbox(key="variant").set_value("deepseek_v4").run()
     no_problems(at)
     assert at.session_state["positional"] == "rotary" and at.session_state["causal"]
-    assert "turn_back" in [stage.key for stage in stages_for(_v4_trace())]
+    assert at.session_state["d_cq"] == 2 * at.session_state["d_k"]
+    assert "RMSNorm(c_Q·W_QB)" in _titles(_v4_trace()) and "RMSNorm(X·W_Q)" in _titles(_v4_trace(d_cq=0))

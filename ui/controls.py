@@ -34,11 +34,13 @@ if not log.handlers:
 
 def _suit_variant() -> None:
     """On choosing a variant: the settings that suit it (Look.suits: GQA heads to share, MLA rotary
-    positions)."""
+    positions, DeepSeek-V4 a query latent)."""
     state = st.session_state
     if state.get("variant") in VARIANTS:
         suits = look_of(state["variant"]).suits
-        state.update(suits({key: state[key] for key in ("heads", "kv_heads", "positional") if key in state}))
+        state.update(
+            suits({key: state[key] for key in ("heads", "kv_heads", "positional", "d_k", "d_cq") if key in state})
+        )
 
 
 # What a widget does when the reader changes it (a callback after the change), by setting.

@@ -158,7 +158,11 @@ def main() -> None:
             ):
                 with column:
                     trace = trace_for(settings, **changes)
-                    st.markdown(f"**{_label(changes, settings.config)}**")
+                    kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
+                    if what == "two variants" and settings.present:  # a slide: what differs, and what it caches
+                        st.markdown(f"**{VARIANTS[trace.variant].label}** · KV cache: **{kept:,} numbers** a token")
+                    else:
+                        st.markdown(f"**{_label(changes, settings.config)}**")
                     if settings.own and not trace.given:
                         st.caption("Your own weights do not fit this side's settings: its weights are drawn.")
                     view = stage_view(trace, stage or "weights", 0, style)
@@ -168,11 +172,7 @@ def main() -> None:
                     places = st.columns(len(shown)) if settings.present else [st] * len(shown)  # a slide: a row
                     for place, stat in zip(places, shown, strict=True):
                         place.metric(f"mean {stat.name} (head 1)", f"{summary[f'mean_{stat.key}']:.{stat.digits}f}")
-                    means = f"Means over {trace.averaged_rows_text}."
-                    kept = VARIANTS[trace.variant].cache_per_token(trace.sizes)
-                    if what == "two variants" and settings.present:  # a slide: one line, not a metric's two
-                        means += f" KV cache per token and layer: **{kept:,} numbers**."
-                    st.caption(means)
+                    st.caption(f"Means over {trace.averaged_rows_text}.")
                     if what == "two variants" and not settings.present:
                         st.metric("KV cache per token and layer", f"{kept:,} numbers")
 

@@ -338,8 +338,8 @@ def cost_words(decoding, t: int, presentation: bool) -> None:
     read_without = bytes_read(decoding.params, {}, decoding.x[:t], False)
     per_token = VARIANTS[config.variant].cache_per_token(sizes)
     cache = (
-        f"**Cache**: {VARIANTS[config.variant].formula} = {VARIANTS[config.variant].formula_at(sizes)} = "
-        f"{per_token:,} numbers per token ({per_token * bytes_per:,} bytes in {config.dtype}); after {t} "
+        f"**Cache**: {VARIANTS[config.variant].formula_worked(sizes)} numbers per token "
+        f"({per_token * bytes_per:,} bytes in {config.dtype}); after {t} "
         f"token{'s' if t > 1 else ''}: {decoding.cache_bytes(t):,} bytes."
     )
     if presentation:

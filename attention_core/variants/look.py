@@ -51,7 +51,9 @@ class Look:
     # On choosing it in the sidebar: the settings that suit it (GQA: heads to share; MLA: rotary positions).
     suits: Callable[[Mapping[str, object]], dict[str, object]] = lambda settings: {}
     weights_note: Callable[[set[str]], str] = lambda names: ""  # on the projections stage, given its weights
-    qkv_titles: tuple[str, str, str] = ()  # how Q, K and V are made, where not X·W_Q, X·W_K, X·W_V
+    # How Q, K and V are made, where not X·W_Q, X·W_K, X·W_V; or a function of the sizes that says it (V4: its
+    # queries from the query latent c_Q where d_cq > 0, from X without one).
+    qkv_titles: tuple[str, str, str] | Callable[[Sizes], tuple[str, str, str]] = ()
     output_title: str = "concat·W_O"  # how the output chart says it is made (V4: its grouped projection)
     # A stage's title, formula and idea where this variant's say otherwise (MLA's projections: no W_K, W_V).
     stage_text: Mapping[str, StageText] = dataclasses.field(default_factory=dict)

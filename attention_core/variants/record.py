@@ -158,6 +158,11 @@ class Variant:
         widths = self.parts(sizes)
         return sum(widths.get(name, 0) for name in self.cached)
 
+    def formula_worked(self, sizes: Sizes) -> str:
+        """The cache formula, with the sizes put in, then its value: "g·(d_k + d_v) = 2·(4 + 4) = 16", and "d_k = 4"
+        where a step would repeat the one before it."""
+        return " = ".join(dict.fromkeys([self.formula, self.formula_at(sizes), f"{self.cache_per_token(sizes):,}"]))
+
     def formula_at(self, sizes: Sizes) -> str:
         """The cache formula with these sizes put in: "g·(d_k + d_v)" -> "2·(4 + 4)"."""
         return re.sub(SYMBOL_PATTERN, lambda found: str(getattr(sizes, SYMBOLS[found[0]])), self.formula)

@@ -44,7 +44,11 @@ def _weight_parts(trace, head: int, style: Style, names: tuple[str, ...]) -> lis
         if spec.vector:
             continue  # a gain (ones until trained) or a logit per head: named in the notes or its stage, not drawn
         subtitle = ""
-        if weight.dim() == 3:
+        if weight.dim() == 3 and spec.copies == "o_groups":  # one per group of heads (DeepSeek-V4's W_OA)
+            groups = weight.shape[0]
+            copy = head * groups // trace.heads
+            subtitle, weight = f"group {copy + 1} of {groups}, of head {head + 1}", weight[copy]
+        elif weight.dim() == 3:
             copy, subtitle = _copy_of(trace, spec.name, head)
             weight = weight[copy]
         values = as_numpy(weight)
@@ -84,6 +88,7 @@ def build_qkv(trace, head: int, style: Style, query: int | None) -> Built:
         return Built(figures, matrices, idea=idea)
     parts, notes = [], []
     titles = look_of(trace.variant).qkv_titles  # how the variant makes them, where not X·W_Q, X·W_K, X·W_V
+    titles = titles(trace.sizes) if callable(titles) else titles
     for i, (name, t) in enumerate((("Q", trace.q), ("K", trace.k), ("V", trace.v))):
         values = as_numpy(t[head])
         width = values.shape[1]

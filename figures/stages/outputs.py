@@ -174,6 +174,8 @@ def build_rope(trace, head: int, style: Style, query: int | None) -> Built:
         diverging=False,
     )
     what = "q^R, k^R (MLA's rotary parts)" if "q_r" in trace.parts else "q, k"
+    if "q_r" not in trace.parts and width < trace.d_qk:  # partial RoPE (DeepSeek-V4): the rest is not turned
+        what = f"the last {width} of q's and k's {trace.d_qk} dimensions (the rest are not turned)"
     parts = [
         (angle_panel, Matrix("angles", theta, tokens_of(trace), pairs)),
         rows_panel(

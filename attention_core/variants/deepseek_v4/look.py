@@ -17,9 +17,10 @@ from attention_core.variants.sizes import Sizes
 
 
 def _suits(settings: Mapping[str, object]) -> dict[str, object]:
-    """What its parts are for: rotary positions (its partial RoPE, turned back on the output) and the causal mask
-    (a decoder's, with its sliding window, which V4 keeps in every layer)."""
-    return {"positional": "rotary", "causal": True}
+    """What its parts are for: rotary positions (its partial RoPE, turned back on the output), the causal mask (a
+    decoder's, with its sliding window, which V4 keeps in every layer) and a query latent (V4's queries come
+    through one: twice d_k wide where none is chosen)."""
+    return {"positional": "rotary", "causal": True, "d_cq": settings.get("d_cq") or 2 * settings.get("d_k", 4)}
 
 
 def _heads_line(heads: str, s: Sizes) -> str:
@@ -70,13 +71,32 @@ LOOK = Look(
     "made by W_KV, is every head's key and value",
     suits=_suits,
     weights_note=lambda names: (
-        "No W_K or W_V: W_KV makes one vector a token that every head reads as its key and as its value (K = V). "
-        "s holds each head's sink logit; W_OA and W_OB are the output projection, in groups of heads."
+        "No W_K or W_V: W_KV makes one vector a token, every head's key and value (K = V); s holds each head's "
+        "sink logit; W_OA and W_OB project the heads out in groups."
     ),
-    qkv_titles=("Q = RMSNorm(c_Q·W_QB)", "K = kv", "V = kv"),
+    qkv_titles=lambda s: ("Q = RMSNorm(c_Q·W_QB)" if s.d_cq else "Q = RMSNorm(X·W_Q)", "K = kv", "V = kv"),
     output_title="[O₍g₎·W_OA]·W_OB",
     stage_text={
+        "projections": StageText(
+            "DeepSeek-V4's projection matrices",
+            r"\begin{aligned} W^{QA} &\in \mathbb{R}^{d_{model} \times d_{cq}}, & W^{QB}_h &\in "
+            r"\mathbb{R}^{d_{cq} \times d_k} \\ W^{KV} &\in \mathbb{R}^{d_{model} \times d_k} \end{aligned}",
+            "Learned matrices, shared by every token (with d_cq = 0, one W_Q from X in place of W_QA and W_QB).",
+        ),
+        "qkv": StageText(
+            "Queries, and one vector for keys and values",
+            r"\begin{aligned} Q_h &= \text{RMSNorm}(c_Q W^{QB}_h) \\ K = V &= \text{RMSNorm}(X W^{KV})\, g_{KV} "
+            r"\end{aligned}",
+            "Every token makes a query for each head (from X·W_Q where d_cq = 0) and one vector that is its key and "
+            "its value at once; every head reads that vector. Their last d_h^R dimensions are turned by RoPE.",
+        ),
         "weights": SINK_WEIGHTS,
+        "cache": StageText(
+            "The KV cache, per token",
+            r"\text{V4: } d_k \;\;(K = V) \qquad \text{MLA: } d_c + d_h^R",
+            "A decoder keeps the keys and values of every token so far; V4 keeps one vector a token, its key and "
+            "its value at once.",
+        ),
         "output": StageText(
             "Turn back, group the heads, project with W_OA and W_OB",
             r"\text{out} = \big[\, O_{(g)} W^{OA}_g \,\big]_{g}\, W^{OB}",

@@ -170,6 +170,8 @@ class AttentionTrace:
         """The widths of this trace's variant, read from its shapes (a real model's d_model, which its trace
         leaves out, is taken as heads · d_v)."""
         d_model = self.x.shape[-1] if self.x is not None else self.heads * self.d_v
+        w_oa = self.params.get("w_oa")  # DeepSeek-V4's output, [groups, h·d_v / groups, d_o]
+        groups, d_o = (w_oa.shape[0], w_oa.shape[2]) if w_oa is not None else (0, 0)
         return Sizes(
             d_model,
             self.heads,
@@ -179,7 +181,8 @@ class AttentionTrace:
             self.part_width("c_kv"),
             self.part_width("c_q"),
             self.part_width("k_r") or 2 * self.part_width("angles"),  # MLA's rotary key, or V4's turned part
-            *(self.params["w_oa"].shape[::2] if "w_oa" in self.params else (0, 0)),  # DeepSeek-V4's groups, d_o
+            groups,
+            d_o,
             rotary="q_rotated" in self.parts,
         )
 

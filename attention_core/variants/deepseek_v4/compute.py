@@ -1,5 +1,5 @@
-"""How DeepSeek-V4's attention computes, in its sliding-window layer (DeepSeek-V4, 2026; transformers'
-DeepseekV4Attention). Per token, with h query heads of width d_k:
+"""How DeepSeek-V4's attention computes, in its sliding-window layer (transformers' DeepseekV4Attention). Per
+token, with h query heads of width d_k:
 
     c_Q = RMSNorm(X·W_QA)·g_QA        [n, d_cq]     the query latent, as MLA's (d_cq = 0: none, q from X·W_Q)
     q_h = RMSNorm(c_Q·W_QB,h)         [h, n, d_k]   each head's query, normalised again, with no gain
@@ -95,7 +95,8 @@ def turned_back(context: torch.Tensor, parts: Mapping[str, torch.Tensor]) -> tor
         return context
     theta = parts["angles"].to(context.dtype)  # [n, r/2]
     r = 2 * theta.shape[-1]
-    cos, sin = torch.cat([theta, theta], dim=-1).cos(), torch.cat([theta, theta], dim=-1).sin()
+    doubled = torch.cat([theta, theta], dim=-1)  # pair i turns dimensions i and i + r/2 (rotary.py's halves)
+    cos, sin = doubled.cos(), doubled.sin()
     rope = context[..., -r:]
     quarter_turned = torch.cat([-rope[..., r // 2 :], rope[..., : r // 2]], dim=-1)
     return torch.cat([context[..., :-r], rope * cos - quarter_turned * sin], dim=-1)  # sin(−θ) = −sin θ

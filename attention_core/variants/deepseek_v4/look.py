@@ -64,11 +64,12 @@ TURN_STAGE = OwnStage(
 
 LOOK = Look(
     "#0b7285",
-    # DeepSeek-V4-Flash's proportions for a d_k of 512: a rotary part of 64 (d_k / 8, even), 8 output groups of 1,024.
-    compared_at=lambda s: dataclasses.replace(s, kv_heads=1, d_v=s.d_k, d_rope=2 * max(s.d_k // 16, 1)),
+    # Beside the others in the cache chart: one key/value vector as wide as a key (its cache is d_k, whatever its
+    # rotary part and output groups).
+    compared_at=lambda s: dataclasses.replace(s, kv_heads=1, d_v=s.d_k),
     heads_line=_heads_line,
-    own_weights="Each head has its own query weights W_QB and its own sink logit s; the one key/value vector, "
-    "made by W_KV, is every head's key and value",
+    own_weights="Each head has its own query weights (W_QB, or W_Q without a query latent) and its own sink logit s; "
+    "the one key/value vector, made by W_KV, is every head's key and value",
     suits=_suits,
     weights_note=lambda names: (
         "No W_K or W_V: W_KV makes one vector a token, every head's key and value (K = V); s holds each head's "

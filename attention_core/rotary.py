@@ -36,7 +36,11 @@ def cos_sin(
     n: int, width: int, base: float = BASE, dtype=torch.float64, device="cpu", start: int = 0
 ) -> tuple[torch.Tensor, ...]:
     """cos θ and sin θ, each [n, width] with the half-width angles written twice (transformers' layout)."""
-    theta = angles(n, width, base, dtype, device, start)
+    return cos_sin_of(angles(n, width, base, dtype, device, start))
+
+
+def cos_sin_of(theta: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """cos θ and sin θ of the angles theta [n, w/2], each [n, w]: pair i turns dimensions i and i + w/2."""
     doubled = torch.cat([theta, theta], dim=-1)
     return doubled.cos(), doubled.sin()
 
@@ -44,8 +48,14 @@ def cos_sin(
 def rotate(t: torch.Tensor, base: float = BASE, start: int = 0) -> torch.Tensor:
     """t [..., n, w] with each row turned by its position's angles, the first row at position `start`."""
     n, width = t.shape[-2:]
-    cos, sin = cos_sin(n, width, base, t.dtype, t.device, start)
-    half = width // 2
+    return turn(t, angles(n, width, base, t.dtype, t.device, start))
+
+
+def turn(t: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """t [..., n, w] with row i's pairs turned by the angles theta[i] [n, w/2] (−θ turns them back: DeepSeek-V4
+    turns each head's context back at its query's position)."""
+    cos, sin = cos_sin_of(theta)
+    half = t.shape[-1] // 2
     first, second = t[..., :half], t[..., half:]
     turned_half = torch.cat([-second, first], dim=-1)  # (−x_{i+w/2}, x_i): the pair a quarter turn on
     return t * cos + turned_half * sin

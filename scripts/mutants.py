@@ -154,7 +154,7 @@ MUTANTS = (
            "slope = variant.handed_slope(trace.context.detach().double().cpu(), parts)",
            "slope = torch.zeros_like(trace.context.detach().double().cpu())", "room too tight"),
     Mutant("DeepSeek-V4's context turned on again, not back", "attention_core/variants/deepseek_v4/compute.py",
-           "rope * cos - quarter_turned * sin], dim=-1)", "rope * cos + quarter_turned * sin], dim=-1)",
+           "rotary.turn(context[..., -r:], -theta)", "rotary.turn(context[..., -r:], theta)",
            "wrong rotation"),
     Mutant("DeepSeek-V4's queries not normalised", "attention_core/variants/deepseek_v4/compute.py",
            "q = rms_norm(q, 1.0, NORM_EPS)", "q = q", "norm left out"),

@@ -30,17 +30,17 @@ pytestmark = pytest.mark.browser
 
 SIDEBAR = {name: DEFAULTS[name] for name in ("d_model", "d_k", "seed", "init", "positional")}  # the rest as linked
 # (variant, its own stage, the stages whose formula it changes, the own stage's chart, the part that chart draws)
-OWN = [("gated", "gate", "output", "G = σ(X·W_G)", "gate"),
-       ("learned_sink", "sink", "weights", "σ (sink's share)", "sink_share"),
-       ("differential", "two_maps", "weights", "A₂", "weights_2"),
+OWN = [("gated", "gate", ("output",), "G = σ(X·W_G)", "gate"),
+       ("learned_sink", "sink", ("weights",), "σ (sink's share)", "sink_share"),
+       ("differential", "two_maps", ("weights",), "A₂", "weights_2"),
        ("deepseek_v4", "turn_back", ("output", "qkv", "projections", "cache"), "C turned back", "handed")]  # fmt: skip
 LINKED = {"deepseek_v4": {"positional": "rotary"}}  # what a variant's stage needs beyond the sidebar's defaults
 
 
 @pytest.mark.parametrize(("width", "height", "scheme"), SCREENS)
-@pytest.mark.parametrize(("variant", "own", "formula", "chart", "part"), OWN, ids=[row[0] for row in OWN])
+@pytest.mark.parametrize(("variant", "own", "formulas", "chart", "part"), OWN, ids=[row[0] for row in OWN])
 def test_a_variants_own_stage_and_its_formula_fit_every_screen_with_the_engines_numbers(
-    server, browser, variant, own, formula, chart, part, width, height, scheme
+    server, browser, variant, own, formulas, chart, part, width, height, scheme
 ):
     own_settings = LINKED.get(variant, {})
     link = "".join(
@@ -50,7 +50,6 @@ def test_a_variants_own_stage_and_its_formula_fit_every_screen_with_the_engines_
         for text, named in ((DEFAULTS["text"], "default"), (AWKWARD, "awkward")):
             config = AttentionConfig(**(SIDEBAR | own_settings), variant=variant, heads=2, kv_heads=1, causal=True)
             trace = trace_sentence(text, config)
-            formulas = formula if isinstance(formula, tuple) else (formula,)
             for key in (own, *formulas) if named == "default" else (own,):  # the formulas' fit: one text
                 page.goto(f"{server}/?present=true&text={quote(text)}&{link}&stage={quote(BY_KEY[key].label)}")
                 page.get_by_role("heading", name=heading(key, trace)).wait_for(timeout=15000 * SLOW)

@@ -114,9 +114,8 @@ def row_sums(trace) -> tuple[str, float]:
     rounding its sum carries: a learned sink's 1 − its share (one row), differential attention's 1 − λ (two maps,
     the second's times λ)."""
     if trace.signed:
-        return "in differential attention a row sums to 1 − λ (A₁ − λ·A₂, each map's row summing to 1)", 1 + abs(
-            trace.lam
-        )
+        said = "in differential attention a row sums to 1 − λ (A₁ − λ·A₂, each map's row summing to 1)"
+        return said, 1 + abs(trace.lam)
     return "with this head's sink, a row sums to 1 − the sink's share", 1.0
 
 

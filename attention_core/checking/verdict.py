@@ -172,12 +172,9 @@ def check(trace: AttentionTrace, arrays: Mapping[str, object], step: int | None 
             got, most = taken[stage].value, allowed[stage]
             gap, where = difference(want[stage], got)
             cell = first_cell(want[stage], got, most)
-            # the weights' exact facts: a row's sum (1, or 1 − a sink's share, or 1 − λ: row_sums), no hidden key seen
-            broken = (
-                broken_fact(want[stage], got, want.get("masked_scores"), row_sums(trace))
-                if stage == "weights"
-                else None
-            )
+            broken = None  # the weights' exact facts: a row's sum (1, 1 − a sink's share, 1 − λ), no hidden key seen
+            if stage == "weights":
+                broken = broken_fact(want[stage], got, want.get("masked_scores"), row_sums(trace))
             if broken is not None and (cell is None or broken[0] < cell):
                 cell = broken[0]
             checked.append(StageCheck(stage, taken[stage].layout, gap, where, gap <= most and broken is None,

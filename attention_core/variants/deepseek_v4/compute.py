@@ -95,11 +95,7 @@ def turned_back(context: torch.Tensor, parts: Mapping[str, torch.Tensor]) -> tor
         return context
     theta = parts["angles"].to(context.dtype)  # [n, r/2]
     r = 2 * theta.shape[-1]
-    doubled = torch.cat([theta, theta], dim=-1)  # pair i turns dimensions i and i + r/2 (rotary.py's halves)
-    cos, sin = doubled.cos(), doubled.sin()
-    rope = context[..., -r:]
-    quarter_turned = torch.cat([-rope[..., r // 2 :], rope[..., : r // 2]], dim=-1)
-    return torch.cat([context[..., :-r], rope * cos - quarter_turned * sin], dim=-1)  # sin(−θ) = −sin θ
+    return torch.cat([context[..., :-r], rotary.turn(context[..., -r:], -theta)], dim=-1)
 
 
 def grouped_output(concat: torch.Tensor, w: Mapping[str, torch.Tensor]) -> torch.Tensor:
